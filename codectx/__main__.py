@@ -1,0 +1,5 @@
+"""`python -m codectx` runs the command line."""
+
+from codectx.cli import main
+
+raise SystemExit(main())

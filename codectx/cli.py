@@ -1,0 +1,122 @@
+"""The `codectx` command line: builds the parser from each package's CLI module.
+
+Every package keeps its commands in its own `cli.py` with a `register(sub)`
+function; this module only wires them and turns CodectxError into a message
+and an exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+
+from codectx import __version__
+from codectx.clikit import print_json, settings_for
+from codectx.errors import CodectxError
+from codectx.schema import SCHEMA
+
+# Order is the order of `codectx --help`.
+COMMAND_MODULES = (
+    "codectx.indexer.cli",
+    "codectx.retriever.cli",
+    "codectx.privacy.cli",
+    "codectx.backend.cli",
+    "codectx.lsp.cli",
+)
+
+
+def _register_config(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    config = sub.add_parser("config", help="show the resolved configuration")
+    config_sub = config.add_subparsers(dest="config_command", metavar="COMMAND")
+    config_sub.required = True
+    show = config_sub.add_parser(
+        "show",
+        help="print every setting and where its value came from",
+        description="Print every setting, its value and its source: default, user config, "
+        "workspace config (.codectx.toml), environment (CODECTX_*), or command line.",
+    )
+    show.add_argument("path", nargs="?", default=".", help="workspace (default: .)")
+    show.add_argument("--json", action="store_true", help="machine-readable output")
+    show.set_defaults(func=_config_show)
+    keys = config_sub.add_parser("keys", help="list every known setting with its help")
+    keys.set_defaults(func=_config_keys)
+
+
+def _config_show(args: argparse.Namespace) -> int:
+    root = Path(args.path).expanduser().resolve()
+    settings = settings_for(root, args)
+    if args.json:
+        print_json(
+            {
+                "root": str(root),
+                "settings": {
+                    f"{section}.{key}": {
+                        "value": "***" if key == "api_key" and value else value,
+                        "source": settings.sources[f"{section}.{key}"],
+                    }
+                    for section, values in settings.as_dict().items()
+                    for key, value in values.items()
+                },
+                "warnings": list(settings.warnings),
+            }
+        )
+        return 0
+    for section, values in settings.as_dict().items():
+        print(f"[{section}]")
+        for key, value in values.items():
+            shown = "***" if key == "api_key" and value else value
+            print(f"  {key} = {shown!r:40}  # {settings.sources[f'{section}.{key}']}")
+    return 0
+
+
+def _config_keys(args: argparse.Namespace) -> int:
+    for section, keys in SCHEMA.items():
+        print(f"[{section}]")
+        for key, spec in keys.items():
+            tag = " (user level only)" if spec.privacy else ""
+            print(f"  {key} ({spec.type}, default {spec.default!r}){tag}\n      {spec.help}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="codectx",
+        description="A coding assistant that keeps your code on your machine: index, search, "
+        "assemble context, redact secrets, and audit every byte sent to the model server.",
+    )
+    parser.add_argument("--version", action="version", version=f"codectx {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:
+                continue
+            raise
+        module.register(sub)
+    _register_config(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except CodectxError as exc:
+        print(f"codectx: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("codectx: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

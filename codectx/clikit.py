@@ -1,0 +1,60 @@
+"""Helpers shared by every command's CLI module: settings from flags, output."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from codectx.errors import UsageError
+from codectx.settings import Settings, find_workspace_root, load_settings
+
+
+def add_json(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="machine-readable output (JSON)")
+
+
+def add_index_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--index-dir", metavar="DIR", help="index folder (default: <workspace>/.codectx)"
+    )
+
+
+def workspace_root(path: str | None) -> Path:
+    """The workspace for a PATH argument: the folder itself, or the enclosing repo for a file."""
+    target = Path(path or ".").expanduser()
+    if not target.exists():
+        raise UsageError(f"path does not exist: {target}")
+    if target.is_dir():
+        return target.resolve()
+    return find_workspace_root(target.parent)
+
+
+def settings_for(root: Path | None, args: argparse.Namespace, extra: Mapping[str, Any] | None = None) -> Settings:
+    """Resolve settings once for a command, flags taking precedence."""
+    overrides: dict[str, Any] = {}
+    if getattr(args, "index_dir", None):
+        overrides["index.index_dir"] = str(Path(args.index_dir).expanduser().resolve())
+    if extra:
+        overrides.update({k: v for k, v in extra.items() if v is not None})
+    settings = load_settings(root, overrides)
+    for warning in settings.warnings:
+        print(f"codectx: warning: {warning}", file=sys.stderr)
+    return settings
+
+
+def print_json(data: Any) -> None:
+    json.dump(data, sys.stdout, indent=2, ensure_ascii=False, default=str)
+    sys.stdout.write("\n")
+
+
+def print_jsonl(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def stderr(message: str) -> None:
+    print(message, file=sys.stderr)

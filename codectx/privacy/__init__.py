@@ -1,0 +1,1 @@
+"""Secret redaction, the egress choke point and the audit log."""

@@ -1,0 +1,114 @@
+"""The settings schema: every key codectx understands, as data.
+
+Each key has a type, a default, a help line and a flag saying whether it can
+weaken privacy (send code elsewhere, turn off redaction, shrink never-send
+lists). Such keys are refused from a workspace's `.codectx.toml`: a cloned
+repository must not be able to redirect a user's code to its own server.
+
+Each package owns its own section; add keys there, nowhere else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Key:
+    type: str  # "str", "int", "float", "bool", "list", "path", "optional_str"
+    default: Any
+    help: str
+    privacy: bool = False  # True: may only come from user-level config, env or flags
+    choices: tuple[str, ...] = ()
+    min: float | None = None
+    max: float | None = None
+
+
+SCHEMA: dict[str, dict[str, Key]] = {
+    "index": {
+        "index_dir": Key("optional_str", None, "Where the index lives (default: <workspace>/.codectx)."),
+        "max_file_bytes": Key("int", 1_000_000, "Files larger than this are skipped.", min=1),
+        "never_index": Key(
+            "list", [], "Extra globs that are never indexed (added to the built-in secret-file list)."
+        ),
+        "exclude": Key("list", [], "Extra globs to skip (gitignore syntax)."),
+        "model": Key(
+            "str",
+            "all-MiniLM-L6-v2",
+            "Embedding model: 'all-MiniLM-L6-v2' (bundled) or a sentence-transformers folder path.",
+        ),
+        "embed_backend": Key(
+            "str",
+            "auto",
+            "How embeddings are computed: 'onnx-int8' (fast), 'torch', or 'auto'.",
+            choices=("auto", "onnx-int8", "torch"),
+        ),
+        "embed_batch_size": Key("int", 32, "Chunks per embedding batch.", min=1, max=4096),
+        "chunk_max_chars": Key(
+            "int", 1500, "Chunk size budget in non-whitespace characters.", min=100, max=100_000
+        ),
+        "embed": Key("bool", True, "Compute vectors (false: lexical and symbol index only)."),
+    },
+    "retriever": {
+        "k": Key("int", 10, "Results returned by search.", min=1, max=1000),
+        "budget_tokens": Key(
+            "int", 2048, "Token budget of a completion prompt.", min=128, max=1_000_000
+        ),
+        "prefix_share": Key("float", 0.5, "Share of the budget for code before the cursor.", min=0, max=1),
+        "suffix_share": Key("float", 0.15, "Share of the budget for code after the cursor.", min=0, max=1),
+        "dense_weight": Key("float", 1.0, "Fusion weight of the vector list.", min=0),
+        "fts_weight": Key("float", 0.5, "Fusion weight of the full-text list.", min=0),
+        "symbol_weight": Key("float", 1.0, "Fusion weight of the symbol-name list.", min=0),
+    },
+    "privacy": {
+        "redact": Key("bool", True, "Redact secrets from everything that leaves the machine.", privacy=True),
+        "strict": Key("bool", False, "Also redact high-entropy literals.", privacy=True),
+        "never_send": Key(
+            "list", [], "Extra globs whose content is never sent (added to the never-index list).", privacy=True
+        ),
+        "max_request_bytes": Key(
+            "int", 262_144, "Largest request body that may be sent.", privacy=True, min=1024
+        ),
+        "anonymize_paths": Key("bool", False, "Replace file paths in prompts with opaque names.", privacy=True),
+        "offline": Key("bool", False, "Build and log payloads but never send them.", privacy=True),
+        "keep_payloads": Key(
+            "bool", True, "Keep the exact (redacted) bytes of each request beside the audit log.", privacy=True
+        ),
+        "scan_timeout_s": Key(
+            "float", 2.0, "A redaction scan slower than this blocks the send.", privacy=True, min=0.01
+        ),
+    },
+    "backend": {
+        "url": Key(
+            "optional_str", None, "Model server base URL, e.g. http://127.0.0.1:8000/v1.", privacy=True
+        ),
+        "api_key": Key("optional_str", None, "API key for the model server.", privacy=True),
+        "model": Key("optional_str", None, "Served model name (default: the server's first model)."),
+        "family": Key(
+            "str",
+            "auto",
+            "Prompt family: auto, qwen, deepseek, starcoder2, codellama.",
+            choices=("auto", "qwen", "deepseek", "starcoder2", "codellama"),
+        ),
+        "verify_tls": Key("bool", True, "Verify the server's TLS certificate.", privacy=True),
+        "ca_bundle": Key("optional_str", None, "Custom CA bundle file for TLS.", privacy=True),
+        "connect_timeout_s": Key("float", 2.0, "Connect timeout.", min=0.01),
+        "first_token_timeout_s": Key("float", 10.0, "Time allowed until the first token.", min=0.01),
+        "total_timeout_s": Key("float", 30.0, "Time allowed for a whole request.", min=0.01),
+        "max_tokens": Key("int", 128, "Largest completion, in tokens.", min=1, max=32768),
+        "temperature": Key("float", 0.2, "Sampling temperature.", min=0, max=2),
+        "retries": Key("int", 2, "Retries on connect errors and 429/503 before any token.", min=0, max=10),
+        "breaker_interval_s": Key(
+            "float", 10.0, "After a failure, how long requests fail fast before one probe.", min=0
+        ),
+        "profile": Key("str", "cpu-dev", "Serving profile for `codectx backend serve`."),
+    },
+    "lsp": {
+        "completion": Key("bool", True, "Offer AI completions."),
+        "debounce_ms": Key("int", 75, "Wait this long after a keystroke before asking the model.", min=0),
+        "request_budget_ms": Key(
+            "int", 3000, "A completion request taking longer returns what it has.", min=50
+        ),
+    },
+}

@@ -1,0 +1,352 @@
+"""One immutable Settings object, resolved once and passed in.
+
+Layers, lowest first: built-in defaults, the user's config file
+(`$XDG_CONFIG_HOME/codectx/config.toml`), the workspace's `.codectx.toml`,
+`CODECTX_*` environment variables, then command-line flags (or an editor's
+settings). The workspace layer is untrusted: keys marked `privacy` in the
+schema are ignored there, with a warning, so a cloned repository cannot
+redirect code to its own server or turn redaction off.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codectx.errors import ConfigError
+from codectx.schema import SCHEMA, Key
+
+WORKSPACE_FILE = ".codectx.toml"
+
+
+def _xdg(var: str, fallback: str) -> Path:
+    value = os.environ.get(var)
+    if value and os.path.isabs(value):
+        return Path(value)
+    return Path.home() / fallback
+
+
+def user_config_path() -> Path:
+    return _xdg("XDG_CONFIG_HOME", ".config") / "codectx" / "config.toml"
+
+
+def state_dir() -> Path:
+    """Where the audit log and the install secret live."""
+    return _xdg("XDG_STATE_HOME", ".local/state") / "codectx"
+
+
+def cache_dir() -> Path:
+    return _xdg("XDG_CACHE_HOME", ".cache") / "codectx"
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One source of values: `data` is {section: {key: value}}."""
+
+    name: str
+    data: Mapping[str, Mapping[str, Any]]
+    trusted: bool = True
+
+
+class Section:
+    """Read-only attribute access to one section's resolved values."""
+
+    def __init__(self, name: str, values: Mapping[str, Any]) -> None:
+        object.__setattr__(self, "_name", name)
+        object.__setattr__(self, "_values", dict(values))
+
+    def __getattr__(self, key: str) -> Any:
+        try:
+            return self._values[key]
+        except KeyError:
+            raise AttributeError(f"no setting {self._name}.{key}") from None
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        raise AttributeError("Settings are immutable")
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self._values)
+
+    def __repr__(self) -> str:
+        return f"Section({self._name}, {self._values!r})"
+
+
+@dataclass(frozen=True)
+class Settings:
+    root: Path | None
+    sections: Mapping[str, Section]
+    sources: Mapping[str, str]
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def index(self) -> Section:
+        return self.sections["index"]
+
+    @property
+    def retriever(self) -> Section:
+        return self.sections["retriever"]
+
+    @property
+    def privacy(self) -> Section:
+        return self.sections["privacy"]
+
+    @property
+    def backend(self) -> Section:
+        return self.sections["backend"]
+
+    @property
+    def lsp(self) -> Section:
+        return self.sections["lsp"]
+
+    def get(self, dotted: str) -> Any:
+        section, key = dotted.split(".", 1)
+        return getattr(self.sections[section], key)
+
+    def index_dir(self) -> Path:
+        """The index folder for this workspace."""
+        configured = self.index.index_dir
+        if configured:
+            path = Path(os.path.expanduser(configured))
+            if not path.is_absolute() and self.root is not None:
+                path = self.root / path
+            return path
+        if self.root is None:
+            raise ConfigError("no workspace root and no index.index_dir configured")
+        return self.root / ".codectx"
+
+    def as_dict(self) -> dict[str, dict[str, Any]]:
+        return {name: sec.as_dict() for name, sec in self.sections.items()}
+
+    def with_overrides(self, overrides: Mapping[str, Any], source: str = "override") -> Settings:
+        """A copy with some dotted keys replaced (validated like any layer)."""
+        values = self.as_dict()
+        sources = dict(self.sources)
+        for dotted, raw in overrides.items():
+            section, key = _split_key(dotted, source)
+            values[section][key] = coerce(section, key, raw, source)
+            sources[dotted] = source
+        return Settings(
+            root=self.root,
+            sections={n: Section(n, v) for n, v in values.items()},
+            sources=sources,
+            warnings=self.warnings,
+        )
+
+
+def _split_key(dotted: str, source: str) -> tuple[str, str]:
+    if "." not in dotted:
+        raise ConfigError(f"{source}: '{dotted}' is not a setting (expected section.key)")
+    section, key = dotted.split(".", 1)
+    if section not in SCHEMA:
+        raise ConfigError(
+            f"{source}: unknown section '{section}' (known: {', '.join(sorted(SCHEMA))})"
+        )
+    if key not in SCHEMA[section]:
+        known = ", ".join(sorted(SCHEMA[section]))
+        raise ConfigError(f"{source}: unknown key '{section}.{key}' (known in [{section}]: {known})")
+    return section, key
+
+
+def _parse_bool(raw: str) -> bool:
+    lowered = raw.strip().lower()
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off"}:
+        return False
+    raise ValueError(f"'{raw}' is not a boolean (use true or false)")
+
+
+def coerce(section: str, key: str, raw: Any, source: str) -> Any:
+    """Check and convert one value; strings (env vars, flags) are parsed."""
+    spec: Key = SCHEMA[section][key]
+    where = f"{source}: {section}.{key}"
+    try:
+        value = _convert(spec, raw)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    if spec.choices and value not in spec.choices:
+        raise ConfigError(f"{where}: '{value}' is not one of {', '.join(spec.choices)}")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if spec.min is not None and value < spec.min:
+            raise ConfigError(f"{where}: {value} is below the minimum {spec.min:g}")
+        if spec.max is not None and value > spec.max:
+            raise ConfigError(f"{where}: {value} is above the maximum {spec.max:g}")
+    return value
+
+
+def _convert(spec: Key, raw: Any) -> Any:
+    kind = spec.type
+    if kind == "bool":
+        if isinstance(raw, bool):
+            return raw
+        if isinstance(raw, str):
+            return _parse_bool(raw)
+        raise TypeError(f"expected true or false, got {raw!r}")
+    if kind == "int":
+        if isinstance(raw, bool):
+            raise TypeError(f"expected an integer, got {raw!r}")
+        if isinstance(raw, int):
+            return raw
+        if isinstance(raw, str):
+            try:
+                return int(raw.strip().replace("_", ""))
+            except ValueError:
+                raise ValueError(f"expected an integer, got '{raw}'") from None
+        raise TypeError(f"expected an integer, got {raw!r}")
+    if kind == "float":
+        if isinstance(raw, bool):
+            raise TypeError(f"expected a number, got {raw!r}")
+        if isinstance(raw, (int, float)):
+            return float(raw)
+        if isinstance(raw, str):
+            try:
+                return float(raw.strip())
+            except ValueError:
+                raise ValueError(f"expected a number, got '{raw}'") from None
+        raise TypeError(f"expected a number, got {raw!r}")
+    if kind == "list":
+        if isinstance(raw, str):
+            return [part.strip() for part in raw.split(",") if part.strip()]
+        if isinstance(raw, (list, tuple)) and all(isinstance(x, str) for x in raw):
+            return list(raw)
+        raise TypeError(f"expected a list of strings, got {raw!r}")
+    if kind in {"str", "optional_str", "path"}:
+        if raw is None and kind == "optional_str":
+            return None
+        if isinstance(raw, str):
+            if kind == "optional_str" and raw == "":
+                return None
+            return raw
+        raise TypeError(f"expected a string, got {raw!r}")
+    raise TypeError(f"unknown setting type {kind}")
+
+
+def read_toml(path: Path, name: str) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        return {}
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{name} ({path}): invalid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{name} ({path}): cannot read: {exc.strerror}") from None
+    for section, body in data.items():
+        if not isinstance(body, dict):
+            raise ConfigError(
+                f"{name} ({path}): '{section}' must be a table like [{section}], not a plain value"
+            )
+    return data
+
+
+def env_layer(environ: Mapping[str, str]) -> Layer:
+    data: dict[str, dict[str, Any]] = {}
+    for name, value in environ.items():
+        if not name.startswith("CODECTX_"):
+            continue
+        rest = name[len("CODECTX_") :].lower()
+        if rest == "api_key":
+            data.setdefault("backend", {})["api_key"] = value
+            continue
+        for section in SCHEMA:
+            if rest.startswith(section + "_"):
+                key = rest[len(section) + 1 :]
+                if key not in SCHEMA[section]:
+                    raise ConfigError(
+                        f"environment variable {name}: unknown key '{section}.{key}'"
+                    )
+                data.setdefault(section, {})[key] = value
+                break
+    return Layer("environment", data)
+
+
+def find_workspace_root(start: Path) -> Path:
+    """The nearest folder above `start` holding .git or .codectx.toml, else `start`."""
+    start = start.resolve()
+    for folder in [start, *start.parents]:
+        if (folder / ".git").exists() or (folder / WORKSPACE_FILE).exists():
+            return folder
+    return start
+
+
+def resolve(root: Path | None, layers: list[Layer]) -> Settings:
+    values: dict[str, dict[str, Any]] = {
+        section: {key: spec.default for key, spec in keys.items()} for section, keys in SCHEMA.items()
+    }
+    sources: dict[str, str] = {
+        f"{section}.{key}": "default" for section, keys in SCHEMA.items() for key in keys
+    }
+    warnings: list[str] = []
+    for layer in layers:
+        for section, body in layer.data.items():
+            if section not in SCHEMA:
+                raise ConfigError(
+                    f"{layer.name}: unknown section [{section}] (known: {', '.join(sorted(SCHEMA))})"
+                )
+            for key, raw in body.items():
+                _split_key(f"{section}.{key}", layer.name)
+                if not layer.trusted and SCHEMA[section][key].privacy:
+                    warnings.append(
+                        f"{layer.name}: ignored {section}.{key}: settings that can send code elsewhere "
+                        "or weaken privacy are only read from your user config, environment or flags"
+                    )
+                    continue
+                values[section][key] = coerce(section, key, raw, layer.name)
+                sources[f"{section}.{key}"] = layer.name
+    return Settings(
+        root=root,
+        sections={name: Section(name, vals) for name, vals in values.items()},
+        sources=sources,
+        warnings=tuple(warnings),
+    )
+
+
+def load_settings(
+    root: Path | None,
+    overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+    user_config: Path | None = None,
+) -> Settings:
+    """Resolve settings for a workspace (or none) from every layer."""
+    environ = os.environ if environ is None else environ
+    user_path = user_config or user_config_path()
+    layers: list[Layer] = []
+    user_data = read_toml(user_path, "user config")
+    warnings: list[str] = []
+    if user_data:
+        layers.append(Layer(f"user config ({user_path})", user_data))
+        if user_data.get("backend", {}).get("api_key") and _readable_by_others(user_path):
+            warnings.append(
+                f"{user_path} holds an API key and is readable by other users; run: chmod 600 {user_path}"
+            )
+    if root is not None:
+        ws_path = root / WORKSPACE_FILE
+        ws_data = read_toml(ws_path, "workspace config")
+        if ws_data:
+            layers.append(Layer(f"workspace config ({ws_path})", ws_data, trusted=False))
+    layers.append(env_layer(environ))
+    if overrides:
+        flag_data: dict[str, dict[str, Any]] = {}
+        for dotted, raw in overrides.items():
+            if raw is None:
+                continue
+            section, key = _split_key(dotted, "command line")
+            flag_data.setdefault(section, {})[key] = raw
+        layers.append(Layer("command line", flag_data))
+    settings = resolve(root, layers)
+    if warnings:
+        settings = Settings(settings.root, settings.sections, settings.sources, (*warnings, *settings.warnings))
+    return settings
+
+
+def _readable_by_others(path: Path) -> bool:
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return bool(mode & (stat.S_IRGRP | stat.S_IROTH))

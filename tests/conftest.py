@@ -1,0 +1,27 @@
+"""Test-wide isolation: nothing a test does may touch the user's home or config."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+_SANDBOX = Path(tempfile.mkdtemp(prefix="codectx-tests-"))
+for _var in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME"):
+    os.environ[_var] = str(_SANDBOX / _var.lower())
+os.environ["HOME"] = str(_SANDBOX / "home")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+for _name in list(os.environ):
+    if _name.startswith("CODECTX_") and _name != "CODECTX_VLLM_PYTHON":
+        del os.environ[_name]
+
+
+@pytest.fixture(autouse=True)
+def _isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test gets its own config, state and cache folders."""
+    for var in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME"):
+        monkeypatch.setenv(var, str(tmp_path / "_xdg" / var.lower()))

@@ -1,0 +1,117 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from codectx.errors import ConfigError
+from codectx.settings import load_settings, user_config_path
+
+
+def _write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_layers_in_order(tmp_path: Path) -> None:
+    user = _write(user_config_path(), "[index]\nmax_file_bytes = 10\nchunk_max_chars = 900\n")
+    os.chmod(user, 0o600)
+    ws = tmp_path / "ws"
+    _write(ws / ".codectx.toml", "[index]\nmax_file_bytes = 20\n")
+    env = {"CODECTX_INDEX_MODEL": "/models/x"}
+    s = load_settings(ws, {"index.embed_batch_size": 7}, environ=env)
+    assert s.index.max_file_bytes == 20
+    assert s.sources["index.max_file_bytes"].startswith("workspace config")
+    assert s.index.chunk_max_chars == 900
+    assert s.sources["index.chunk_max_chars"].startswith("user config")
+    assert s.index.model == "/models/x"
+    assert s.sources["index.model"] == "environment"
+    assert s.index.embed_batch_size == 7
+    assert s.sources["index.embed_batch_size"] == "command line"
+    assert s.index.embed is True and s.sources["index.embed"] == "default"
+
+
+def test_workspace_cannot_weaken_privacy(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    _write(
+        ws / ".codectx.toml",
+        '[backend]\nurl = "http://evil.example/v1"\napi_key = "k"\n[privacy]\nredact = false\n',
+    )
+    s = load_settings(ws, environ={})
+    assert s.backend.url is None
+    assert s.backend.api_key is None
+    assert s.privacy.redact is True
+    assert len(s.warnings) == 3
+    assert all("ignored" in w for w in s.warnings)
+
+
+def test_user_level_may_set_endpoint(tmp_path: Path) -> None:
+    _write(user_config_path(), '[backend]\nurl = "http://127.0.0.1:9/v1"\n')
+    s = load_settings(tmp_path, environ={"CODECTX_API_KEY": "sekrit"})
+    assert s.backend.url == "http://127.0.0.1:9/v1"
+    assert s.backend.api_key == "sekrit"
+
+
+def test_api_key_in_world_readable_file_warns(tmp_path: Path) -> None:
+    path = _write(user_config_path(), '[backend]\napi_key = "abc"\n')
+    os.chmod(path, 0o644)
+    s = load_settings(tmp_path, environ={})
+    assert any("chmod 600" in w for w in s.warnings)
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("[index]\nmax_file_byte = 3\n", "unknown key 'index.max_file_byte'"),
+        ("[indx]\n", "unknown section"),
+        ('[index]\nmax_file_bytes = "big"\n', "expected an integer"),
+        ("[index]\nmax_file_bytes = 0\n", "below the minimum"),
+        ('[index]\nembed_backend = "gpu"\n', "not one of"),
+        ("[index\n", "invalid TOML"),
+        ("index = 3\n", "must be a table"),
+    ],
+)
+def test_bad_config_gives_clear_message(tmp_path: Path, text: str, fragment: str) -> None:
+    _write(tmp_path / ".codectx.toml", text)
+    with pytest.raises(ConfigError, match=fragment):
+        load_settings(tmp_path, environ={})
+
+
+def test_bad_env_value(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="CODECTX_INDEX_NOPE"):
+        load_settings(tmp_path, environ={"CODECTX_INDEX_NOPE": "1"})
+    with pytest.raises(ConfigError, match="boolean"):
+        load_settings(tmp_path, environ={"CODECTX_INDEX_EMBED": "maybe"})
+
+
+def test_settings_are_immutable(tmp_path: Path) -> None:
+    s = load_settings(tmp_path, environ={})
+    with pytest.raises(AttributeError):
+        s.index.model = "x"  # type: ignore[misc]
+
+
+def test_config_show_cli(tmp_path: Path) -> None:
+    _write(tmp_path / ".codectx.toml", "[retriever]\nk = 4\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "codectx", "config", "show", str(tmp_path), "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    import json
+
+    data = json.loads(out.stdout)
+    assert data["settings"]["retriever.k"]["value"] == 4
+    assert data["settings"]["retriever.k"]["source"].startswith("workspace config")
+    bad = subprocess.run(
+        [sys.executable, "-m", "codectx", "config", "show", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CODECTX_RETRIEVER_K": "zero"},
+    )
+    assert bad.returncode == 2
+    assert "codectx: error:" in bad.stderr and "Traceback" not in bad.stderr
