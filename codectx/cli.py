@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "codectx.retriever.cli",
     "codectx.privacy.cli",
     "codectx.backend.cli",
+    "codectx.backend.complete_cli",
     "codectx.lsp.cli",
 )
 

@@ -60,6 +60,19 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "dense_weight": Key("float", 1.0, "Fusion weight of the vector list.", min=0),
         "fts_weight": Key("float", 0.5, "Fusion weight of the full-text list.", min=0),
         "symbol_weight": Key("float", 1.0, "Fusion weight of the symbol-name list.", min=0),
+        "identifier_boost": Key(
+            "float", 2.0, "Multiplier of the full-text and symbol weights for identifier queries.", min=0
+        ),
+        "search_depth": Key("int", 50, "How deep each source list is read before fusion.", min=1, max=1000),
+        "context_search": Key(
+            "bool", True, "Completion context also runs a hybrid search around the cursor."
+        ),
+        "context_dense": Key(
+            "bool", True, "The completion context search embeds its query (false: lexical only, faster)."
+        ),
+        "definition_max_tokens": Key(
+            "int", 400, "A definition longer than this is cut to its head in completion context.", min=16
+        ),
     },
     "privacy": {
         "redact": Key("bool", True, "Redact secrets from everything that leaves the machine.", privacy=True),
@@ -103,12 +116,30 @@ SCHEMA: dict[str, dict[str, Key]] = {
             "float", 10.0, "After a failure, how long requests fail fast before one probe.", min=0
         ),
         "profile": Key("str", "cpu-dev", "Serving profile for `codectx backend serve`."),
+        "vllm_python": Key(
+            "optional_str",
+            None,
+            "Python interpreter with vLLM installed, used by `codectx backend serve` "
+            "(default: $CODECTX_VLLM_PYTHON, else the current interpreter).",
+        ),
     },
     "lsp": {
         "completion": Key("bool", True, "Offer AI completions."),
         "debounce_ms": Key("int", 75, "Wait this long after a keystroke before asking the model.", min=0),
         "request_budget_ms": Key(
             "int", 3000, "A completion request taking longer returns what it has.", min=50
+        ),
+        "max_document_bytes": Key(
+            "int", 2_000_000, "Documents larger than this get no completions or refactors.", min=1024
+        ),
+        "index_on_open": Key(
+            "bool", True, "Build or refresh each workspace folder's index in the background at start."
+        ),
+        "watch_interval_s": Key(
+            "float",
+            30.0,
+            "When the editor cannot report file changes, re-check the workspace this often (0: never).",
+            min=0,
         ),
     },
 }

@@ -1,0 +1,232 @@
+"""`codectx backend ...`: serve a model with vLLM, check a server, benchmark it, make the test model."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from codectx.clikit import add_json, print_json, settings_for, stderr
+from codectx.errors import UsageError
+from codectx.settings import Settings, cache_dir, user_config_path
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    backend = sub.add_parser(
+        "backend",
+        help="serve, check and benchmark the model server (vLLM)",
+        description="Start a vLLM server from a named profile, check that a server answers "
+        "fill-in-the-middle requests, benchmark it, or generate the tiny test model.",
+    )
+    bsub = backend.add_subparsers(dest="backend_command", metavar="COMMAND")
+    bsub.required = True
+
+    serve = bsub.add_parser(
+        "serve",
+        help="start vLLM (or N replicas behind vllm-router) from a profile",
+        description="Build the vLLM command line from a named profile and run it in the foreground "
+        "(Ctrl-C stops every process). Profiles: `codectx backend profiles`; add your own in "
+        f"{user_profiles_path()}.",
+    )
+    serve.add_argument("--profile", help="profile name (default: backend.profile, 'cpu-dev')")
+    serve.add_argument("--dry-run", action="store_true", help="print the commands, start nothing")
+    serve.add_argument("--port", type=int, help="port of the server (or of the router)")
+    serve.add_argument("--model", help="model id or folder (overrides the profile's)")
+    serve.add_argument("--replicas", type=int, help="replicas behind the router (cluster profiles)")
+    serve.add_argument("--gpus", type=int, help="GPUs for data/tensor parallel profiles")
+    serve.add_argument("--python", help="interpreter with vLLM (default: backend.vllm_python, "
+                       "$CODECTX_VLLM_PYTHON, else this one)")
+    serve.add_argument("extra", nargs="*", metavar="VLLM_ARG", help="extra vLLM flags after `--`")
+    add_json(serve)
+    serve.set_defaults(func=_serve)
+
+    profiles = bsub.add_parser("profiles", help="list the serving profiles")
+    add_json(profiles)
+    profiles.set_defaults(func=_profiles)
+
+    make = bsub.add_parser(
+        "make-test-model",
+        help="generate the tiny Qwen3-MoE test model and tokenizer",
+        description="Write a tiny random-weight Qwen3-MoE model (~1 MB) with a byte-level BPE "
+        "tokenizer carrying the Qwen FIM and chat special tokens. Deterministic for a seed. "
+        "The text it generates is noise; the serving protocol is real.",
+    )
+    make.add_argument("dir", help="folder to write (new or empty)")
+    make.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    add_json(make)
+    make.set_defaults(func=_make_test_model)
+
+    check = bsub.add_parser(
+        "check",
+        help="is the server reachable, serving a model, answering FIM; time to first token",
+        description="Check the configured model server (backend.url, CODECTX_BACKEND_URL or "
+        "--backend-url): reachable, model served, a fill-in-the-middle round trip, time to first token.",
+    )
+    check.add_argument("--backend-url", help="server URL, e.g. http://127.0.0.1:8000/v1")
+    check.add_argument("--model", help="served model name (default: backend.model or the first one)")
+    add_json(check)
+    check.set_defaults(func=_check)
+
+    bench = bsub.add_parser(
+        "bench",
+        help="benchmark FIM requests: TTFT, inter-token latency, tokens/s, prefix-cache hits",
+        description="Send fill-in-the-middle requests with realistic prompt sizes at each "
+        "concurrency level and report TTFT and inter-token latency p50/p95, tokens/s, errors, and "
+        "the prefix-cache hit rate read from the server's /metrics before and after.",
+    )
+    bench.add_argument("--backend-url", help="server URL, e.g. http://127.0.0.1:8000/v1")
+    bench.add_argument("--model", help="served model name (default: backend.model or the first one)")
+    bench.add_argument("--concurrency", default="1,4,16", help="comma-separated levels (default 1,4,16)")
+    bench.add_argument("--requests", type=int, default=32, help="requests per level (default 32)")
+    bench.add_argument("--max-tokens", type=int, default=32, help="tokens per completion (default 32)")
+    bench.add_argument("--prompt-tokens", type=int, default=1500,
+                       help="approximate prompt size in tokens (default 1500)")
+    bench.add_argument("--seed", type=int, default=0, help="seed of the synthetic prompts")
+    add_json(bench)
+    bench.set_defaults(func=_bench)
+
+
+def user_profiles_path() -> Path:
+    return user_config_path().parent / "profiles.toml"
+
+
+def vllm_python(settings: Settings, flag: str | None) -> str:
+    """Where vLLM lives: --python, backend.vllm_python, $CODECTX_VLLM_PYTHON, else this interpreter."""
+    return flag or settings.backend.vllm_python or os.environ.get("CODECTX_VLLM_PYTHON") or sys.executable
+
+
+def _profiles(args: argparse.Namespace) -> int:
+    from codectx.backend.serve import load_profiles
+
+    profiles = load_profiles(user_profiles_path())
+    if args.json:
+        print_json([{**p.__dict__, "args": list(p.args), "env": dict(p.env)} for p in profiles.values()])
+        return 0
+    for p in profiles.values():
+        shape = f"{p.replicas} replicas + router" if p.replicas > 1 else "1 server"
+        print(f"{p.name:12} {shape:20} {p.description}  [{p.source}]")
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from codectx.backend.serve import (
+        build_plan,
+        cpu_supports_fp8_kv,
+        load_profiles,
+        read_cpuinfo,
+        router_next_to,
+        run_plan,
+    )
+
+    settings = settings_for(None, args)
+    name = args.profile or settings.backend.profile
+    profiles = load_profiles(user_profiles_path())
+    if name not in profiles:
+        raise UsageError(f"unknown profile '{name}' (known: {', '.join(profiles)})")
+    profile = profiles[name]
+    python = vllm_python(settings, args.python)
+    model = args.model
+    if not model and not profile.model and profile.generate_test_model:
+        model = str(cache_dir() / "test-model")
+        if not args.dry_run and not (Path(model) / "config.json").exists():
+            from codectx.backend.testmodel import make_test_model
+
+            stderr(f"codectx: generating the test model in {model}")
+            make_test_model(Path(model))
+    plan = build_plan(
+        profile,
+        python=python,
+        router=router_next_to(python),
+        model=model,
+        port=args.port,
+        replicas=args.replicas,
+        gpus=args.gpus,
+        cpu_fp8=cpu_supports_fp8_kv(read_cpuinfo()),
+        extra_args=args.extra,
+    )
+    if args.json:
+        print_json(
+            {
+                "profile": profile.name,
+                "model": plan.model,
+                "served_model_name": plan.served_model_name,
+                "client_url": plan.client_url,
+                "notes": list(plan.notes),
+                "processes": [
+                    {"role": p.role, "argv": list(p.argv), "env": dict(p.env), "url": p.url} for p in plan.processes
+                ],
+            }
+        )
+        if args.dry_run:
+            return 0
+    elif args.dry_run:
+        for note in plan.notes:
+            print(f"# {note}")
+        for p in plan.processes:
+            print(f"# {p.role} at {p.url}")
+            print(p.shell())
+        print(f"# point codectx at it: CODECTX_BACKEND_URL={plan.client_url}")
+        return 0
+    for note in plan.notes:
+        stderr(f"codectx: {note}")
+    stderr(f"codectx: clients use CODECTX_BACKEND_URL={plan.client_url}")
+    return run_plan(plan)
+
+
+def _make_test_model(args: argparse.Namespace) -> int:
+    from codectx.backend.testmodel import make_test_model
+
+    info = make_test_model(Path(args.dir), seed=args.seed)
+    if args.json:
+        print_json({**info.__dict__, "path": str(info.path)})
+    else:
+        print(
+            f"wrote {info.path}: {info.parameters:,} parameters, vocabulary {info.vocab_size}, "
+            f"{info.size_bytes / 1e6:.1f} MB (seed {info.seed})"
+        )
+        print(f"serve it: codectx backend serve --profile cpu-dev --model {info.path}")
+    return 0
+
+
+def _backend_settings(args: argparse.Namespace) -> Settings:
+    extra: dict[str, Any] = {"backend.url": getattr(args, "backend_url", None)}
+    if getattr(args, "model", None):
+        extra["backend.model"] = args.model
+    return settings_for(None, args, extra)
+
+
+def _check(args: argparse.Namespace) -> int:
+    from codectx.backend.bench import format_check, run_check
+
+    report = run_check(_backend_settings(args))
+    if args.json:
+        print_json(report.as_dict())
+    else:
+        print(format_check(report))
+    return 0 if report.ok else 3
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from codectx.backend.bench import BenchOptions, format_bench, run_bench
+
+    try:
+        levels = tuple(int(x) for x in args.concurrency.split(",") if x.strip())
+    except ValueError:
+        raise UsageError(f"--concurrency wants numbers like 1,4,16, not '{args.concurrency}'") from None
+    if not levels or min(levels) < 1 or args.requests < 1:
+        raise UsageError("--concurrency levels and --requests must be >= 1")
+    options = BenchOptions(
+        concurrency=levels,
+        requests=args.requests,
+        max_tokens=args.max_tokens,
+        prompt_tokens=args.prompt_tokens,
+        seed=args.seed,
+    )
+    report = run_bench(_backend_settings(args), options)
+    if args.json:
+        print_json(report.as_dict())
+    else:
+        print(format_bench(report))
+    return 0 if report.ok else 3

@@ -1,0 +1,393 @@
+"""The model-server client: OpenAI-compatible completions, chat, models, tokenize, metrics.
+
+How to construct and use it (the serving engineer's tests, `backend check`, bench):
+
+    from codectx.settings import load_settings
+    from codectx.backend.client import BackendClient, parse_metrics
+
+    settings = load_settings(None, {"backend.url": "http://127.0.0.1:8000/v1"})
+    async with BackendClient(settings) as client:           # gate=None: the privacy EgressGate
+        names = await client.models()                        # GET /v1/models
+        result = await client.complete(prompt, max_tokens=16, stop=["<|endoftext|>"])
+        result.text, result.finish_reason, result.usage.completion_tokens, result.ttft_s
+        async with client.stream_complete(prompt, max_tokens=32) as stream:
+            async for delta in stream:                       # text deltas as they arrive
+                ...
+        stream.text, stream.finish_reason, stream.usage, stream.ttft_s
+        answer = await client.chat([{"role": "user", "content": "hi"}])
+        count = len(await client.tokenize("def f(): pass"))  # POST /tokenize (server root)
+        metrics = parse_metrics(await client.metrics_text())  # GET /metrics (server root)
+
+Cancelling the task that iterates a stream (or leaving its `async with`)
+closes the HTTP response at once, so vLLM aborts the request. The prompt is
+sent raw to /v1/completions (FIM prompts are built by codectx.backend.prompts,
+never by a chat template). Every POST goes through the privacy gate in
+codectx.backend.transport; errors are codectx.backend.errors exceptions.
+`BackendClient(settings, http_transport=httpx.MockTransport(...))` is for unit tests.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+from codectx.backend.errors import (
+    BackendNotConfigured,
+    BackendOffline,
+    BackendProtocolError,
+    BackendRejected,
+)
+from codectx.backend.transport import EventStream, Gate, Reply, Transport, default_gate
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @classmethod
+    def parse(cls, data: Any) -> Usage | None:
+        if not isinstance(data, dict):
+            return None
+        return cls(int(data.get("prompt_tokens") or 0), int(data.get("completion_tokens") or 0))
+
+
+@dataclass
+class CompletionResult:
+    text: str
+    finish_reason: str | None
+    model: str
+    usage: Usage
+    audit_id: str | None
+    response_id: str | None = None
+    ttft_s: float | None = None
+    total_s: float = 0.0
+    prepared: Any = None  # the exact (redacted) request the gate let out
+
+
+class BackendClient:
+    """Async client for one OpenAI-compatible server; cheap to construct, close with `aclose()`."""
+
+    def __init__(
+        self,
+        settings: Any,
+        gate: Gate | None = None,
+        *,
+        http_transport: Any = None,
+        transport: Transport | None = None,
+    ) -> None:
+        self.settings = settings
+        self._gate = gate if gate is not None else (transport.gate if transport is not None else None)
+        self._http_transport = http_transport
+        self._transport = transport
+        self._model: str | None = settings.backend.model
+        self._token_ids: dict[tuple[str, tuple[str, ...]], dict[str, int]] = {}
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.settings.backend.url) or self._transport is not None
+
+    @property
+    def transport(self) -> Transport:
+        """Created on first use, so a client can exist before a server is configured."""
+        if self._transport is None:
+            if not self.settings.backend.url:
+                raise BackendNotConfigured()
+            self._transport = Transport(self.settings, self.gate, http_transport=self._http_transport)
+        return self._transport
+
+    @property
+    def gate(self) -> Gate:
+        """The privacy gate every request passes (exists without a server URL)."""
+        if self._gate is None:
+            self._gate = default_gate(self.settings)
+        return self._gate
+
+    def dry_run(self, endpoint: str, body: dict[str, Any], sources: Sequence[Any] = ()) -> tuple[Any, str]:
+        """Run a body through the gate and record it as not sent: (prepared, audit id). Works unconfigured."""
+        if self.settings.backend.url:
+            return self.transport.dry_run(endpoint, body, sources)
+        prepared = self.gate.prepare(f"<backend.url>{endpoint}", body, list(sources))
+        return prepared, self.gate.record(prepared, False, "dry-run")
+
+    async def aclose(self) -> None:
+        if self._transport is not None:
+            await self._transport.aclose()
+
+    async def __aenter__(self) -> BackendClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # -- models ----------------------------------------------------------------------------
+
+    async def models(self) -> list[str]:
+        data = (await self.transport.get("/v1/models")).json()
+        try:
+            return [str(m["id"]) for m in data["data"]]
+        except (KeyError, TypeError):
+            raise BackendProtocolError(
+                f"/v1/models answered without a model list: {str(data)[:200]}"
+            ) from None
+
+    async def model(self) -> str:
+        """backend.model, else the first model the server serves (asked once)."""
+        if self._model is None:
+            names = await self.models()
+            if not names:
+                raise BackendProtocolError("the model server serves no models (/v1/models is empty)")
+            self._model = names[0]
+        return self._model
+
+    # -- completions -----------------------------------------------------------------------
+
+    async def completion_body(
+        self,
+        prompt: str,
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: Sequence[str] = (),
+        stream: bool = False,
+        model: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """The /v1/completions body, exactly as it will be handed to the gate."""
+        b = self.settings.backend
+        body: dict[str, Any] = {
+            "model": model or await self.model(),
+            "prompt": prompt,
+            "max_tokens": int(max_tokens if max_tokens is not None else b.max_tokens),
+            "temperature": float(temperature if temperature is not None else b.temperature),
+            "stream": stream,
+        }
+        if stop:
+            body["stop"] = list(stop)
+        if stream:
+            body["stream_options"] = {"include_usage": True}
+        if extra:
+            body.update(extra)
+        return body
+
+    async def complete(self, prompt: str, *, sources: Sequence[Any] = (), **options: Any) -> CompletionResult:
+        """A non-streaming completion of a raw prompt."""
+        body = await self.completion_body(prompt, stream=False, **options)
+        reply = await self.transport.post("/v1/completions", body, sources)
+        return _parse_whole(reply, body["model"], chat=False)
+
+    def stream_complete(self, prompt: str, *, sources: Sequence[Any] = (), **options: Any) -> TextStream:
+        """A streaming completion: `async with client.stream_complete(p) as s: async for d in s`."""
+        return TextStream(self, "/v1/completions", prompt, sources, options, chat=False)
+
+    # -- chat ------------------------------------------------------------------------------
+
+    async def chat_body(
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: Sequence[str] = (),
+        stream: bool = False,
+        model: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        b = self.settings.backend
+        body: dict[str, Any] = {
+            "model": model or await self.model(),
+            "messages": [dict(m) for m in messages],
+            "max_tokens": int(max_tokens if max_tokens is not None else max(b.max_tokens, 1024)),
+            "temperature": float(temperature if temperature is not None else b.temperature),
+            "stream": stream,
+        }
+        if stop:
+            body["stop"] = list(stop)
+        if stream:
+            body["stream_options"] = {"include_usage": True}
+        if extra:
+            body.update(extra)
+        return body
+
+    async def chat(
+        self, messages: Sequence[dict[str, str]], *, sources: Sequence[Any] = (), **options: Any
+    ) -> CompletionResult:
+        body = await self.chat_body(messages, stream=False, **options)
+        reply = await self.transport.post("/v1/chat/completions", body, sources)
+        return _parse_whole(reply, body["model"], chat=True)
+
+    def stream_chat(
+        self, messages: Sequence[dict[str, str]], *, sources: Sequence[Any] = (), **options: Any
+    ) -> TextStream:
+        return TextStream(self, "/v1/chat/completions", messages, sources, options, chat=True)
+
+    # -- tokenize and metrics --------------------------------------------------------------
+
+    async def tokenize(self, text: str, *, sources: Sequence[Any] = ()) -> list[int]:
+        """Token ids of `text` under the served model (vLLM's /tokenize, at the server root)."""
+        body = {"model": await self.model(), "prompt": text, "add_special_tokens": False}
+        data = (await self.transport.post("/tokenize", body, sources)).json()
+        tokens = data.get("tokens") if isinstance(data, dict) else None
+        if not isinstance(tokens, list):
+            raise BackendProtocolError(f"/tokenize answered without tokens: {str(data)[:200]}")
+        return [int(t) for t in tokens]
+
+    async def special_token_ids(self, tokens: Sequence[str]) -> dict[str, int]:
+        """{token: id} for those of `tokens` that are single tokens of the served model (asked once).
+
+        vLLM matches `stop` strings on text from which special tokens were
+        already removed, so FIM stop tokens must be sent as `stop_token_ids`.
+        A server without /tokenize gets {} (callers fall back to stop strings).
+        """
+        key = (await self.model(), tuple(tokens))
+        if key not in self._token_ids:
+            found: dict[str, int] = {}
+            try:
+                ids = await self.tokenize("".join(tokens))
+                if len(ids) == len(tokens):
+                    found = dict(zip(tokens, ids, strict=True))
+                else:
+                    for token in tokens:
+                        one = await self.tokenize(token)
+                        if len(one) == 1:
+                            found[token] = one[0]
+            except BackendOffline:
+                return {}  # offline: nothing may be asked; stop strings will do
+            except (BackendRejected, BackendProtocolError):
+                found = {}
+            self._token_ids[key] = found
+        return self._token_ids[key]
+
+    async def metrics_text(self) -> str:
+        """The Prometheus text of /metrics (server root)."""
+        return (await self.transport.get("/metrics")).text
+
+
+def _parse_whole(reply: Reply, model: str, *, chat: bool) -> CompletionResult:
+    data = reply.json()
+    try:
+        choice = data["choices"][0]
+        text = choice["message"]["content"] if chat else choice["text"]
+    except (KeyError, IndexError, TypeError):
+        raise BackendProtocolError(f"unexpected completion answer: {str(data)[:200]}") from None
+    return CompletionResult(
+        text=text or "",
+        finish_reason=choice.get("finish_reason"),
+        model=str(data.get("model") or model),
+        usage=Usage.parse(data.get("usage")) or Usage(),
+        audit_id=reply.audit_id,
+        response_id=data.get("id"),
+        ttft_s=None,
+        total_s=reply.elapsed_s,
+        prepared=reply.prepared,
+    )
+
+
+class TextStream:
+    """Text deltas of one streaming completion or chat; summary fields filled as it runs."""
+
+    def __init__(
+        self,
+        client: BackendClient,
+        endpoint: str,
+        payload: Any,
+        sources: Sequence[Any],
+        options: dict[str, Any],
+        *,
+        chat: bool,
+    ) -> None:
+        self._client = client
+        self._endpoint = endpoint
+        self._payload = payload
+        self._sources = sources
+        self._options = options
+        self._chat = chat
+        self._events: EventStream | None = None
+        self.text = ""
+        self.finish_reason: str | None = None
+        self.usage: Usage | None = None
+        self.model = ""
+        self.response_id: str | None = None
+        self.audit_id: str | None = None
+        self.prepared: Any = None
+        self.ttft_s: float | None = None
+        self.total_s = 0.0
+        self._started = 0.0
+        self.body: dict[str, Any] = {}
+
+    async def __aenter__(self) -> TextStream:
+        c = self._client
+        if self._chat:
+            self.body = await c.chat_body(self._payload, stream=True, **self._options)
+        else:
+            self.body = await c.completion_body(self._payload, stream=True, **self._options)
+        self.model = self.body["model"]
+        self._started = time.monotonic()
+        self._events = c.transport.stream(self._endpoint, self.body, self._sources)
+        self.prepared = self._events.prepared
+        await self._events.open()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._events is not None:
+            await self._events.aclose()
+            self.audit_id = self._events.audit_id
+        if self._started:
+            self.total_s = time.monotonic() - self._started
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._deltas()
+
+    async def _deltas(self) -> AsyncIterator[str]:
+        if self._events is None:
+            raise RuntimeError("TextStream used outside `async with`")
+        async for event in self._events:
+            self.response_id = self.response_id or event.get("id")
+            self.model = str(event.get("model") or self.model)
+            usage = Usage.parse(event.get("usage"))
+            if usage is not None:
+                self.usage = usage
+            for choice in event.get("choices") or ():
+                if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                    continue
+                if self._chat:
+                    delta = (choice.get("delta") or {}).get("content") or ""
+                else:
+                    delta = choice.get("text") or ""
+                if choice.get("finish_reason"):
+                    self.finish_reason = choice["finish_reason"]
+                if delta:
+                    if self.ttft_s is None:
+                        self.ttft_s = time.monotonic() - self._started
+                    self.text += delta
+                    yield delta
+        self.total_s = time.monotonic() - self._started
+
+
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
+
+
+def parse_metrics(text: str) -> dict[str, float]:
+    """Prometheus text -> {metric name: value summed over label sets} (histogram buckets skipped)."""
+    totals: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        match = _SAMPLE.match(line)
+        if not match or match.group(1).endswith("_bucket"):
+            continue
+        try:
+            value = float(match.group(3))
+        except ValueError:
+            continue
+        totals[match.group(1)] = totals.get(match.group(1), 0.0) + value
+    return totals

@@ -1,0 +1,153 @@
+"""`codectx complete`: one completion from the shell, through the same path an editor request takes.
+
+Context assembly (when the workspace is indexed), the family's FIM prompt,
+redaction and audit in the privacy gate, the send, post-processing. With
+`--dry-run` the exact request body is printed and nothing is sent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from codectx.clikit import add_index_dir, add_json, print_json, settings_for, stderr
+from codectx.errors import CodectxError, UsageError
+from codectx.settings import find_workspace_root
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "complete",
+        help="complete code at a cursor position with the model server",
+        description="Complete FILE at a 0-based line and character (as `codectx context` counts them): "
+        "assemble context from the index, build the fill-in-the-middle prompt, redact it, log it in the "
+        "audit log, send it to backend.url and print the completion. --dry-run prints the exact request "
+        "body instead and sends nothing.",
+        epilog="examples:\n"
+        "  codectx complete src/app.py --line 41 --character 8\n"
+        "  cat buffer.py | codectx complete src/app.py --line 3 --character 4 --stdin --json\n"
+        "  codectx complete src/app.py --line 10 --character 0 --dry-run\n"
+        "  codectx complete src/app.py --line 10 --backend-url http://127.0.0.1:8000/v1",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("file", help="the document to complete in")
+    p.add_argument("--line", type=int, required=True, help="0-based line of the cursor")
+    p.add_argument("--character", type=int, default=0, help="0-based character in the line (default 0)")
+    p.add_argument("--stdin", action="store_true", help="read the document text from stdin (unsaved edits)")
+    p.add_argument(
+        "--mode",
+        choices=("auto", "line", "block"),
+        default="auto",
+        help="complete the line, or a block of lines (default: auto, from the cursor's surroundings)",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the exact request body and send no code (the server is only asked for its model "
+        "name and stop-token ids, when one is configured)",
+    )
+    p.add_argument("--backend-url", metavar="URL", help="model server, e.g. http://127.0.0.1:8000/v1")
+    p.add_argument("--model", help="served model name (default: backend.model, else the server's first)")
+    p.add_argument("--lexical", action="store_true", help="context without vector search (no model load)")
+    p.add_argument("--no-context", action="store_true", help="send only the code around the cursor")
+    add_json(p)
+    add_index_dir(p)
+    p.set_defaults(func=_complete)
+
+
+def _complete(args: argparse.Namespace) -> int:
+    from codectx.backend.errors import BackendNotConfigured
+    from codectx.retriever.workspace import read_document, relative_path
+
+    if args.line < 0 or args.character < 0:
+        raise UsageError("--line and --character are 0-based and must not be negative")
+    target = Path(args.file).expanduser()
+    if not args.stdin and not target.exists():
+        raise UsageError(f"no such file: {args.file}")
+    root = find_workspace_root((target.parent if target.parent.exists() else Path.cwd()).resolve())
+    extra: dict[str, Any] = {"backend.url": args.backend_url, "backend.model": args.model}
+    if args.lexical:
+        extra["retriever.context_dense"] = False
+    settings = settings_for(root, args, extra)
+    if not settings.backend.url and not args.dry_run:
+        raise BackendNotConfigured()
+    rel = relative_path(root, target)
+    text = sys.stdin.read() if args.stdin else read_document(target.resolve())
+    provider = None if args.no_context else _context_provider(settings, args.lexical)
+    return asyncio.run(_run(args, settings, rel, text, provider))
+
+
+async def _run(args: argparse.Namespace, settings: Any, rel: str, text: str, provider: Any) -> int:
+    from codectx.backend.client import BackendClient
+    from codectx.backend.errors import BackendOffline
+    from codectx.backend.service import CompletionService
+
+    async with BackendClient(settings) as client:
+        service = CompletionService(settings, client, context_provider=provider)
+        if args.dry_run:
+            dry = await service.dry_run(rel, text, args.line, args.character)
+            _print_unsent(args, dry.body, dry.endpoint, dry.audit_id, "dry run")
+            return 0
+        try:
+            result = await service.complete(rel, text, args.line, args.character, mode=args.mode)
+        except BackendOffline as exc:
+            _print_unsent(args, exc.body, "/v1/completions", exc.audit_id, "offline mode (privacy.offline)")
+            return 0
+    if args.json:
+        data = result.as_dict()
+        data["context"] = service.last.items if service.last else []
+        print_json(data)
+    else:
+        sys.stdout.write(result.text + ("\n" if not result.text.endswith("\n") else ""))
+        if not result.text:
+            stderr("codectx: the model returned no usable completion")
+    return 0
+
+
+def _print_unsent(
+    args: argparse.Namespace, body: bytes, endpoint: str, audit_id: str | None, why: str
+) -> None:
+    if args.json:
+        print_json(
+            {
+                "sent": False,
+                "reason": why,
+                "endpoint": endpoint,
+                "bytes": len(body),
+                "audit_id": audit_id,
+                "body": json.loads(body),
+            }
+        )
+    else:
+        sys.stdout.write(body.decode("utf-8") + "\n")
+    stderr(f"codectx: {why}: nothing was sent ({len(body)} bytes for {endpoint}; audit id {audit_id})")
+
+
+def _context_provider(settings: Any, lexical: bool) -> Any:
+    """assemble_context over the workspace index, or None (with a note) when there is no index."""
+    try:
+        from codectx.retriever.context import assemble_context
+        from codectx.retriever.workspace import embedder_factory, open_store
+
+        store = open_store(settings)
+    except (CodectxError, ImportError) as exc:
+        stderr(f"codectx: note: no index context ({exc}); using only the code around the cursor")
+        return None
+    make = None if lexical else embedder_factory(settings)
+    loaded: list[Any] = []
+
+    def provide(path: str, text: str, line: int, character: int) -> Any:
+        if make is not None and not loaded:
+            try:
+                loaded.append(make())
+            except Exception as exc:  # no model: lexical context still helps
+                stderr(f"codectx: note: embedder unavailable ({exc}); lexical context only")
+                loaded.append(None)
+        embedder = loaded[0] if loaded else None
+        return assemble_context(store, settings, path, text, line, character, embedder=embedder)
+
+    return provide

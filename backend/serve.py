@@ -1,0 +1,328 @@
+"""Serving profiles and the vLLM (and vllm-router) commands built from them.
+
+Profiles are data (backend/profiles.toml, plus the user's own
+`$XDG_CONFIG_HOME/codectx/profiles.toml`); this module turns one into a plan
+of processes: a single OpenAI-compatible vLLM server, or N replicas behind
+`vllm-router`. Building the plan is pure; `run_plan` starts the processes
+and stops them all together. We never route or schedule ourselves.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codectx.errors import CodectxError
+
+BUILTIN_PROFILES = Path(__file__).with_name("profiles.toml")
+# `vllm serve` fails in the CPU build (it looks up package metadata named "vllm").
+API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+ROUTER_POLICIES = (
+    "random",
+    "round_robin",
+    "cache_aware",
+    "kv_aware",
+    "power_of_two",
+    "consistent_hash",
+    "sticky_least_loaded",
+)
+FP8_CPU_FLAGS = ("avx512f", "amx_bf16", "amx_int8", "amx_tile")
+
+
+class ServeError(CodectxError):
+    """A profile is unknown or malformed, or the servers could not be started."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    description: str = ""
+    model: str = ""
+    served_model_name: str = ""
+    host: str = "127.0.0.1"
+    port: int = 8000
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    cpu_fp8_kv: bool = False
+    generate_test_model: bool = False
+    gpus: int = 1
+    replicas: int = 1
+    gpus_per_replica: int = 0
+    router_policy: str = "cache_aware"
+    replica_base_port: int = 8100
+    source: str = "built-in"
+
+
+_FIELDS = {
+    "description": str,
+    "model": str,
+    "served_model_name": str,
+    "host": str,
+    "port": int,
+    "args": list,
+    "env": dict,
+    "cpu_fp8_kv": bool,
+    "generate_test_model": bool,
+    "gpus": int,
+    "replicas": int,
+    "gpus_per_replica": int,
+    "router_policy": str,
+    "replica_base_port": int,
+}
+
+
+@dataclass(frozen=True)
+class ProcessSpec:
+    """One process to start: its argv and the environment it adds."""
+
+    role: str  # "server", "replica", "router"
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    url: str  # its base URL (without /v1)
+
+    def shell(self) -> str:
+        prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items())
+        return f"{prefix} {shlex.join(self.argv)}".strip()
+
+
+@dataclass(frozen=True)
+class ServePlan:
+    profile: Profile
+    model: str
+    served_model_name: str
+    processes: tuple[ProcessSpec, ...]
+    client_url: str  # what codectx's backend.url should be
+    notes: tuple[str, ...] = ()
+
+
+def _raw_profiles(path: Path) -> dict[str, dict[str, Any]]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ServeError(f"{path}: not valid TOML: {exc}") from exc
+    except OSError as exc:
+        raise ServeError(f"cannot read {path}: {exc}") from exc
+    profiles = data.get("profiles", {})
+    if not isinstance(profiles, dict) or not all(isinstance(v, dict) for v in profiles.values()):
+        raise ServeError(f"{path}: expected [profiles.NAME] tables")
+    return profiles
+
+
+def _resolve(name: str, raw: Mapping[str, dict[str, Any]], sources: Mapping[str, str], seen: tuple[str, ...]) -> dict:
+    if name in seen:
+        raise ServeError(f"profile '{name}' extends itself ({' -> '.join((*seen, name))})")
+    if name not in raw:
+        raise ServeError(f"unknown profile '{name}' (known: {', '.join(sorted(raw))})")
+    entry = dict(raw[name])
+    base_name = entry.pop("extends", None)
+    merged: dict[str, Any] = {}
+    if base_name is not None:
+        merged = _resolve(str(base_name), raw, sources, (*seen, name))
+    for key, value in entry.items():
+        if key not in _FIELDS:
+            raise ServeError(f"{sources[name]}: profile '{name}': unknown key '{key}' (known: {', '.join(_FIELDS)})")
+        expected = _FIELDS[key]
+        if expected is int and isinstance(value, bool) or not isinstance(value, expected):
+            raise ServeError(f"{sources[name]}: profile '{name}': '{key}' must be {expected.__name__}")
+        merged[key] = value
+    return merged
+
+
+def load_profiles(user_file: Path | None = None) -> dict[str, Profile]:
+    """Built-in profiles, then the user's file (its profiles replace same-named ones)."""
+    raw = _raw_profiles(BUILTIN_PROFILES)
+    sources = dict.fromkeys(raw, "built-in")
+    if user_file is not None and user_file.is_file():
+        for name, entry in _raw_profiles(user_file).items():
+            raw[name] = entry
+            sources[name] = str(user_file)
+    profiles = {}
+    for name in raw:
+        values = _resolve(name, raw, sources, ())
+        values["args"] = tuple(str(a) for a in values.get("args", ()))
+        values["env"] = {str(k): str(v) for k, v in values.get("env", {}).items()}
+        profile = Profile(name=name, source=sources[name], **values)
+        _check(profile)
+        profiles[name] = profile
+    return profiles
+
+
+def _check(profile: Profile) -> None:
+    where = f"{profile.source}: profile '{profile.name}'"
+    if profile.replicas < 1 or profile.gpus < 1 or profile.gpus_per_replica < 0:
+        raise ServeError(f"{where}: replicas and gpus must be >= 1, gpus_per_replica >= 0")
+    if not 0 < profile.port < 65536 or not 0 < profile.replica_base_port < 65536 - profile.replicas:
+        raise ServeError(f"{where}: ports must be between 1 and 65535")
+    if profile.router_policy not in ROUTER_POLICIES:
+        raise ServeError(f"{where}: router_policy must be one of {', '.join(ROUTER_POLICIES)}")
+
+
+def cpu_supports_fp8_kv(cpuinfo: str) -> bool:
+    """vLLM's CPU build runs an fp8 KV cache only with AVX-512 or AMX."""
+    for line in cpuinfo.splitlines():
+        if line.startswith("flags"):
+            flags = set(line.split(":", 1)[1].split())
+            return any(flag in flags for flag in FP8_CPU_FLAGS)
+    return False
+
+
+def read_cpuinfo() -> str:
+    try:
+        return Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _server_argv(python: str, model: str, name: str, host: str, port: int, args: Sequence[str]) -> tuple[str, ...]:
+    return (
+        python,
+        "-m",
+        API_SERVER_MODULE,
+        "--model",
+        model,
+        "--served-model-name",
+        name,
+        "--host",
+        host,
+        "--port",
+        str(port),
+        *args,
+    )
+
+
+def build_plan(
+    profile: Profile,
+    *,
+    python: str,
+    router: str = "vllm-router",
+    model: str | None = None,
+    port: int | None = None,
+    replicas: int | None = None,
+    gpus: int | None = None,
+    cpu_fp8: bool = False,
+    extra_args: Sequence[str] = (),
+    replica_ports: Sequence[int] = (),
+) -> ServePlan:
+    """The processes a profile asks for.
+
+    `cpu_fp8`: this CPU can hold an fp8 KV cache. `replica_ports`: ports for the
+    replicas instead of the profile's consecutive ones (tests pick free ports).
+    """
+    chosen_model = model or profile.model
+    if not chosen_model:
+        raise ServeError(f"profile '{profile.name}' names no model; pass --model DIR")
+    name = profile.served_model_name or chosen_model
+    n_replicas = replicas or profile.replicas
+    n_gpus = gpus or profile.gpus
+    listen = port or profile.port
+    args = [a.replace("{gpus}", str(n_gpus)).replace("{replicas}", str(n_replicas)) for a in profile.args]
+    notes = []
+    if profile.cpu_fp8_kv and "--kv-cache-dtype" not in args:
+        if cpu_fp8:
+            args += ["--kv-cache-dtype", "fp8"]
+            notes.append("KV cache: fp8 (this CPU has AVX-512 or AMX)")
+        else:
+            notes.append("KV cache: bf16 (fp8 on CPU needs AVX-512 or AMX, which this CPU lacks)")
+    args += list(extra_args)
+    env = dict(profile.env)
+    if n_replicas == 1:
+        server = ProcessSpec("server", _server_argv(python, chosen_model, name, profile.host, listen, args), env,
+                             f"http://{profile.host}:{listen}")
+        return ServePlan(profile, chosen_model, name, (server,), f"{server.url}/v1", tuple(notes))
+    processes = []
+    for i in range(n_replicas):
+        replica_env = dict(env)
+        if profile.gpus_per_replica:
+            first = i * profile.gpus_per_replica
+            replica_env["CUDA_VISIBLE_DEVICES"] = ",".join(
+                str(g) for g in range(first, first + profile.gpus_per_replica)
+            )
+        replica_port = replica_ports[i] if i < len(replica_ports) else profile.replica_base_port + i
+        processes.append(
+            ProcessSpec(
+                "replica",
+                _server_argv(python, chosen_model, name, "127.0.0.1", replica_port, args),
+                replica_env,
+                f"http://127.0.0.1:{replica_port}",
+            )
+        )
+    router_argv = (
+        router,
+        "--host",
+        profile.host,
+        "--port",
+        str(listen),
+        "--worker-urls",
+        *(p.url for p in processes),
+        "--policy",
+        profile.router_policy,
+    )
+    processes.append(ProcessSpec("router", router_argv, {}, f"http://{profile.host}:{listen}"))
+    return ServePlan(profile, chosen_model, name, tuple(processes), f"http://{profile.host}:{listen}/v1", tuple(notes))
+
+
+def router_next_to(python: str) -> str:
+    """vllm-router installed beside the vLLM interpreter, else the one on PATH."""
+    candidate = Path(python).parent / "vllm-router"
+    return str(candidate) if candidate.exists() else "vllm-router"
+
+
+def start_process(spec: ProcessSpec, log: Path | None = None) -> subprocess.Popen[bytes]:
+    """Start one process in its own process group (so stopping it stops its workers)."""
+    out = open(log, "ab") if log is not None else None  # noqa: SIM115 - handed to the child
+    try:
+        return subprocess.Popen(
+            spec.argv,
+            env={**os.environ, **spec.env},
+            stdout=out,
+            stderr=subprocess.STDOUT if out is not None else None,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise ServeError(f"cannot start {spec.argv[0]}: {exc}") from exc
+    finally:
+        if out is not None:
+            out.close()
+
+
+def stop_process(proc: subprocess.Popen[bytes], grace_s: float = 20.0) -> None:
+    """SIGTERM the process group, then SIGKILL what is left after `grace_s`."""
+    if proc.poll() is not None:
+        return
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def run_plan(plan: ServePlan) -> int:
+    """Run every process in the foreground until one exits or the user interrupts."""
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        for spec in plan.processes:
+            print(f"codectx: starting {spec.role}: {spec.shell()}", file=sys.stderr)
+            procs.append(start_process(spec))
+        while all(p.poll() is None for p in procs):
+            time.sleep(0.5)
+        failed = [p for p in procs if p.returncode not in (None, 0)]
+        return failed[0].returncode if failed else 0
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        for proc in reversed(procs):
+            stop_process(proc)

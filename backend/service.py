@@ -1,0 +1,428 @@
+"""The completion and refactor service: the one path every editor or shell request takes.
+
+context (the retriever, when present) -> FIM prompt for the model's family ->
+the client (privacy gate, audit, send) -> post-processing. Completions always
+stream, so the first-token timeout applies and the stream is closed as soon
+as the block or line is complete (vLLM then stops generating). The last
+request's context items, findings and exact payload are kept for "show
+context" in the editor.
+
+    service = CompletionService(settings, BackendClient(settings), context_provider=provider)
+    result = await service.complete("pkg/mod.py", text, line, character)   # 0-based position
+    new_code = await service.refactor("pkg/mod.py", text, (l0, c0, l1, c1), "use pathlib")
+
+`context_provider(path, text, line, character)` returns a ContextResult-like
+object (.items, .prefix, .suffix, .prefix_start_line, .suffix_end_line) or
+None; without one the prefix and suffix are cut from the document.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from codectx.backend.client import BackendClient
+from codectx.backend.errors import BackendError
+from codectx.backend.families import Family, detect_family, get_family
+from codectx.backend.postprocess import block_ended, choose_mode, postprocess
+from codectx.backend.prompts import FimPrompt, Snippet, build_fim_prompt, document_lines, split_document
+from codectx.backend.refactor import (
+    RefactorRequest,
+    build_explain_messages,
+    build_messages,
+    parse_answer,
+    strip_thinking,
+)
+
+from codectx.errors import UsageError
+from codectx.privacy.egress import SourceSpan
+
+# Characters per token, to size the document-only fallback from the token budget.
+CHARS_PER_TOKEN = 3.5
+PLACEHOLDER_MODEL = "<first model served by backend.url>"
+
+
+class ContextLike(Protocol):
+    items: Sequence[Any]
+    prefix: str
+    suffix: str
+
+
+ContextProvider = Callable[[str, str, int, int], Any]
+
+
+def source_span(path: str, start_line: int, end_line: int) -> SourceSpan:
+    return SourceSpan(path, start_line, end_line)
+
+
+@dataclass
+class Completion:
+    text: str  # what the editor inserts (post-processed)
+    raw_text: str
+    model: str
+    mode: str
+    finish_reason: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    request_id: str | None  # the audit id of the request
+    timings: dict[str, float] = field(default_factory=dict)  # context_ms, ttft_ms, total_ms
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "raw_text": self.raw_text,
+            "model": self.model,
+            "mode": self.mode,
+            "finish_reason": self.finish_reason,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "request_id": self.request_id,
+            "timings": {k: round(v, 2) for k, v in self.timings.items()},
+        }
+
+
+@dataclass
+class LastRequest:
+    """What the last request sent and why (for "show context")."""
+
+    kind: str  # "completion", "refactor" or "dry-run"
+    path: str
+    endpoint: str
+    body: bytes  # the exact bytes the gate let out (or would have)
+    items: list[dict[str, Any]]
+    findings: list[Any]
+    audit_id: str | None
+    prompt: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "path": self.path,
+            "endpoint": self.endpoint,
+            "bytes": len(self.body),
+            "body": self.body.decode("utf-8", errors="replace"),
+            "items": self.items,
+            "findings": [getattr(f, "as_dict", lambda f=f: str(f))() for f in self.findings],
+            "audit_id": self.audit_id,
+        }
+
+
+@dataclass
+class DryRun:
+    body: bytes
+    endpoint: str
+    audit_id: str | None
+    prompt: FimPrompt
+
+
+class CompletionService:
+    """Completions and refactors for one workspace; share one instance (it holds the connection pool)."""
+
+    def __init__(
+        self,
+        settings: Any,
+        client: BackendClient,
+        gate: Any = None,
+        context_provider: ContextProvider | None = None,
+    ) -> None:
+        self.settings = settings
+        self.client = client
+        if gate is not None and gate is not client.gate:
+            raise ValueError("CompletionService: pass the client's own gate (BackendClient(settings, gate))")
+        self.context_provider = context_provider
+        self.last: LastRequest | None = None
+        root = getattr(settings, "root", None)
+        self.repo_name = root.name if root is not None else "repo"
+
+    async def family(self) -> tuple[str, Family]:
+        model = await self.client.model()
+        return model, detect_family(model, self.settings.backend.family)
+
+    async def warm_up(self) -> None:
+        """Do the once-per-process work before the first keystroke: the model name, stop-token ids,
+        and the privacy scanner's first (slow) run. Sends no code."""
+        _, family = await self.family()
+        await self.stop_options(family)
+        self.client.gate.prepare("warm-up", {"prompt": "def f():\n    return 1\n"}, [])
+
+    async def stop_options(self, family: Family, ask_server: bool = True) -> tuple[list[str], dict[str, Any]]:
+        """(stop strings, extra body fields): special stop tokens go as `stop_token_ids`.
+
+        vLLM drops special tokens from the text before matching `stop` strings,
+        so those can never fire; ids always do. Tokens the server cannot map
+        stay stop strings, with special tokens kept in the text so they match.
+        """
+        extra = dict(family.request)
+        ids = await self.client.special_token_ids(family.stop) if ask_server else {}
+        if ids:
+            extra["stop_token_ids"] = list(ids.values())
+        strings = [s for s in family.stop if s not in ids]
+        if strings:
+            extra["skip_special_tokens"] = False
+        return strings, extra
+
+    def _context(self, path: str, text: str, line: int, character: int, context: Any) -> Any:
+        if context is None and self.context_provider is not None:
+            context = self.context_provider(path, text, line, character)
+        return context
+
+    def build_prompt(
+        self, family: Family, path: str, text: str, line: int, character: int, context: Any
+    ) -> tuple[FimPrompt, list[Any], list[dict[str, Any]], str, str]:
+        """(prompt, sources for the gate, item summaries, prefix, suffix)."""
+        if context is not None:
+            prefix, suffix = context.prefix, context.suffix
+            first = int(getattr(context, "prefix_start_line", line))
+            last = int(getattr(context, "suffix_end_line", line))
+            items = list(context.items)
+        else:
+            budget = float(self.settings.retriever.budget_tokens) * CHARS_PER_TOKEN
+            prefix, suffix, first, last = split_document(
+                text,
+                line,
+                character,
+                prefix_chars=int(budget * self.settings.retriever.prefix_share),
+                suffix_chars=int(budget * self.settings.retriever.suffix_share),
+            )
+            items = []
+        snippets = [Snippet(i.path, i.start_line, i.end_line, i.text) for i in items]
+        prompt = build_fim_prompt(
+            family, prefix=prefix, suffix=suffix, path=path, repo=self.repo_name, snippets=snippets
+        )
+        sources = [source_span(path, first, last)] + [
+            source_span(s.path, s.start_line, s.end_line) for s in snippets
+        ]
+        summaries = [
+            {
+                "path": i.path,
+                "start_line": i.start_line,
+                "end_line": i.end_line,
+                "symbol": getattr(i, "symbol", ""),
+                "reason": getattr(i, "reason", ""),
+                "tokens": getattr(i, "tokens", 0),
+            }
+            for i in items
+        ]
+        return prompt, sources, summaries, prefix, suffix
+
+    async def dry_run(
+        self, path: str, text: str, line: int, character: int, *, context: Any = None
+    ) -> DryRun:
+        """Build, redact and record the request that `complete` would send; send nothing."""
+        b = self.settings.backend
+        if b.model:
+            model = b.model
+        elif b.url:
+            model = await self.client.model()  # a GET: no code leaves
+        else:
+            model = PLACEHOLDER_MODEL
+        family = detect_family(model, b.family) if model != PLACEHOLDER_MODEL else _configured(b.family)
+        context = self._context(path, text, line, character, context)
+        prompt, sources, summaries, _, _ = self.build_prompt(family, path, text, line, character, context)
+        stop, extra = await self.stop_options(family, ask_server=model != PLACEHOLDER_MODEL)
+        body = await self.client.completion_body(
+            prompt.text, stop=stop, stream=True, model=model, extra=extra
+        )
+        prepared, audit_id = self.client.dry_run("/v1/completions", body, sources)
+        self.last = LastRequest(
+            "dry-run",
+            path,
+            prepared.endpoint,
+            prepared.content,
+            summaries,
+            list(getattr(prepared, "findings", []) or []),
+            audit_id,
+            prompt.text,
+        )
+        return DryRun(prepared.content, prepared.endpoint, audit_id, prompt)
+
+    async def complete(
+        self,
+        path: str,
+        text: str,
+        line: int,
+        character: int,
+        *,
+        context: Any = None,
+        mode: str = "auto",
+        on_delta: Callable[[str], None] | None = None,
+    ) -> Completion:
+        """A post-processed completion at a 0-based (line, character) of `path` (workspace-relative)."""
+        started = time.perf_counter()
+        context = self._context(path, text, line, character, context)
+        context_ms = (time.perf_counter() - started) * 1000
+        model, family = await self.family()
+        prompt, sources, summaries, prefix, suffix = self.build_prompt(
+            family, path, text, line, character, context
+        )
+        if mode == "auto":
+            mode = choose_mode(prefix, suffix)
+        stop, extra = await self.stop_options(family)
+        stream = self.client.stream_complete(
+            prompt.text, sources=sources, stop=stop, model=model, extra=extra
+        )
+        try:
+            async with stream:
+                async for delta in stream:
+                    if on_delta is not None:
+                        on_delta(delta)
+                    maybe_done = "\n" in delta or any(t[:1] in delta for t in family.special)
+                    if maybe_done and block_ended(
+                        stream.text, prefix=prefix, suffix=suffix, mode=mode, special=family.special
+                    ):
+                        break  # leaving the block closes the stream: the server stops generating
+        finally:
+            self.last = LastRequest(
+                "completion",
+                path,
+                getattr(stream.prepared, "endpoint", ""),
+                getattr(stream.prepared, "content", b""),
+                summaries,
+                list(getattr(stream.prepared, "findings", []) or []),
+                stream.audit_id,
+                prompt.text,
+            )
+        final = postprocess(stream.text, prefix=prefix, suffix=suffix, mode=mode, special=family.special)
+        usage = stream.usage
+        return Completion(
+            text=final,
+            raw_text=stream.text,
+            model=stream.model or model,
+            mode=mode,
+            finish_reason=stream.finish_reason or ("block_end" if stream.text else None),
+            prompt_tokens=usage.prompt_tokens if usage else 0,
+            completion_tokens=usage.completion_tokens if usage else 0,
+            request_id=stream.audit_id,
+            timings={
+                "context_ms": context_ms,
+                "ttft_ms": (stream.ttft_s or 0.0) * 1000,
+                "total_ms": (time.perf_counter() - started) * 1000,
+            },
+        )
+
+    async def _chat_model(self, what: str) -> str:
+        model, family = await self.family()
+        if not family.chat:
+            raise BackendError(
+                f"{what} needs a chat (instruct) model; the {family.name} family served as "
+                f"'{model}' has no chat template"
+            )
+        return model
+
+    async def _chat(
+        self, kind: str, path: str, items: list[Any], scope: tuple[int, int], messages: list[dict[str, str]]
+    ) -> str:
+        model = await self._chat_model(kind)
+        sources = [source_span(path, *scope)] + [source_span(i.path, i.start_line, i.end_line) for i in items]
+        result = await self.client.chat(messages, sources=sources, model=model)
+        self.last = LastRequest(
+            kind,
+            path,
+            getattr(result.prepared, "endpoint", ""),
+            getattr(result.prepared, "content", b""),
+            [{"path": i.path, "start_line": i.start_line, "end_line": i.end_line} for i in items],
+            list(getattr(result.prepared, "findings", []) or []),
+            result.audit_id,
+            "",
+        )
+        return result.text
+
+    def _request(
+        self, path: str, text: str, selection: tuple[int, int, int, int], instruction: str, context: Any
+    ) -> tuple[RefactorRequest, list[Any]]:
+        selected, start_line, end_line = select(path, text, selection)
+        scope_start, scope_end = _enclosing(path, text, start_line, end_line)
+        scope = "".join(document_lines(text)[scope_start : scope_end + 1])
+        context = self._context(path, text, start_line, selection[1], context)
+        items = list(context.items) if context is not None else []
+        request = RefactorRequest(
+            path, instruction, selected, start_line, end_line, scope, scope_start, scope_end
+        )
+        return request, items
+
+    async def refactor(
+        self,
+        path: str,
+        text: str,
+        selection: tuple[int, int, int, int],
+        instruction: str,
+        *,
+        context: Any = None,
+    ) -> str:
+        """The replacement for `selection` = (start line, start char, end line, end char), 0-based."""
+        if not instruction.strip():
+            raise UsageError("say what the refactor should do (an instruction is required)")
+        await self._chat_model("refactoring")
+        request, items = self._request(path, text, selection, instruction, context)
+        answer = await self._chat(
+            "refactor",
+            path,
+            items,
+            (request.scope_start_line, request.scope_end_line),
+            build_messages(request, items),
+        )
+        return parse_answer(answer, request.selection)
+
+    async def explain(
+        self, path: str, text: str, selection: tuple[int, int, int, int], *, context: Any = None
+    ) -> str:
+        """A short explanation (Markdown) of the selected code, with its scope and context."""
+        await self._chat_model("explaining code")
+        request, items = self._request(path, text, selection, "", context)
+        answer = await self._chat(
+            "explain",
+            path,
+            items,
+            (request.scope_start_line, request.scope_end_line),
+            build_explain_messages(request, items),
+        )
+        return strip_thinking(answer)
+
+
+def select(path: str, text: str, selection: tuple[int, int, int, int]) -> tuple[str, int, int]:
+    """(selected text, first line, last line) of a 0-based (line, char, line, char) range."""
+    start_line, start_char, end_line, end_char = selection
+    lines = document_lines(text)
+    if (
+        min(selection) < 0
+        or start_line >= max(len(lines), 1)
+        or (start_line, start_char) > (end_line, end_char)
+    ):
+        raise UsageError(f"{path}: the selection {selection} is outside the document")
+    offsets = [0]
+    for ln in lines:
+        offsets.append(offsets[-1] + len(ln))
+
+    def at(line: int, char: int) -> int:
+        if line >= len(lines):
+            return len(text)
+        return offsets[line] + min(char, len(lines[line].rstrip("\r\n")))
+
+    selected = text[at(start_line, start_char) : at(end_line, end_char)]
+    if not selected.strip():
+        raise UsageError("select some code first")
+    if end_char == 0 and end_line > start_line:
+        end_line -= 1  # a selection ending at a line start does not include that line
+    return selected, start_line, min(end_line, max(len(lines) - 1, 0))
+
+
+def _configured(name: str) -> Family:
+    return get_family("qwen" if name in ("", "auto") else name)
+
+
+def _enclosing(path: str, text: str, start_line: int, end_line: int, pad: int = 20) -> tuple[int, int]:
+    """The innermost definition around the selection (retriever's cursor info), else nearby lines."""
+    try:
+        from codectx.retriever.context import _language
+        from codectx.retriever.cursor import cursor_info
+
+        info = cursor_info(text, _language(path) or None, start_line, 0)
+        scope = info.enclosing
+        if scope is not None and scope.start_line <= start_line and scope.end_line >= end_line:
+            return scope.start_line, scope.end_line
+    except Exception:  # no retriever, or a parse failure: nearby lines will do
+        pass
+    count = len(document_lines(text))
+    return max(0, start_line - pad), min(max(count - 1, 0), end_line + pad)

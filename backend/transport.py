@@ -1,0 +1,551 @@
+"""The only place in codectx that opens network connections (the only httpx user).
+
+Every request body takes ONE path: build the body dict -> `gate.prepare(endpoint,
+body, sources)` (redaction, size limits, never-send rules; it fails closed) ->
+send `prepared.content` verbatim -> `gate.record(prepared, sent, status)` for
+the audit log. GET requests (/v1/models, /metrics) carry no code and skip the
+gate. Offline mode builds and records but never sends.
+
+Here too: split timeouts (connect / first token / total), retries with backoff
+only where safe (connect errors, 429/503 before any token, honouring
+Retry-After), the circuit breaker, and the translation of every httpx failure
+into codectx.backend.errors, exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import email.utils
+import json
+import logging
+import random
+import ssl
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+import httpx
+from codectx.backend.breaker import CircuitBreaker
+from codectx.backend.errors import (
+    BackendError,
+    BackendNotConfigured,
+    BackendOffline,
+    BackendProtocolError,
+    BackendRejected,
+    BackendTimeout,
+    BackendUnavailable,
+)
+
+RETRY_STATUSES = (429, 503)
+log = logging.getLogger("codectx.backend")
+MAX_ERROR_BODY = 4096
+
+
+class Prepared(Protocol):
+    content: bytes
+    endpoint: str
+
+
+class Gate(Protocol):
+    """What codectx.privacy.egress.EgressGate provides (redaction + audit)."""
+
+    @property
+    def offline(self) -> bool: ...
+
+    def prepare(self, endpoint: str, body: dict[str, Any], sources: list[Any]) -> Any: ...
+
+    def record(self, prepared: Any, sent: bool, status: str) -> str: ...
+
+
+def default_gate(settings: Any) -> Gate:
+    """The privacy choke point for these settings: redaction, never-send rules, audit log."""
+    from codectx.privacy.egress import EgressGate
+
+    gate: Gate = EgressGate(settings)
+    return gate
+
+
+@dataclass(frozen=True)
+class ServerURLs:
+    """The OpenAI API base (…/v1) and the server root (/tokenize, /metrics live there in vLLM)."""
+
+    api_base: str
+    root: str
+
+    @classmethod
+    def parse(cls, url: str | None) -> ServerURLs:
+        if not url:
+            raise BackendNotConfigured()
+        parts = urlsplit(url.strip())
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise BackendNotConfigured(
+                f"backend.url '{url}' is not an http(s) URL; expected e.g. http://127.0.0.1:8000/v1"
+            )
+        origin = f"{parts.scheme}://{parts.netloc}"
+        path = parts.path.rstrip("/")
+        if path == "":
+            return cls(api_base=origin + "/v1", root=origin)
+        if path.endswith("/v1"):
+            return cls(api_base=origin + path, root=origin + path[: -len("/v1")])
+        return cls(api_base=origin + path, root=origin)
+
+    def url(self, endpoint: str) -> str:
+        """'/v1/completions' -> API base; '/tokenize', '/metrics' -> server root."""
+        if endpoint.startswith("/v1/"):
+            return self.api_base + endpoint[len("/v1") :]
+        return self.root + endpoint
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    connect_s: float
+    first_token_s: float
+    total_s: float
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> Timeouts:
+        b = settings.backend
+        return cls(float(b.connect_timeout_s), float(b.first_token_timeout_s), float(b.total_timeout_s))
+
+
+@dataclass
+class Reply:
+    """A finished JSON or text reply."""
+
+    status: int
+    text: str
+    audit_id: str | None = None
+    prepared: Any = None
+    elapsed_s: float = 0.0
+
+    def json(self) -> Any:
+        try:
+            return json.loads(self.text)
+        except ValueError:
+            raise BackendProtocolError(f"the server's answer is not JSON: {self.text[:200]!r}") from None
+
+
+def _ssl_context(settings: Any) -> ssl.SSLContext | bool:
+    if not settings.backend.verify_tls:
+        return False
+    ca = settings.backend.ca_bundle
+    try:
+        return ssl.create_default_context(cafile=ca) if ca else ssl.create_default_context()
+    except (OSError, ssl.SSLError) as exc:
+        raise BackendNotConfigured(f"backend.ca_bundle '{ca}' cannot be used: {exc}") from None
+
+
+def _retry_after(value: str | None, now: float) -> float | None:
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - now)
+
+
+def _server_message(text: str) -> str:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text.strip()[:500]
+    if isinstance(data, dict):
+        err = data.get("error", data)
+        if isinstance(err, dict):
+            msg = err.get("message") or err.get("detail") or data.get("detail")
+            if msg:
+                return str(msg)[:500]
+        if isinstance(err, str):
+            return err[:500]
+        if "detail" in data:
+            return str(data["detail"])[:500]
+    return text.strip()[:500]
+
+
+def status_error(status: int, text: str, url: str) -> BackendError:
+    """The exception for an HTTP error status (translated here, once)."""
+    msg = _server_message(text)
+    if status in (401, 403):
+        return BackendRejected(
+            f"the model server refused the credentials ({status}: {msg}); "
+            "check backend.api_key or CODECTX_API_KEY",
+            status=status,
+            server_message=msg,
+        )
+    if 400 <= status < 500:
+        return BackendRejected(
+            f"the model server rejected the request ({status}): {msg}", status=status, server_message=msg
+        )
+    return BackendUnavailable(f"the model server failed ({status}) at {url}: {msg}", status=status)
+
+
+class Transport:
+    """One connection pool to one server, shared by every request of a process."""
+
+    def __init__(
+        self,
+        settings: Any,
+        gate: Gate | None = None,
+        *,
+        http_transport: Any = None,
+        breaker: CircuitBreaker | None = None,
+    ) -> None:
+        self.settings = settings
+        self.urls = ServerURLs.parse(settings.backend.url)
+        self.gate: Gate = gate if gate is not None else default_gate(settings)
+        self.timeouts = Timeouts.from_settings(settings)
+        self.retries = int(settings.backend.retries)
+        self.breaker = breaker or CircuitBreaker(float(settings.backend.breaker_interval_s))
+        # Audit entries are written (and fsynced) off the event loop, one at a time so the log's
+        # hash chain stays in order, and without delaying the first token.
+        self._audit = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="codectx-audit")
+        headers = {"User-Agent": "codectx", "Accept": "application/json"}
+        if settings.backend.api_key:
+            headers["Authorization"] = f"Bearer {settings.backend.api_key}"
+            host = urlsplit(self.urls.root).hostname or ""
+            if self.urls.root.startswith("http://") and host not in ("127.0.0.1", "localhost", "::1"):
+                log.warning(
+                    "codectx: the API key (and your code) go to %s over plain HTTP; use https://", host
+                )
+        t = self.timeouts
+        self._http = httpx.AsyncClient(
+            headers=headers,
+            verify=_ssl_context(settings),
+            # Reads are bounded by our own first-token / total deadlines, not per-read timeouts.
+            timeout=httpx.Timeout(connect=t.connect_s, read=None, write=t.total_s, pool=t.connect_s),
+            limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
+            transport=http_transport,
+            trust_env=False,  # never route code through a proxy from the environment
+        )
+
+    @property
+    def offline(self) -> bool:
+        return bool(getattr(self.gate, "offline", False))
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+        self._audit.shutdown(wait=True)
+
+    async def __aenter__(self) -> Transport:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def pool_connections(self) -> int:
+        """Open connections in the pool (for leak checks)."""
+        pool = getattr(self._http._transport, "_pool", None)
+        return len(getattr(pool, "connections", ()))
+
+    # -- the single send path -------------------------------------------------------------
+
+    def prepare(self, endpoint: str, body: dict[str, Any], sources: Sequence[Any]) -> Any:
+        """Run the body through the privacy gate; the result's bytes are what would be sent."""
+        return self.gate.prepare(self.urls.url(endpoint), body, list(sources))
+
+    def dry_run(self, endpoint: str, body: dict[str, Any], sources: Sequence[Any]) -> tuple[Any, str]:
+        """Build and record a request without sending it: (prepared, audit id)."""
+        prepared = self.prepare(endpoint, body, sources)
+        return prepared, self._audit.submit(self.gate.record, prepared, False, "dry-run").result()
+
+    async def _record(self, prepared: Any, sent: bool, status: str) -> str:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._audit, self.gate.record, prepared, sent, status)
+
+    async def post(self, endpoint: str, body: dict[str, Any], sources: Sequence[Any] = ()) -> Reply:
+        """POST a JSON body (through the gate) and return the whole answer."""
+        prepared = self.prepare(endpoint, body, sources)
+        deadline = time.monotonic() + self.timeouts.total_s
+        started = time.monotonic()
+        response, recorded = await self._open(prepared, deadline, first_token_deadline=deadline)
+        try:
+            text = await self._read_text(response, deadline, prepared.endpoint)
+        finally:
+            await response.aclose()
+            audit_id = await recorded
+        return Reply(response.status_code, text, audit_id, prepared, time.monotonic() - started)
+
+    def stream(self, endpoint: str, body: dict[str, Any], sources: Sequence[Any] = ()) -> EventStream:
+        """POST a JSON body and iterate over its server-sent events (use `async with`)."""
+        return EventStream(self, self.prepare(endpoint, body, sources))
+
+    async def get(self, endpoint: str) -> Reply:
+        """GET without a body (/v1/models, /metrics): no code leaves, so no gate."""
+        url = self.urls.url(endpoint)
+        if self.offline:
+            raise BackendOffline(f"offline mode: not contacting {url}")
+        self.breaker.before_request()
+        started = time.monotonic()
+        deadline = started + self.timeouts.total_s
+        try:
+            async with asyncio.timeout_at(_loop_time(deadline)):
+                response = await self._http.get(url)
+        except TimeoutError:
+            err: BackendError = BackendTimeout(
+                f"no answer from {url} within the total timeout", phase="total"
+            )
+            self.breaker.failure(str(err))
+            raise err from None
+        except httpx.HTTPError as exc:
+            err = self._translate(exc, url)
+            self.breaker.failure(str(err))
+            raise err from None
+        except BaseException:
+            self.breaker.release_probe()
+            raise
+        if response.status_code >= 400:
+            err = status_error(response.status_code, response.text, url)
+            if response.status_code >= 500:
+                self.breaker.failure(str(err))
+            else:
+                self.breaker.release_probe()
+            raise err
+        self.breaker.success()
+        return Reply(response.status_code, response.text, None, None, time.monotonic() - started)
+
+    async def _open(
+        self, prepared: Any, deadline: float, first_token_deadline: float
+    ) -> tuple[httpx.Response, asyncio.Future[str]]:
+        """Send the prepared bytes until headers arrive, retrying where safe. Records every attempt.
+
+        Returns the response and the pending audit record of the successful attempt; callers
+        await it before they report the request finished (an audit failure is an error).
+        """
+        url = prepared.endpoint
+        if self.offline:
+            audit_id = await self._record(prepared, False, "offline")
+            raise BackendOffline(
+                f"offline mode: request to {url} built and logged (audit id {audit_id}), not sent",
+                audit_id=audit_id,
+                body=prepared.content,
+            )
+        attempt = 0
+        self.breaker.before_request()  # once: retries belong to the same (possibly probing) request
+        while True:
+            request = self._http.build_request(
+                "POST", url, content=prepared.content, headers={"Content-Type": "application/json"}
+            )
+            try:
+                async with asyncio.timeout_at(_loop_time(min(deadline, first_token_deadline))):
+                    response = await self._http.send(request, stream=True)
+            except TimeoutError:
+                await self._record(prepared, True, "timeout")
+                phase = "first_token" if first_token_deadline < deadline else "total"
+                err: BackendError = BackendTimeout(
+                    f"the model server at {url} did not answer within the "
+                    f"{'first-token' if phase == 'first_token' else 'total'} timeout",
+                    phase=phase,
+                )
+                self.breaker.failure(str(err))
+                raise err from None
+            except httpx.HTTPError as exc:
+                not_sent = isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout))
+                await self._record(prepared, not not_sent, f"error: {type(exc).__name__}")
+                err = self._translate(exc, url)
+                delay = self._backoff(attempt)
+                retry = not_sent and "CERTIFICATE_VERIFY_FAILED" not in str(exc)
+                if retry and attempt < self.retries and time.monotonic() + delay < deadline:
+                    attempt += 1
+                    await asyncio.sleep(delay)
+                    continue
+                self.breaker.failure(str(err))
+                raise err from None
+            except BaseException:
+                self.breaker.release_probe()
+                raise
+            status = response.status_code
+            recorded = asyncio.ensure_future(self._record(prepared, True, str(status)))
+            if status < 400:
+                self.breaker.success()
+                return response, recorded
+            try:
+                await recorded
+            except BaseException:
+                await response.aclose()
+                raise
+            try:
+                text = await self._read_text(response, deadline, url)
+            finally:
+                await response.aclose()
+            if status in RETRY_STATUSES and attempt < self.retries:
+                wait = _retry_after(response.headers.get("Retry-After"), time.time())
+                delay = self._backoff(attempt) if wait is None else wait
+                if time.monotonic() + delay < deadline:
+                    attempt += 1
+                    await asyncio.sleep(delay)
+                    continue
+            err = status_error(status, text, url)
+            if status >= 500:
+                self.breaker.failure(str(err))
+            else:
+                self.breaker.release_probe()
+            raise err
+
+    def _backoff(self, attempt: int) -> float:
+        return min(2.0, 0.1 * 2**attempt) * (1 + random.random() * 0.2)
+
+    async def _read_text(self, response: httpx.Response, deadline: float, url: str) -> str:
+        try:
+            async with asyncio.timeout_at(_loop_time(deadline)):
+                data = await response.aread()
+        except TimeoutError:
+            raise BackendTimeout(
+                f"the model server at {url} did not finish within the total timeout", phase="total"
+            ) from None
+        except httpx.HTTPError as exc:
+            raise self._translate(exc, url) from None
+        return data.decode("utf-8", errors="replace")
+
+    def _translate(self, exc: httpx.HTTPError, url: str) -> BackendError:
+        if isinstance(exc, httpx.ConnectTimeout):
+            return BackendTimeout(
+                f"cannot connect to the model server at {url} within "
+                f"{self.timeouts.connect_s:g}s (backend.connect_timeout_s)",
+                phase="connect",
+            )
+        if isinstance(exc, httpx.ConnectError) and "CERTIFICATE_VERIFY_FAILED" in str(exc):
+            return BackendUnavailable(
+                f"the TLS certificate of {url} is not trusted ({exc}). If the server uses your own CA, "
+                "set backend.ca_bundle to its certificate file (backend.verify_tls = false turns "
+                "checking off, which lets anyone on the network read your code)"
+            )
+        if isinstance(exc, httpx.ConnectError):
+            return BackendUnavailable(
+                f"cannot connect to the model server at {url}: {exc or 'connection refused'}. "
+                "Is it running? (codectx backend serve --profile cpu-dev; codectx backend check)"
+            )
+        if isinstance(exc, httpx.TimeoutException):
+            return BackendTimeout(f"timed out talking to {url}: {exc}", phase="total")
+        if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
+            return BackendUnavailable(f"the model server at {url} closed the connection: {exc}")
+        if isinstance(exc, httpx.DecodingError):
+            return BackendProtocolError(f"undecodable answer from {url}: {exc}")
+        return BackendUnavailable(f"request to {url} failed: {type(exc).__name__}: {exc}")
+
+
+def _loop_time(monotonic_deadline: float) -> float:
+    """asyncio.timeout_at wants the loop's clock; ours is time.monotonic (the same on CPython)."""
+    loop = asyncio.get_running_loop()
+    return loop.time() + (monotonic_deadline - time.monotonic())
+
+
+class EventStream:
+    """Server-sent events of one streaming request, as parsed JSON objects.
+
+    Use as `async with transport.stream(...) as events: async for event in events`.
+    Leaving the block, or cancelling the task that iterates, closes the HTTP
+    response at once, which makes vLLM abort the request.
+    """
+
+    def __init__(self, transport: Transport, prepared: Any) -> None:
+        self._t = transport
+        self.prepared = prepared
+        self.audit_id: str | None = None
+        self.started = 0.0
+        self.first_event_at: float | None = None
+        self.headers_at: float | None = None
+        self._response: httpx.Response | None = None
+        self._recorded: asyncio.Future[str] | None = None
+        self._deadline = 0.0
+        self._first_deadline = 0.0
+        self.done = False
+
+    async def open(self) -> EventStream:
+        t = self._t.timeouts
+        self.started = time.monotonic()
+        self._deadline = self.started + t.total_s
+        self._first_deadline = min(self._deadline, self.started + t.first_token_s)
+        self._response, self._recorded = await self._t._open(
+            self.prepared, self._deadline, self._first_deadline
+        )
+        self.headers_at = time.monotonic()
+        return self
+
+    async def __aenter__(self) -> EventStream:
+        return await self.open()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the response (vLLM aborts the request), then wait for its audit entry."""
+        response, self._response = self._response, None
+        if response is not None:
+            await response.aclose()
+        recorded, self._recorded = self._recorded, None
+        if recorded is not None:
+            self.audit_id = await recorded
+
+    def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
+        return self._events()
+
+    async def _events(self) -> AsyncIterator[dict[str, Any]]:
+        if self._response is None:
+            raise RuntimeError("EventStream used outside `async with`")
+        url = self.prepared.endpoint
+        lines = self._response.aiter_lines()
+        data_lines: list[str] = []
+        while True:
+            got_token = self.first_event_at is not None
+            deadline = self._deadline if got_token else self._first_deadline
+            try:
+                async with asyncio.timeout_at(_loop_time(deadline)):
+                    line = await anext(lines)
+            except TimeoutError:
+                await self.aclose()
+                phase = "total" if got_token or self._first_deadline >= self._deadline else "first_token"
+                what = "first token within the first-token"
+                if phase == "total":
+                    what = "end of stream within the total"
+                err = BackendTimeout(f"the model server at {url} stalled: no {what} timeout", phase=phase)
+                if phase == "first_token":
+                    self._t.breaker.failure(str(err))
+                raise err from None
+            except StopAsyncIteration:
+                if not self.done:
+                    raise BackendProtocolError(f"the stream from {url} ended without [DONE]") from None
+                return
+            except httpx.HTTPError as exc:
+                await self.aclose()
+                raise self._t._translate(exc, url) from None
+            if line.startswith("data:"):
+                data_lines.append(line[5:].lstrip(" "))
+                continue
+            if line or not data_lines:
+                continue  # comments (":"), "event:"/"id:" fields
+            payload = "\n".join(data_lines)
+            data_lines = []
+            if payload.strip() == "[DONE]":
+                self.done = True
+                continue
+            try:
+                event = json.loads(payload)
+            except ValueError:
+                await self.aclose()
+                raise BackendProtocolError(
+                    f"malformed event in the stream from {url}: {payload[:200]!r}"
+                ) from None
+            if not isinstance(event, dict):
+                await self.aclose()
+                raise BackendProtocolError(f"unexpected event in the stream from {url}: {payload[:200]!r}")
+            if "error" in event and "choices" not in event:
+                await self.aclose()
+                error = event["error"]
+                code = error.get("code") if isinstance(error, dict) else None
+                status = code if isinstance(code, int) else 500
+                raise status_error(status, json.dumps(event), url)
+            if self.first_event_at is None:
+                self.first_event_at = time.monotonic()
+            yield event

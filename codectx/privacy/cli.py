@@ -1,0 +1,205 @@
+"""`codectx redact` and `codectx audit`: the redaction engine and the audit log on the command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from codectx.clikit import add_json, print_json, print_jsonl, settings_for
+from codectx.errors import UsageError
+from codectx.privacy.audit import AuditLog
+from codectx.privacy.errors import AuditChainBroken, PrivacyError
+from codectx.privacy.redact import Redactor
+from codectx.privacy.sanitize import sanitize
+
+MAX_REDACT_BYTES = 64 * 1024 * 1024
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    _register_redact(sub)
+    _register_audit(sub)
+
+
+# ---- redact -------------------------------------------------------------------------------------
+
+
+def _register_redact(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "redact",
+        help="print a file with its secrets replaced (the engine used on every request)",
+        description="Print FILE (or standard input) with each secret replaced by "
+        "[REDACTED:<rule>:<tag>]. The tag is an HMAC keyed per install: one secret always gets the "
+        "same tag here, and the mapping never leaves this machine. Only the secret's characters "
+        "change; line structure is kept. Invisible and direction-changing Unicode is stripped.",
+        epilog="examples:\n  codectx redact config/settings.py\n  git diff | codectx redact -\n"
+        "  codectx redact --json .github/workflows/deploy.yml   # findings only, never values\n"
+        "  codectx redact --check notes.md   # exit 1 if anything would be redacted",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("file", nargs="?", default="-", metavar="FILE", help="file to redact, '-' for stdin (default)")
+    p.add_argument("--strict", action="store_true", help="also redact high-entropy literals (more false positives)")
+    p.add_argument("--check", action="store_true", help="print nothing but a summary; exit 1 if secrets were found")
+    add_json(p)
+    p.set_defaults(func=_redact)
+
+
+def _read_input(name: str) -> tuple[str, str]:
+    """(text, origin) from a file or stdin; bytes that are not UTF-8 survive via surrogateescape."""
+    if name == "-":
+        data = sys.stdin.buffer.read(MAX_REDACT_BYTES + 1)
+        origin = ""
+    else:
+        path = Path(name).expanduser()
+        if path.is_dir():
+            raise UsageError(f"{name} is a folder; give a file or '-' for standard input")
+        try:
+            with path.open("rb") as fh:
+                data = fh.read(MAX_REDACT_BYTES + 1)
+        except FileNotFoundError:
+            raise UsageError(f"no such file: {name}") from None
+        except OSError as exc:
+            raise UsageError(f"cannot read {name}: {exc.strerror}") from None
+        origin = path.name
+    if len(data) > MAX_REDACT_BYTES:
+        raise UsageError(f"{name or 'stdin'} is larger than {MAX_REDACT_BYTES // (1024 * 1024)} MiB")
+    if b"\0" in data[:8192]:
+        raise UsageError(f"{name if name != '-' else 'standard input'} looks binary (NUL bytes); not redacting")
+    return data.decode("utf-8", "surrogateescape"), origin
+
+
+def _redact(args: argparse.Namespace) -> int:
+    settings = settings_for(None, args)
+    text, origin = _read_input(args.file)
+    cleaned, stripped = sanitize(text)
+    redactor = Redactor(settings, strict=True if args.strict else None)
+    result = redactor.redact(cleaned, origin)
+    if args.json:
+        print_json(
+            {
+                "file": args.file,
+                "ruleset": redactor.version,
+                "strict": redactor.strict,
+                "stripped_chars": stripped,
+                "findings": [f.as_dict() for f in result.findings],
+            }
+        )
+    elif args.check:
+        for f in result.findings:
+            print(f"{args.file}:{f.line + 1}: {f.rule} ({f.length} chars, tag {f.hmac8})")
+        print(f"{len(result.findings)} secret(s), {stripped} invisible character(s)", file=sys.stderr)
+    else:
+        sys.stdout.buffer.write(result.text.encode("utf-8", "surrogateescape"))
+        sys.stdout.flush()
+        if result.findings or stripped:
+            print(
+                f"codectx: redacted {len(result.findings)} secret(s), stripped {stripped} invisible "
+                "character(s)",
+                file=sys.stderr,
+            )
+    return 1 if args.check and result.findings else 0
+
+
+# ---- audit --------------------------------------------------------------------------------------
+
+
+def _register_audit(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "audit",
+        help="what left this machine: show, verify and replay the audit log",
+        description="Every request to a model server is logged before and after it is sent: "
+        "endpoint, byte count, sha256 of the exact bytes, files and line ranges, redactions "
+        "(never values). Entries are hash-chained so edits show.",
+    )
+    audit_sub = p.add_subparsers(dest="audit_command", metavar="COMMAND")
+    audit_sub.required = True
+
+    show = audit_sub.add_parser("show", help="list recent requests")
+    show.add_argument("--last", type=int, default=20, metavar="N", help="how many entries (default 20)")
+    add_json(show)
+    _add_log(show)
+    show.set_defaults(func=_audit_show)
+
+    verify = audit_sub.add_parser(
+        "verify", help="check the hash chain; exit 4 and name the entry if anything was altered"
+    )
+    add_json(verify)
+    _add_log(verify)
+    verify.set_defaults(func=_audit_verify)
+
+    payload = audit_sub.add_parser("payload", help="print the exact bytes sent for one entry")
+    payload.add_argument("id", help="the entry id (from `codectx audit show`)")
+    _add_log(payload)
+    payload.set_defaults(func=_audit_payload)
+
+
+def _add_log(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--log", metavar="FILE", help="audit log (default: <state dir>/codectx/audit.jsonl)")
+
+
+def _log(args: argparse.Namespace) -> AuditLog:
+    return AuditLog(Path(args.log).expanduser() if args.log else None)
+
+
+def _audit_show(args: argparse.Namespace) -> int:
+    if args.last < 1:
+        raise UsageError("--last must be at least 1")
+    log = _log(args)
+    entries = log.last(args.last)
+    if args.json:
+        for entry in entries:
+            print_jsonl(entry)
+        return 0
+    if not entries:
+        print(f"no requests logged yet ({log.path})")
+        return 0
+    for entry in entries:
+        print(_summary(entry))
+    return 0
+
+
+def _summary(entry: dict[str, Any]) -> str:
+    state = "sent" if entry.get("sent") else ("offline" if entry.get("offline") else "not sent")
+    files = ", ".join(
+        f"{s.get('path')}:{int(s.get('start_line', 0)) + 1}-{int(s.get('end_line', 0)) + 1}"
+        for s in entry.get("sources", [])
+    )
+    rules: dict[str, int] = {}
+    for event in entry.get("redactions", []):
+        rules[str(event.get("rule"))] = rules.get(str(event.get("rule")), 0) + 1
+    redacted = ", ".join(f"{rule} x{n}" for rule, n in sorted(rules.items())) or "none"
+    return (
+        f"{entry.get('id')}  {entry.get('time')}  {state} ({entry.get('status')})  {entry.get('endpoint')}\n"
+        f"    {entry.get('bytes')} bytes  sha256 {str(entry.get('sha256'))[:16]}...  redacted: {redacted}\n"
+        f"    files: {files or 'none'}"
+    )
+
+
+def _audit_verify(args: argparse.Namespace) -> int:
+    verdict = _log(args).verify()
+    if args.json:
+        print_json(
+            {
+                "ok": verdict.ok,
+                "entries": verdict.entries,
+                "broken_line": verdict.broken_line,
+                "broken_id": verdict.broken_id,
+                "reason": verdict.reason,
+            }
+        )
+        return 0 if verdict.ok else AuditChainBroken.exit_code
+    if not verdict.ok:
+        raise AuditChainBroken(verdict.message())
+    print(verdict.message())
+    return 0
+
+
+def _audit_payload(args: argparse.Namespace) -> int:
+    try:
+        data = _log(args).payload(args.id)
+    except PrivacyError:
+        raise
+    sys.stdout.buffer.write(data + (b"" if data.endswith(b"\n") else b"\n"))
+    sys.stdout.flush()
+    return 0

@@ -1,0 +1,299 @@
+"""The egress choke point: every request body is built, scanned as a whole, then sent.
+
+`EgressGate.prepare` turns a request body into the exact bytes that will go on
+the wire: it refuses never-send sources, strips invisible Unicode, optionally
+anonymises paths, redacts every JSON string value, serialises compactly
+(UTF-8, ensure_ascii=False), re-scans the final text, and checks the size.
+Any scanner failure or a scan past `privacy.scan_timeout_s` raises
+EgressBlocked: it fails closed. The transport sends `prepared.content`
+byte-for-byte and then calls `record`, which writes the audit entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from codectx.privacy.audit import AuditLog
+from codectx.privacy.errors import AuditError, EgressBlocked, PrivacyError, ScanTimeout
+from codectx.privacy.keys import tag
+from codectx.privacy.policy import never_send_match
+from codectx.privacy.redact import Redactor
+from codectx.privacy.sanitize import sanitize
+
+if TYPE_CHECKING:
+    from codectx.settings import Settings
+
+
+@dataclass(frozen=True)
+class SourceSpan:
+    """A file region whose text is in the request (0-based inclusive lines, workspace-relative path)."""
+
+    path: str
+    start_line: int
+    end_line: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "start_line": self.start_line, "end_line": self.end_line}
+
+
+@dataclass(frozen=True)
+class RedactionEvent:
+    """One redaction in a request: rule, where (JSON field, line in it, likely file), length, tag."""
+
+    rule: str
+    field: str
+    line: int
+    length: int
+    hmac8: str
+    file: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "file": self.file,
+            "field": self.field,
+            "line": self.line,
+            "length": self.length,
+            "hmac8": self.hmac8,
+        }
+
+
+@dataclass(frozen=True)
+class PreparedRequest:
+    endpoint: str
+    content: bytes  # exactly what may be sent
+    sha256: str
+    findings: list[RedactionEvent]
+    sources: list[SourceSpan]
+    stripped_chars: int = 0
+    offline: bool = False
+    ruleset: str = ""
+    aliases: dict[str, str] = field(default_factory=dict)  # real path -> alias, when anonymising
+
+    @property
+    def size(self) -> int:
+        return len(self.content)
+
+
+class EgressGate:
+    """The single gate every outgoing request body passes; see the module docstring."""
+
+    def __init__(
+        self, settings: Settings, audit: AuditLog | None = None, redactor: Redactor | None = None
+    ) -> None:
+        self.settings = settings
+        self._audit = audit
+        self.redactor = redactor or Redactor(settings)
+
+    @property
+    def offline(self) -> bool:
+        """True: build and log, never send (privacy.offline)."""
+        return bool(self.settings.privacy.offline)
+
+    @property
+    def audit(self) -> AuditLog:
+        if self._audit is None:
+            self._audit = AuditLog()
+        return self._audit
+
+    def refusal(self, path: str) -> str | None:
+        """Why a file may not contribute to any request (a matching never-send glob), or None."""
+        pattern = never_send_match(path, self.settings)
+        return f"{path} matches the never-send pattern '{pattern}'" if pattern else None
+
+    def allowed(self, path: str) -> bool:
+        return self.refusal(path) is None
+
+    def alias(self, path: str) -> str:
+        """The opaque name a path gets when privacy.anonymize_paths is on (stable per install)."""
+        suffix = path.rsplit(".", 1)[-1] if "." in path.rsplit("/", 1)[-1] else ""
+        return f"file_{tag(self.redactor.key, 'path:' + path)}" + (f".{suffix}" if suffix else "")
+
+    # ------------------------------------------------------------------ prepare
+
+    def prepare(self, endpoint: str, body: dict[str, Any], sources: list[SourceSpan]) -> PreparedRequest:
+        """The exact redacted bytes for `body`, or EgressBlocked (nothing may be sent)."""
+        spans = [_as_span(s) for s in sources]
+        for span in spans:
+            reason = self.refusal(span.path)
+            if reason:
+                raise EgressBlocked(f"refused to send: {reason} (secret-bearing files never leave)")
+        limit = int(self.settings.privacy.max_request_bytes)
+        deadline = time.monotonic() + float(self.settings.privacy.scan_timeout_s)
+        aliases = (
+            {s.path: self.alias(s.path) for s in spans} if self.settings.privacy.anonymize_paths else {}
+        )
+        try:
+            walker = _Walker(self.redactor, bool(self.settings.privacy.redact), deadline, spans, aliases)
+            cleaned = walker.walk(body, "")
+            content = json.dumps(cleaned, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            if len(content) > limit:
+                raise EgressBlocked(
+                    f"request body is {len(content):,} bytes, over privacy.max_request_bytes ({limit:,}); "
+                    "nothing was sent"
+                )
+            if self.settings.privacy.redact:
+                content = self._rescan(content, deadline, walker)
+            if time.monotonic() > deadline:
+                raise ScanTimeout("the secret scan ran past its time limit")
+        except EgressBlocked:
+            raise
+        except ScanTimeout:
+            raise EgressBlocked(
+                f"secret scan took longer than privacy.scan_timeout_s "
+                f"({self.settings.privacy.scan_timeout_s:g} s); nothing was sent"
+            ) from None
+        except Exception as exc:
+            # Fail closed: whatever went wrong, an unscanned body never leaves.
+            raise EgressBlocked(
+                f"secret scan failed ({type(exc).__name__}: {exc}); nothing was sent"
+            ) from None
+        return PreparedRequest(
+            endpoint=endpoint,
+            content=content,
+            sha256=hashlib.sha256(content).hexdigest(),
+            findings=walker.events,
+            sources=spans,
+            stripped_chars=walker.stripped,
+            offline=self.offline,
+            ruleset=self.redactor.version,
+            aliases=aliases,
+        )
+
+    def _rescan(self, content: bytes, deadline: float, walker: _Walker) -> bytes:
+        """Scan the final bytes as one text; anything left is redacted in place if JSON-safe, else blocked."""
+        text = content.decode("utf-8")
+        result = self.redactor.redact(text, "", deadline)
+        if not result.findings:
+            return content
+        for finding in result.findings:
+            span = text[finding.start : finding.end]
+            if "\\" in span or '"' in span:
+                raise EgressBlocked(
+                    f"a secret ({finding.rule}) survived redaction across JSON structure; nothing was sent"
+                )
+            walker.events.append(
+                RedactionEvent(finding.rule, "<body>", finding.line, finding.length, finding.hmac8)
+            )
+        json.loads(result.text)  # still one valid JSON document
+        return result.text.encode("utf-8")
+
+    # ------------------------------------------------------------------ record
+
+    def record(self, prepared: PreparedRequest, sent: bool, status: str) -> str:
+        """Write the audit entry for one attempt; returns its id. A failing log is an error."""
+        entry: dict[str, Any] = {
+            "endpoint": prepared.endpoint,
+            "bytes": len(prepared.content),
+            "sha256": prepared.sha256,
+            "sources": [s.as_dict() for s in prepared.sources],
+            "redactions": [e.as_dict() for e in prepared.findings],
+            "stripped_chars": prepared.stripped_chars,
+            "ruleset": prepared.ruleset,
+            "sent": bool(sent),
+            "offline": self.offline,
+            "status": status,
+        }
+        if prepared.aliases:
+            entry["aliases"] = prepared.aliases
+        payload = prepared.content if self.settings.privacy.keep_payloads else None
+        try:
+            written = self.audit.append(entry, payload)
+        except AuditError:
+            raise
+        except OSError as exc:
+            raise AuditError(f"cannot write the audit log: {exc}") from None
+        return str(written["id"])
+
+
+class _Walker:
+    """Recursively sanitise, anonymise and redact every string in a JSON-like body."""
+
+    def __init__(
+        self,
+        redactor: Redactor,
+        redact: bool,
+        deadline: float,
+        spans: list[SourceSpan],
+        aliases: dict[str, str],
+    ) -> None:
+        self.redactor = redactor
+        self.redact = redact
+        self.deadline = deadline
+        self.paths = sorted({s.path for s in spans}, key=len, reverse=True)
+        self.aliases = aliases
+        self.events: list[RedactionEvent] = []
+        self.stripped = 0
+
+    def walk(self, value: Any, where: str) -> Any:
+        if isinstance(value, str):
+            return self._string(value, where or "<body>")
+        if isinstance(value, bool) or value is None or isinstance(value, int):
+            return value
+        if isinstance(value, float):
+            if value != value or value in (float("inf"), float("-inf")):
+                raise PrivacyError(f"{where}: {value} is not valid JSON")
+            return value
+        if isinstance(value, dict):
+            out: dict[str, Any] = {}
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise PrivacyError(f"{where}: JSON object keys must be strings, got {key!r}")
+                path = f"{where}.{key}" if where else key
+                out[self._string(key, path + "<key>")] = self.walk(item, path)
+            return out
+        if isinstance(value, (list, tuple)):
+            return [self.walk(item, f"{where}[{i}]") for i, item in enumerate(value)]
+        raise PrivacyError(f"{where or '<body>'}: cannot send a {type(value).__name__}")
+
+    def _string(self, text: str, where: str) -> str:
+        # Lone surrogates (undecodable bytes read with surrogateescape) cannot be UTF-8 encoded.
+        text = text.encode("utf-8", "replace").decode("utf-8") if _has_surrogate(text) else text
+        text, count = sanitize(text)
+        self.stripped += count
+        for path in self.paths:
+            if path in self.aliases and path in text:
+                text = text.replace(path, self.aliases[path])
+        if not self.redact:
+            return text
+        result = self.redactor.redact(text, "", self.deadline)
+        for finding in result.findings:
+            self.events.append(
+                RedactionEvent(
+                    finding.rule, where, finding.line, finding.length, finding.hmac8, self._file_at(text, finding.start)
+                )
+            )
+        return result.text
+
+    def _file_at(self, text: str, offset: int) -> str | None:
+        """The source whose path (or alias) appears last before `offset`: the file a finding came from."""
+        best: tuple[int, str] | None = None
+        for path in self.paths:
+            shown = self.aliases.get(path, path)
+            pos = text.rfind(shown, 0, offset)
+            if pos != -1 and (best is None or pos > best[0]):
+                best = (pos, path)
+        return best[1] if best else None
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _as_span(source: Any) -> SourceSpan:
+    if isinstance(source, SourceSpan):
+        return source
+    if isinstance(source, dict):
+        return SourceSpan(str(source["path"]), int(source["start_line"]), int(source["end_line"]))
+    try:
+        return SourceSpan(str(source.path), int(source.start_line), int(source.end_line))
+    except AttributeError:
+        raise EgressBlocked(f"cannot tell which file a request source {source!r} comes from") from None

@@ -1,0 +1,251 @@
+"""The redaction engine: finds secrets in text and replaces each with `[REDACTED:<rule>:<hmac8>]`.
+
+Only the secret's own span is replaced; everything around it, and the number
+of lines, stays as it was (a multi-line private key becomes one token followed
+by the same number of newlines). Findings carry offsets, the line and an HMAC
+tag, never the value. The tag is keyed per install, so one secret always maps
+to one token here and cannot be linked across installs.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import re2
+
+from codectx.privacy import filters
+from codectx.privacy.errors import ScanTimeout
+from codectx.privacy.keys import load_or_create_key, tag
+from codectx.privacy.rules import Rule, RuleSet, default_rules
+
+if TYPE_CHECKING:
+    from codectx.settings import Settings
+
+TOKEN_PREFIX = "[REDACTED:"
+# Our own tokens are never secrets: matches inside them are dropped (re-scans stay clean).
+_TOKEN = re2.compile(r"\[REDACTED:[a-z0-9-]+:[0-9a-f]{8}\]")
+_INTEGRITY = re2.compile(r"sha(?:1|224|256|384|512)-$")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One redacted secret: where it was, which rule, its tag. Never the value."""
+
+    rule: str
+    start: int  # offset in the original text
+    end: int
+    line: int  # 0-based line of `start`
+    hmac8: str
+
+    @property
+    def length(self) -> int:
+        return self.end - self.start
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "rule": self.rule,
+            "start": self.start,
+            "end": self.end,
+            "line": self.line,
+            "length": self.length,
+            "hmac8": self.hmac8,
+        }
+
+
+@dataclass(frozen=True)
+class RedactionResult:
+    text: str
+    findings: list[Finding] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Hit:
+    start: int
+    end: int
+    priority: int
+    rule: str
+
+
+class _Lines:
+    """Offset -> line number, and the text of a line, for one scanned text."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._starts: list[int] | None = None
+
+    @property
+    def starts(self) -> list[int]:
+        if self._starts is None:  # built only when a candidate needs it: most texts have none
+            self._starts = [0, *itertools.accumulate(len(line) + 1 for line in self.text.split("\n"))][:-1]
+        return self._starts
+
+    def line_of(self, offset: int) -> int:
+        return bisect.bisect_right(self.starts, offset) - 1
+
+    def line_text(self, line: int) -> str:
+        start = self.starts[line]
+        end = self.starts[line + 1] - 1 if line + 1 < len(self.starts) else len(self.text)
+        return self.text[start:end]
+
+    def window(self, line: int, radius: int) -> str:
+        lo = self.starts[max(0, line - radius)]
+        hi_line = line + radius + 1
+        hi = self.starts[hi_line] if hi_line < len(self.starts) else len(self.text)
+        return self.text[lo:hi]
+
+
+class Redactor:
+    """Scan text with the rule set and replace secrets; see `redact`."""
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        key: bytes | None = None,
+        strict: bool | None = None,
+        rules: RuleSet | None = None,
+    ) -> None:
+        self.rules = rules or default_rules()
+        self.strict = bool(strict if strict is not None else (settings.privacy.strict if settings else False))
+        self._key = key
+
+    @property
+    def key(self) -> bytes:
+        if self._key is None:
+            from codectx.settings import state_dir
+
+            self._key = load_or_create_key(state_dir())
+        return self._key
+
+    @property
+    def version(self) -> str:
+        return self.rules.version
+
+    def scan(self, text: str, origin: str = "", deadline: float | None = None) -> list[Finding]:
+        """Findings in `text` without changing it."""
+        return self.redact(text, origin, deadline).findings
+
+    def redact(self, text: str, origin: str = "", deadline: float | None = None) -> RedactionResult:
+        """`text` with every secret span replaced, and the findings (offsets into `text`)."""
+        if not text:
+            return RedactionResult(text, [])
+        hits = self._hits(text, origin, deadline)
+        if not hits:
+            return RedactionResult(text, [])
+        lines = _Lines(text)
+        findings: list[Finding] = []
+        out: list[str] = []
+        pos = 0
+        for start, end, rule in _merge(hits):
+            value = text[start:end]
+            mark = tag(self.key, value)
+            findings.append(Finding(rule, start, end, lines.line_of(start), mark))
+            out.append(text[pos:start])
+            out.append(f"{TOKEN_PREFIX}{rule}:{mark}]" + "\n" * value.count("\n"))
+            pos = end
+        out.append(text[pos:])
+        return RedactionResult("".join(out), findings)
+
+    def _hits(self, text: str, origin: str, deadline: float | None) -> list[_Hit]:
+        data = text.encode("utf-8", "surrogatepass")
+        candidates = self.rules.candidates(data, self.strict)
+        if not candidates:
+            return []
+        offsets = _Offsets(text, data)
+        own_tokens = [(m.start(), m.end()) for m in _TOKEN.finditer(text)] if TOKEN_PREFIX in text else []
+        lines = _Lines(text)
+        hits: list[_Hit] = []
+        for priority, rule in candidates:
+            if deadline is not None and time.monotonic() > deadline:
+                raise ScanTimeout("the secret scan ran past its time limit")
+            for match in rule.regex.finditer(data):
+                span = _secret_span(match, rule, rule.check == "unquoted")
+                if span is None:
+                    continue
+                start, end = offsets.char(span[0]), offsets.char(span[1])
+                if any(s < end and start < e for s, e in own_tokens):
+                    continue
+                name = None
+                if rule.name_group is not None and match.start(rule.name_group) >= 0:
+                    name = match.group(rule.name_group).decode("utf-8", "surrogatepass")
+                if self._keep(rule, name, text, start, end, lines, origin):
+                    hits.append(_Hit(start, end, priority, rule.id))
+        return hits
+
+    def _keep(
+        self, rule: Rule, name: str | None, text: str, start: int, end: int, lines: _Lines, origin: str
+    ) -> bool:
+        value = text[start:end]
+        if len(value) < rule.min_len:
+            return False
+        if filters.is_placeholder(value, self.rules.markers, self.rules.allow_values):
+            return False
+        if _INTEGRITY.search(text[max(0, start - 8) : start]):
+            return False  # a lockfile integrity hash (sha512-...), not a token
+        if rule.check == "format":
+            return True
+        if rule.check == "context":
+            if not filters.looks_random(value):
+                return False
+            window = lines.window(lines.line_of(start), rule.window)
+            return bool(rule.context.search(window))
+        if rule.check == "entropy":
+            return filters.is_high_entropy(value, text[max(0, start - 40) : start])
+        # "value" and "unquoted": generic literals.
+        if name and filters.is_excluded_name(name):
+            return False
+        if filters.is_reference(value, bare=rule.check == "unquoted"):
+            return False
+        if rule.reject_words and filters.is_weak_literal(value):
+            return False
+        if rule.check == "unquoted":
+            line_text = lines.line_text(lines.line_of(start))
+            return filters.bare_value_is_literal(value, line_text, origin)
+        return True
+
+
+class _Offsets:
+    """UTF-8 byte offsets (what RE2 reports on bytes) to string offsets."""
+
+    def __init__(self, text: str, data: bytes) -> None:
+        self.data = data
+        self.ascii = len(data) == len(text)
+
+    def char(self, byte_offset: int) -> int:
+        if self.ascii:
+            return byte_offset
+        return len(self.data[:byte_offset].decode("utf-8", "surrogatepass"))
+
+
+def _secret_span(match: Any, rule: Rule, bare: bool) -> tuple[int, int] | None:
+    """The byte span of the secret: the first secret* group that took part, else the whole match."""
+    for index in rule.secret_groups:
+        start = match.start(index)
+        if start >= 0:
+            end = match.end(index)
+            # After a bare value, a trailing full stop or comma ends the sentence or list, not the secret.
+            while bare and end > start and match.string[end - 1 : end] in (b".", b","):
+                end -= 1
+            return (start, end) if end > start else None
+    if rule.secret_groups:
+        return None
+    return match.start(), match.end()
+
+
+def _merge(hits: list[_Hit]) -> list[tuple[int, int, str]]:
+    """Overlapping hits become one span (their union), named after the highest-priority rule."""
+    hits.sort(key=lambda h: (h.start, h.priority))
+    merged: list[tuple[int, int, int, str]] = []
+    for hit in hits:
+        if merged and hit.start < merged[-1][1]:
+            start, end, priority, rule = merged[-1]
+            if hit.priority < priority:
+                priority, rule = hit.priority, hit.rule
+            merged[-1] = (start, max(end, hit.end), priority, rule)
+        else:
+            merged.append((hit.start, hit.end, hit.priority, hit.rule))
+    return [(s, e, r) for s, e, _, r in merged]

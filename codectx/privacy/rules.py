@@ -1,0 +1,138 @@
+"""The secret rule set: loads rules.toml and compiles it with google-re2.
+
+The rules are data (see rules.toml for the format); this module compiles them
+for UTF-8 bytes (RE2 on bytes avoids a per-call offset conversion of Python
+strings) and picks, by each rule's literal keywords, the few rules that can
+match a text at all. The version hash of the rule file goes into every audit
+entry, so a log says which rules scanned each request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import re2
+
+from codectx.privacy.errors import RulesError
+
+CHECKS = ("format", "value", "unquoted", "context", "entropy")
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    pattern: str
+    check: str
+    regex: Any = field(repr=False, compare=False)  # compiled for UTF-8 bytes
+    secret_groups: tuple[int, ...] = ()
+    name_group: int | None = None
+    keywords: tuple[str, ...] = ()
+    context: Any = field(default=None, repr=False, compare=False)
+    window: int = 4
+    strict: bool = False
+    min_len: int = 1
+    reject_words: bool = False
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    rules: tuple[Rule, ...]
+    version: str  # sha256 (16 hex) of the rule file's bytes
+    allow_values: frozenset[str]
+    markers: tuple[str, ...]
+    keyword_set: Any = field(repr=False, compare=False)  # re2.Set of every keyword, case-insensitive
+    keyword_ids: tuple[frozenset[int], ...] = field(repr=False, compare=False, default=())
+
+    def candidates(self, data: bytes, strict: bool) -> list[tuple[int, Rule]]:
+        """(priority, rule) for the rules that can match UTF-8 `data`: one of their keywords occurs in it.
+
+        One RE2 set pass finds every keyword present, overlapping or not.
+        """
+        present = frozenset(self.keyword_set.Match(data) or ())
+        return [
+            (i, rule)
+            for i, rule in enumerate(self.rules)
+            if (strict or not rule.strict) and (not rule.keywords or not present.isdisjoint(self.keyword_ids[i]))
+        ]
+
+
+def _compile(pattern: str | bytes, where: str) -> Any:
+    try:
+        return re2.compile(pattern)
+    except re2.error as exc:
+        raise RulesError(f"{where}: bad pattern: {exc}") from None
+
+
+def parse(data: bytes, name: str = "rules.toml") -> RuleSet:
+    try:
+        doc = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise RulesError(f"{name}: {exc}") from None
+    rules: list[Rule] = []
+    for i, raw in enumerate(doc.get("rule", [])):
+        where = f"{name}: rule #{i + 1} ({raw.get('id', '?')})"
+        try:
+            rule_id, pattern, check = raw["id"], raw["pattern"], raw.get("check", "format")
+        except KeyError as exc:
+            raise RulesError(f"{where}: missing {exc}") from None
+        if check not in CHECKS:
+            raise RulesError(f"{where}: check must be one of {', '.join(CHECKS)}")
+        regex = _compile(pattern.encode("utf-8"), where)
+        names = {(k.decode() if isinstance(k, bytes) else k): v for k, v in regex.groupindex.items()}
+        groups = tuple(index for gname, index in sorted(names.items()) if gname.startswith("secret"))
+        context = _compile(raw["context"], where) if "context" in raw else None
+        if check == "context" and context is None:
+            raise RulesError(f"{where}: check 'context' needs a context pattern")
+        rules.append(
+            Rule(
+                id=rule_id,
+                pattern=pattern,
+                check=check,
+                regex=regex,
+                secret_groups=groups,
+                name_group=names.get("name"),
+                keywords=tuple(k.lower() for k in raw.get("keywords", [])),
+                context=context,
+                window=int(raw.get("window", 4)),
+                strict=bool(raw.get("strict", False)),
+                min_len=int(raw.get("min_len", 1)),
+                reject_words=bool(raw.get("reject_words", check in ("value", "unquoted"))),
+            )
+        )
+    if not rules:
+        raise RulesError(f"{name}: no rules")
+    allow = doc.get("allow", {})
+    keywords = sorted({k for rule in rules for k in rule.keywords})
+    index = {k: i for i, k in enumerate(keywords)}
+    return RuleSet(
+        rules=tuple(rules),
+        version=hashlib.sha256(data).hexdigest()[:16],
+        allow_values=frozenset(allow.get("values", [])),
+        markers=tuple(m.lower() for m in allow.get("markers", [])),
+        keyword_set=_keyword_set(keywords, name),
+        keyword_ids=tuple(frozenset(index[k] for k in rule.keywords) for rule in rules),
+    )
+
+
+def _keyword_set(keywords: list[str], name: str) -> Any:
+    options = re2.Options()
+    options.case_sensitive = False
+    kset = re2.Set.SearchSet(options)
+    for keyword in keywords:
+        escaped = "".join(c if c.isalnum() or c == "_" else "\\" + c for c in keyword)
+        if kset.Add(escaped.encode("utf-8")) < 0:
+            raise RulesError(f"{name}: bad keyword {keyword!r}")
+    kset.Compile()
+    return kset
+
+
+@lru_cache(maxsize=1)
+def default_rules() -> RuleSet:
+    """The rule set shipped in this package."""
+    data = resources.files("codectx.privacy").joinpath("rules.toml").read_bytes()
+    return parse(data)

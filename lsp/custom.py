@@ -1,0 +1,81 @@
+"""Custom requests for clients that want structured data: `codectx/context`, `codectx/search`.
+
+Everything here is also reachable through standard methods
+(workspace/executeCommand); these just return richer JSON.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from codectx.lsp import services
+from codectx.lsp.commands import first_arg, run_search
+from codectx.lsp.errors import LspError
+from codectx.lsp.positions import Codec, clamp, split_lines
+from codectx.lsp.server import CodectxServer, guarded
+
+CONTEXT = "codectx/context"
+SEARCH = "codectx/search"
+
+
+def _params(params: Any) -> dict[str, Any]:
+    if params is None:
+        return {}
+    if isinstance(params, dict):
+        return params
+    # pygls hands unknown methods' params over as a namedtuple-like object
+    as_dict = getattr(params, "_asdict", None)
+    if callable(as_dict):
+        return {k: _plain(v) for k, v in as_dict().items()}
+    return first_arg((params,))
+
+
+def _plain(value: Any) -> Any:
+    as_dict = getattr(value, "_asdict", None)
+    if callable(as_dict):
+        return {k: _plain(v) for k, v in as_dict().items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def register(server: CodectxServer) -> None:
+    @server.feature(SEARCH)
+    @guarded()
+    async def search(ls: CodectxServer, params: Any) -> dict[str, Any]:
+        """{query, k?} → ranked results with text; the query is embedded in a worker thread."""
+        args = _params(params)
+        locations, results, response = await run_search(ls, args)
+        return {
+            "query": args.get("query"),
+            "results": [
+                {**r.as_dict(show=True), "uri": (root / r.path).as_uri()} if hasattr(r, "as_dict") else {}
+                for root, r in results
+            ],
+            "partial": bool(getattr(response, "partial", False)),
+            "notes": list(getattr(response, "notes", [])),
+            "elapsed_ms": getattr(response, "elapsed_ms", None),
+        }
+
+    @server.feature(CONTEXT)
+    @guarded()
+    async def context(ls: CodectxServer, params: Any) -> dict[str, Any]:
+        """{uri, position} → the context a completion there would use; or {requestId} → a past request."""
+        args = _params(params)
+        if args.get("requestId") or not args.get("uri"):
+            return ls.history.get(args.get("requestId"), with_payload=True).as_json()
+        uri = str(args["uri"])
+        position = args.get("position") or {}
+        try:
+            from lsprotocol import types
+
+            pos = types.Position(line=int(position["line"]), character=int(position["character"]))
+        except (KeyError, TypeError, ValueError):
+            raise LspError("codectx/context needs {uri, position: {line, character}}") from None
+        folder, _path, rel, text = ls.document(uri)
+        lines = split_lines(text)
+        line, column = clamp(lines, pos, Codec.of(ls.workspace.position_encoding))
+        result = await services.context(ls, folder, uri, rel, "\n".join(lines), line, column)
+        if result is None:
+            raise LspError("no index is ready yet; indexing runs in the background (see progress)")
+        return result.as_dict(text=True)

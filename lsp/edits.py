@@ -1,0 +1,104 @@
+"""Model replacements → minimal, checked edits.
+
+The model rewrites a whole selection; the editor should only see the part
+that changed (cursor and undo stay sane, unrelated lines untouched). An edit
+whose result does not parse is refused, unless the document did not parse
+before either (then refusing would make broken files unfixable).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lsprotocol import types
+
+from codectx.lsp.errors import EditRefused
+from codectx.lsp.positions import Codec, client_position, offset, split_lines
+
+
+@dataclass(frozen=True)
+class Span:
+    """A code-point span of the document: (line, column) to (line, column), end exclusive."""
+
+    start_line: int
+    start_col: int
+    end_line: int
+    end_col: int
+
+
+def minimal_change(old: str, new: str) -> tuple[int, int, str]:
+    """(start, end, replacement) in `old` coordinates: common prefix and suffix removed."""
+    limit = min(len(old), len(new))
+    head = 0
+    while head < limit and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < limit - head and old[len(old) - 1 - tail] == new[len(new) - 1 - tail]:
+        tail += 1
+    return head, len(old) - tail, new[head : len(new) - tail]
+
+
+def _line_col(text: str, index: int) -> tuple[int, int]:
+    line = text.count("\n", 0, index)
+    col = index - (text.rfind("\n", 0, index) + 1)
+    return line, col
+
+
+def apply(text: str, span: Span, replacement: str) -> str:
+    lines = split_lines(text)
+    joined = "\n".join(lines)
+    start = offset(lines, span.start_line, span.start_col)
+    end = offset(lines, span.end_line, span.end_col)
+    return joined[:start] + replacement + joined[end:]
+
+
+def check_parses(before: str, after: str, language: str | None) -> None:
+    """Refuse `after` when it has syntax errors that `before` did not have."""
+    if not language:
+        return
+    try:
+        from codectx.indexer.parse import has_syntax_errors
+    except ImportError:
+        return
+    try:
+        broken_after = has_syntax_errors(after, language)
+    except Exception:
+        return  # no grammar for this language: nothing to check against
+    if broken_after and not has_syntax_errors(before, language):
+        raise EditRefused(
+            "codectx refused the suggested edit: the result does not parse as "
+            f"{language} (the model's answer was incomplete or malformed); nothing was changed"
+        )
+
+
+def workspace_edit(
+    uri: str, text: str, span: Span, replacement: str, codec: Codec, language: str | None, version: int | None = None
+) -> types.WorkspaceEdit | None:
+    """The smallest edit turning the selection into `replacement`; None when nothing changes."""
+    lines = split_lines(text)
+    joined = "\n".join(lines)
+    sel_start = offset(lines, span.start_line, span.start_col)
+    sel_end = offset(lines, span.end_line, span.end_col)
+    after = joined[:sel_start] + replacement + joined[sel_end:]
+    if after == joined:
+        return None
+    check_parses(joined, after, language)
+    head, end, new_text = minimal_change(joined[sel_start:sel_end], replacement)
+    s_line, s_col = _line_col(joined, sel_start + head)
+    e_line, e_col = _line_col(joined, sel_start + end)
+    edit = types.TextEdit(
+        range=types.Range(
+            start=client_position(lines, s_line, s_col, codec), end=client_position(lines, e_line, e_col, codec)
+        ),
+        new_text=new_text,
+    )
+    if version is not None:
+        return types.WorkspaceEdit(
+            document_changes=[
+                types.TextDocumentEdit(
+                    text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
+                    edits=[edit],
+                )
+            ]
+        )
+    return types.WorkspaceEdit(changes={uri: [edit]})

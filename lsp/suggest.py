@@ -1,0 +1,100 @@
+"""The request discipline shared by completion and inline completion.
+
+- Newer requests for the same document (and kind) supersede older ones: the
+  older backend stream is cancelled and the older request answers empty.
+- `$/cancelRequest` cancels the handler task, which cancels the stream.
+- A request that outlives `lsp.request_budget_ms` returns what has streamed
+  so far (cut at a word boundary) or nothing.
+- A backend failure answers empty and tells the user once, not per keystroke.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from codectx.errors import CodectxError
+from codectx.lsp import services
+
+if TYPE_CHECKING:
+    from codectx.lsp.server import CodectxServer
+    from codectx.lsp.workspace import Folder
+
+log = logging.getLogger(__name__)
+
+
+def cut_partial(text: str) -> str:
+    """A partial suggestion cut back to the last whole line, or else the last whole word."""
+    if "\n" in text:
+        return text[: text.rfind("\n")].rstrip()
+    for i in range(len(text) - 1, -1, -1):
+        if not (text[i].isalnum() or text[i] == "_"):
+            return text[: i + 1].rstrip()
+    return ""
+
+
+class Suggester:
+    def __init__(self, server: CodectxServer) -> None:
+        self._ls = server
+        self._inner: dict[tuple[str, str], asyncio.Task[str]] = {}
+
+    async def suggest(
+        self, kind: str, uri: str, folder: Folder, rel: str, text: str, line: int, column: int
+    ) -> tuple[str, str]:
+        """(suggestion, request id) at (line, column); "" when none in time. Awaits the backend."""
+        ls = self._ls
+        record = ls.history.start(kind, uri, rel, line, column)
+        key = (kind, uri)
+        previous = self._inner.get(key)
+        if previous is not None and not previous.done():
+            previous.cancel()
+        deltas: list[str] = []
+        task = asyncio.get_running_loop().create_task(
+            services.suggestion(ls, folder, record, rel, text, line, column, deltas)
+        )
+        self._inner[key] = task
+        budget = folder.settings.lsp.request_budget_ms / 1000
+        try:
+            done, _ = await asyncio.wait({task}, timeout=budget)
+        except asyncio.CancelledError:
+            task.cancel()
+            record.status = "cancelled"
+            raise
+        finally:
+            if self._inner.get(key) is task and task.done():
+                del self._inner[key]
+        if not done:
+            task.cancel()
+            partial = cut_partial("".join(deltas))
+            record.status = "timeout"
+            record.text = partial
+            if self._inner.get(key) is task:
+                del self._inner[key]
+            return partial, record.id
+        if task.cancelled():
+            record.status = "superseded"
+            return "", record.id
+        exc = task.exception()
+        if exc is not None:
+            record.status = "error"
+            record.error = str(exc)
+            self.report(exc)
+            return "", record.id
+        ls.notices.resolved("backend")
+        result = task.result()
+        record.status = "ok" if result else "empty"
+        record.text = result
+        return result, record.id
+
+    def report(self, exc: BaseException) -> None:
+        """One message per outage; the next one only after a success."""
+        if isinstance(exc, CodectxError):
+            self._ls.notices.once("backend", f"no AI suggestions: {exc}", types.MessageType.Warning)
+        else:
+            log.error("suggestion crashed", exc_info=exc)
+            self._ls.notices.once(
+                "backend", f"no AI suggestions: internal error {type(exc).__name__}: {exc}", types.MessageType.Error
+            )

@@ -1,0 +1,277 @@
+"""Workspace folders → their settings, index and background (re)indexing.
+
+Each folder gets one `Folder`: its Settings, its index store (opened as soon
+as one exists, so requests are served from whatever is ready), and a single
+background job that builds or refreshes the index. Reindex requests (save,
+watched-file events, the internal watcher, `codectx.reindex`) are coalesced:
+while a run is going, further requests only mark the folder dirty and one
+more run follows.
+
+Indexing is CPU-bound and runs in a worker thread; its progress callback
+hops back onto the event loop, where it becomes `$/progress`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codectx.errors import CodectxError
+from codectx.lsp.errors import ServiceUnavailable
+from codectx.lsp.uris import folder_for, relative_posix, uri_to_path
+from codectx.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class IndexProgress:
+    """What the indexer reported last; any field may stay 0 if it is not reported."""
+
+    stage: str = ""
+    files: int = 0
+    files_total: int = 0
+    chunks: int = 0
+    vectors: int = 0
+    vectors_total: int = 0
+
+    def message(self) -> str:
+        files = f"{self.files}/{self.files_total}" if self.files_total else str(self.files)
+        vectors = f"{self.vectors}/{self.vectors_total}" if self.vectors_total else str(self.vectors)
+        prefix = f"{self.stage}: " if self.stage else ""
+        return f"{prefix}{files} files, {self.chunks} chunks, {vectors} vectors"
+
+    def percentage(self) -> int | None:
+        if self.vectors_total:
+            return min(100, 50 + int(50 * self.vectors / self.vectors_total))
+        if self.files_total:
+            return min(50, int(50 * self.files / self.files_total))
+        return None
+
+
+_FIELDS = ("stage", "files", "files_total", "chunks", "vectors", "vectors_total")
+_ALIASES = {"total_files": "files_total", "vectors_done": "vectors", "total_vectors": "vectors_total",
+            "chunks_total": "chunks", "phase": "stage"}
+
+
+def progress_from(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    """Read a progress callback's arguments whatever their shape (object, dict, kwargs)."""
+    values: dict[str, Any] = {}
+    sources: list[Any] = [*args, kwargs]
+    for src in sources:
+        items: Iterable[tuple[str, Any]]
+        if isinstance(src, dict):
+            items = src.items()
+        elif hasattr(src, "__dict__") or hasattr(src, "__slots__"):
+            names = [*_FIELDS, *_ALIASES]
+            items = ((n, getattr(src, n)) for n in names if hasattr(src, n))
+        else:
+            continue
+        for name, value in items:
+            name = _ALIASES.get(name, name)
+            if name == "stage" and isinstance(value, str):
+                values[name] = value
+            elif name in _FIELDS and isinstance(value, int) and not isinstance(value, bool):
+                values[name] = value
+    return values
+
+
+ProgressSink = Callable[["Folder", IndexProgress, str], None]  # (folder, progress, event: begin|report|end)
+
+
+@dataclass
+class Folder:
+    root: Path
+    settings: Settings
+    store: Any = None
+    state: str = "idle"  # idle | indexing | ready | failed | unavailable
+    error: str = ""
+    progress: IndexProgress = field(default_factory=IndexProgress)
+    runs: int = 0
+    dirty: bool = False
+    task: asyncio.Task[None] | None = None
+    services: dict[str, Any] = field(default_factory=dict)
+
+    def open_store(self) -> Any:
+        """The folder's index store, opened on first use; None while there is none yet."""
+        if self.store is not None:
+            return self.store
+        try:
+            from codectx.indexer.store import IndexStore
+        except ImportError:
+            return None
+        try:
+            self.store = IndexStore.open(self.settings.index_dir(), create=False)
+        except CodectxError as exc:
+            log.info("no index yet for %s: %s", self.root, exc)
+            return None
+        except Exception:  # a corrupt index must not take requests down
+            log.exception("opening the index of %s failed", self.root)
+            return None
+        return self.store
+
+    def require_store(self) -> Any:
+        store = self.open_store()
+        if store is None:
+            state = "being built" if self.state == "indexing" else "missing"
+            raise ServiceUnavailable(f"the index of {self.root} is {state}; try again shortly")
+        return store
+
+
+def _run_index(folder: Folder, on_progress: Callable[..., None]) -> Any:
+    from codectx.indexer.pipeline import index_workspace
+
+    return index_workspace(folder.root, folder.settings, progress=on_progress)
+
+
+class Workspaces:
+    """All workspace folders and their background indexing."""
+
+    def __init__(self, sink: ProgressSink, on_error: Callable[[str], None]) -> None:
+        self.folders: dict[Path, Folder] = {}
+        self._sink = sink
+        self._on_error = on_error
+        self._watch_task: asyncio.Task[None] | None = None
+
+    def set_folder(self, root: Path, settings: Settings) -> Folder:
+        root = root.resolve()
+        existing = self.folders.get(root)
+        if existing is not None:
+            if existing.settings.index_dir() != settings.index_dir():
+                existing.store = None
+            existing.settings = settings
+            existing.services.clear()  # rebuilt with the new settings on next use
+            return existing
+        folder = Folder(root=root, settings=settings)
+        self.folders[root] = folder
+        return folder
+
+    def remove(self, root: Path) -> None:
+        folder = self.folders.pop(root.resolve(), None)
+        if folder and folder.task:
+            folder.task.cancel()
+
+    def locate(self, uri: str) -> tuple[Folder, Path, str]:
+        """(folder, absolute path, workspace-relative POSIX path) of a document URI, or UriRefused."""
+        path = uri_to_path(uri)
+        root = folder_for(path, self.folders)
+        return self.folders[root], path, relative_posix(path, root)
+
+    def by_root(self, root: Path | None = None) -> Folder:
+        if root is None:
+            if not self.folders:
+                raise ServiceUnavailable("no workspace folder is open")
+            return next(iter(self.folders.values()))
+        return self.folders[root.resolve()]
+
+    # --- background indexing -------------------------------------------------
+
+    def request_reindex(self, folder: Folder) -> None:
+        """Start a run now, or one more after the current run (coalesced)."""
+        if folder.task is not None and not folder.task.done():
+            folder.dirty = True
+            return
+        folder.task = asyncio.get_running_loop().create_task(self._index_loop(folder))
+
+    async def wait_idle(self, folder: Folder) -> None:
+        while folder.task is not None and not folder.task.done():
+            await asyncio.shield(folder.task)
+
+    async def _index_loop(self, folder: Folder) -> None:
+        while True:
+            folder.dirty = False
+            await self._index_once(folder)
+            if not folder.dirty:
+                return
+
+    async def _index_once(self, folder: Folder) -> None:
+        loop = asyncio.get_running_loop()
+        folder.state = "indexing"
+        folder.progress = IndexProgress(stage="starting")
+        folder.runs += 1
+        self._sink(folder, folder.progress, "begin")
+        last_sent = 0.0
+
+        def on_loop(values: dict[str, Any]) -> None:
+            nonlocal last_sent
+            for name, value in values.items():
+                setattr(folder.progress, name, value)
+            now = time.monotonic()
+            if now - last_sent >= 0.1:  # keep $/progress to a readable rate
+                last_sent = now
+                self._sink(folder, folder.progress, "report")
+
+        def on_progress(*args: Any, **kwargs: Any) -> None:
+            values = progress_from(*args, **kwargs)
+            if values:
+                loop.call_soon_threadsafe(on_loop, values)
+
+        try:
+            report = await loop.run_in_executor(None, _run_index, folder, on_progress)
+        except asyncio.CancelledError:
+            folder.state = "idle"
+            self._sink(folder, folder.progress, "end")
+            raise
+        except ImportError:
+            folder.state = "unavailable"
+            folder.error = "the indexer is not installed"
+        except CodectxError as exc:
+            folder.state = "failed"
+            folder.error = str(exc)
+            self._on_error(f"indexing {folder.root} failed: {exc}")
+        except Exception as exc:
+            log.exception("indexing %s crashed", folder.root)
+            folder.state = "failed"
+            folder.error = f"{type(exc).__name__}: {exc}"
+            self._on_error(f"indexing {folder.root} failed: {folder.error}")
+        else:
+            folder.state = "ready"
+            folder.error = ""
+            self._apply_report(folder, report)
+            folder.store = None  # reopen: the run may have created or replaced tables
+        folder.progress.stage = folder.state
+        self._sink(folder, folder.progress, "end")
+
+    @staticmethod
+    def _apply_report(folder: Folder, report: Any) -> None:
+        values = progress_from(report)
+        for name in ("files", "chunks", "vectors"):
+            for alias in (name, f"n_{name}", f"{name}_indexed", f"{name}_total"):
+                value = getattr(report, alias, None)
+                if isinstance(value, int) and not isinstance(value, bool):
+                    values.setdefault(name, value)
+        for name, value in values.items():
+            if name != "stage":
+                setattr(folder.progress, name, value)
+
+    # --- internal watcher (clients without didChangeWatchedFiles) ------------
+
+    def start_watcher(self, interval_of: Callable[[Folder], float]) -> None:
+        if self._watch_task is None:
+            self._watch_task = asyncio.get_running_loop().create_task(self._watch(interval_of))
+
+    async def _watch(self, interval_of: Callable[[Folder], float]) -> None:
+        last: dict[Path, float] = {}
+        while True:
+            await asyncio.sleep(1.0)
+            now = time.monotonic()
+            for folder in list(self.folders.values()):
+                interval = interval_of(folder)
+                if interval <= 0:
+                    continue
+                if now - last.setdefault(folder.root, now) >= interval:
+                    last[folder.root] = now
+                    # The incremental pipeline finds what changed (size+mtime), cheaply.
+                    self.request_reindex(folder)
+
+    def stop(self) -> None:
+        if self._watch_task:
+            self._watch_task.cancel()
+        for folder in self.folders.values():
+            if folder.task:
+                folder.task.cancel()

@@ -1,0 +1,320 @@
+"""Resolve identifiers used at a cursor to their definitions, through the file's imports.
+
+Works from our own index only (no editor language server): the file's
+imports (with `resolved` paths filled by the indexer), the symbol table and
+the file layout. Per language:
+
+- Python: `from m import x as y`, `import a.b as c`, relative imports,
+  packages (`__init__.py`) and their re-exports, followed a few levels.
+- JavaScript/TypeScript: ES imports and `require`, resolved by the indexer
+  to files or index files; re-exports followed like Python's.
+- Go: an imported package is a folder; its files' definitions are visible.
+  The current package (same folder) is visible without an import.
+- Java: imported classes, and classes of the same package (same folder).
+- Rust: `use crate::...` paths resolved to files.
+- Anything else: name match through the symbol table, nearest path first.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from codectx.indexer.model import Definition, Import
+
+_SPLIT = re.compile(r"\.|::|->")
+SELF_NAMES = frozenset({"self", "this", "cls", "super", "Self"})
+PACKAGE_INDEX = ("__init__.py", "index.ts", "index.tsx", "index.js", "index.mjs", "mod.rs", "lib.rs")
+# Languages where a folder is one namespace: everything in the same folder is visible.
+FOLDER_PACKAGES = frozenset({"go", "java", "kotlin", "csharp"})
+# Languages whose imports the indexer resolves to workspace paths (an unresolved one is a library).
+RESOLVED_LANGUAGES = frozenset({"python", "javascript", "typescript", "tsx", "go", "java", "rust"})
+MAX_NAME_MATCHES = 3
+REEXPORT_DEPTH = 3
+
+# How a definition was found, best first; the number is the resolution's confidence.
+CONFIDENCE = {
+    "import": 1.0,
+    "module": 0.95,
+    "reexport": 0.9,
+    "same-file": 0.85,
+    "package": 0.8,
+    "class": 0.75,
+    "wildcard": 0.7,
+    "name": 0.4,
+}
+
+
+@dataclass(frozen=True)
+class Resolution:
+    definition: Definition
+    used_as: str  # the identifier or chain as written at the cursor
+    how: str  # a key of CONFIDENCE
+
+    @property
+    def confidence(self) -> float:
+        return CONFIDENCE[self.how]
+
+
+def split_chain(chain: str) -> list[str]:
+    return [p for p in _SPLIT.split(chain.strip().rstrip("(")) if p]
+
+
+def _module_binding(imp: Import, language: str) -> list[str]:
+    """Local names an import binds to the module itself."""
+    if imp.alias:
+        return [imp.alias]
+    if imp.names:
+        return []
+    module = imp.module.strip()
+    if language == "python":
+        return [module.lstrip(".").split(".")[0], module.lstrip(".")] if module.strip(".") else []
+    last = re.split(r"[/.:]+", module.rstrip("/"))[-1] if module else ""
+    # Go's conventional /v2 suffix: the package name is the segment before it.
+    if language == "go" and re.fullmatch(r"v\d+", last):
+        parts = module.rstrip("/").split("/")
+        last = parts[-2] if len(parts) > 1 else last
+    return [last.replace("-", "_")] if last else []
+
+
+def _in_target(path: str, target: str) -> bool:
+    """Does `path` belong to an import target (a file, or a folder's direct files)?"""
+    if not target:
+        return False
+    if path == target:
+        return True
+    if posixpath.dirname(path) == target.rstrip("/"):
+        return True
+    stem, _ext = posixpath.splitext(target)
+    return bool(_ext) is False and posixpath.splitext(path)[0] == stem
+
+
+class DefinitionResolver:
+    """Resolves names for one file; cheap to build per request."""
+
+    def __init__(
+        self,
+        store: Any,
+        path: str,
+        language: str,
+        imports: Sequence[Import],
+        local_types: dict[str, str] | None = None,
+    ) -> None:
+        self.store = store
+        self.local_types = local_types or {}
+        self.path = path
+        self.language = language
+        self.imports = list(imports)
+        self.folder = posixpath.dirname(path)
+        self._named: dict[str, list[Definition]] = {}
+        self._imports_of: dict[str, list[Import]] = {}
+        self.by_name: dict[str, tuple[Import, str]] = {}
+        self.modules: dict[str, Import] = {}
+        self.wildcards: list[Import] = []
+        self.imported_files = {imp.resolved for imp in imports if imp.resolved}
+        for imp in self.imports:
+            for original, alias in imp.names:
+                if original == "*":
+                    self.wildcards.append(imp)
+                    continue
+                self.by_name.setdefault(alias or original, (imp, original))
+            for local in _module_binding(imp, language):
+                self.modules.setdefault(local, imp)
+            if language == "java" and not imp.names and imp.module.endswith(".*"):
+                self.wildcards.append(imp)
+            elif language == "java" and not imp.names and not imp.alias:
+                self.by_name.setdefault(imp.module.rsplit(".", 1)[-1], (imp, imp.module.rsplit(".", 1)[-1]))
+
+    def named(self, name: str) -> list[Definition]:
+        found = self._named.get(name)
+        if found is None:
+            found = self._named[name] = list(self.store.symbols_named(name))
+        return found
+
+    def _imports(self, path: str) -> list[Import]:
+        found = self._imports_of.get(path)
+        if found is None:
+            try:
+                found = list(self.store.file_imports(path))
+            except Exception:
+                found = []
+            self._imports_of[path] = found
+        return found
+
+    def _package_files(self, target: str) -> list[str]:
+        return [posixpath.join(target, name) for name in PACKAGE_INDEX]
+
+    def in_target(self, name: str, target: str, depth: int = 0) -> tuple[list[Definition], bool]:
+        """Definitions of `name` inside an import target, following re-exports; (found, via re-export)."""
+        defs = [d for d in self.named(name) if _in_target(d.path, target)]
+        if defs or depth >= REEXPORT_DEPTH or not target:
+            return _prefer_top_level(defs, name), False
+        # Re-exports: the target (or its package index file) imports the name from elsewhere.
+        for source in (target, *self._package_files(target)):
+            for imp in self._imports(source):
+                for original, alias in imp.names:
+                    if (alias or original) == name and imp.resolved:
+                        found, _ = self.in_target(original, imp.resolved, depth + 1)
+                        if found:
+                            return found, True
+                    if original == "*" and imp.resolved:
+                        found, _ = self.in_target(name, imp.resolved, depth + 1)
+                        if found:
+                            return found, True
+        return [], False
+
+    def resolve(self, chain: str, exclude: tuple[int, int] | None = None) -> list[Resolution]:
+        """Definitions a name or chain at the cursor refers to, best first."""
+        parts = split_chain(chain)
+        if not parts:
+            return []
+        name = parts[-1]
+        head = parts[0]
+        results: list[Resolution] = []
+
+        def add(defs: Iterable[Definition], how: str) -> None:
+            for d in defs:
+                if (
+                    exclude
+                    and d.path == self.path
+                    and d.start_line <= exclude[1]
+                    and d.end_line >= exclude[0]
+                ):
+                    continue
+                results.append(Resolution(d, chain, how))
+
+        if len(parts) == 1:
+            if name in self.by_name:
+                imp, original = self.by_name[name]
+                if not imp.resolved and self.language in RESOLVED_LANGUAGES:
+                    return []  # imported from outside the workspace (a library): not in our index
+                defs, via = self.in_target(original, imp.resolved)
+                add(defs, "reexport" if via else "import")
+            if not results:
+                add(
+                    _prefer_top_level([d for d in self.named(name) if d.path == self.path], name), "same-file"
+                )
+        else:
+            if head in self.modules or ".".join(parts[:-1]) in self.modules:
+                imp = self.modules.get(".".join(parts[:-1])) or self.modules[head]
+                if not imp.resolved and self.language in RESOLVED_LANGUAGES:
+                    return []  # a library module
+                defs, via = self.in_target(name, imp.resolved)
+                add(defs, "reexport" if via else "module")
+            elif head in self.by_name:
+                imp, original = self.by_name[head]
+                # `Class.method` on an imported class, or `pkg.x` on an imported package.
+                cls_defs, _ = self.in_target(original, imp.resolved)
+                for cls in cls_defs:
+                    add(
+                        [d for d in self.named(name) if d.path == cls.path and _member_of(d, cls.name)],
+                        "class",
+                    )
+                if not results and imp.resolved:
+                    add(self.in_target(name, posixpath.join(imp.resolved, original))[0], "module")
+            elif head in SELF_NAMES and len(parts) == 2:
+                add([d for d in self.named(name) if d.path == self.path], "same-file")
+            elif len(parts) == 2 and head in self.local_types:
+                # `client = Client(...)` then `client.send`: a member of the constructed class.
+                for cls in self.resolve(self.local_types[head], exclude)[:1]:
+                    owner = cls.definition
+                    add(
+                        [
+                            d
+                            for d in self.named(name)
+                            if d.path == owner.path and _member_of(d, owner.qualname)
+                        ],
+                        "class",
+                    )
+        if not results and self.language in FOLDER_PACKAGES:
+            same_package = [
+                d
+                for d in self.named(name)
+                if d.path != self.path and posixpath.dirname(d.path) == self.folder
+            ]
+            add(same_package, "package")
+        if not results:
+            for imp in self.wildcards:
+                target = imp.resolved or imp.module.rstrip(".*").replace(".", "/")
+                add(self.in_target(name, target)[0], "wildcard")
+        if not results:
+            add(self._name_match(name, parts[:-1]), "name")
+        return _dedupe(results)
+
+    def _name_match(self, name: str, qualifiers: Sequence[str]) -> list[Definition]:
+        """The symbol table's best guesses: a qualifier naming the class, then the nearest path."""
+        defs = self.named(name)
+        if not defs:
+            return []
+        hints = {q.lower().strip("_") for q in qualifiers if q not in SELF_NAMES}
+
+        def rank(d: Definition) -> tuple[int, int, int, int, str, int]:
+            owner = d.qualname.rsplit(".", 1)[0].lower() if "." in d.qualname else ""
+            hinted = 0 if hints and any(h and (h in owner or owner.endswith(h)) for h in hints) else 1
+            imported = 0 if any(_in_target(d.path, t) for t in self.imported_files) else 1
+            return (
+                imported,
+                hinted,
+                0 if d.exported else 1,
+                _distance(self.path, d.path),
+                d.path,
+                d.start_line,
+            )
+
+        return sorted(defs, key=rank)[:MAX_NAME_MATCHES]
+
+
+_ASSIGN = re.compile(
+    r"(?:\b([A-Za-z_$][\w$]*)\s*(?::\s*[\w.<>\[\], ]+)?\s*:?=\s*(?:new\s+|&)?"
+    r"((?:[A-Za-z_$][\w$]*\.)*[A-Z][\w$]*)\s*[({])"
+    r"|(?:\b([A-Z][\w$]*)(?:<[^>]*>)?\s+([a-z_$][\w$]*)\s*=\s*new\b)"
+)
+
+
+def local_types(scope_text: str) -> dict[str, str]:
+    """Variables bound to a constructor call in a scope: `c = Client(...)`, `Client c = new Client()`.
+
+    Only capitalised callees count (classes by convention), so `x = load()` is not mistaken for one.
+    """
+    found: dict[str, str] = {}
+    for match in _ASSIGN.finditer(scope_text):
+        if match.group(1):
+            var, ctor = match.group(1), match.group(2)
+        else:
+            var, ctor = match.group(4), match.group(3)
+        if var and ctor:
+            found.setdefault(var, ctor)
+    return found
+
+
+def _member_of(d: Definition, owner: str) -> bool:
+    return d.qualname.startswith(owner + ".") or d.qualname.startswith(owner + "::")
+
+
+def _prefer_top_level(defs: list[Definition], name: str) -> list[Definition]:
+    top = [d for d in defs if d.qualname in ("", name)]
+    return top or defs
+
+
+def _distance(a: str, b: str) -> int:
+    pa, pb = a.split("/")[:-1], b.split("/")[:-1]
+    common = 0
+    for x, y in zip(pa, pb, strict=False):
+        if x != y:
+            break
+        common += 1
+    return (len(pa) - common) + (len(pb) - common)
+
+
+def _dedupe(results: list[Resolution]) -> list[Resolution]:
+    seen: set[tuple[str, int]] = set()
+    out = []
+    for r in results:
+        key = (r.definition.path, r.definition.start_line)
+        if key not in seen:
+            seen.add(key)
+            out.append(r)
+    return out

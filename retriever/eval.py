@@ -1,0 +1,344 @@
+"""`codectx eval`: measure context and search quality on the indexed repository itself.
+
+Tasks are built without labels from the index:
+
+- cross-file, name typed: a call `callee(` whose callee is defined in another
+  file (and only there, so the gold answer is unambiguous); the cursor sits
+  right after the `(`. Gold: the callee's definition span.
+- cross-file, name not typed: the same call site with the line cut at the
+  start of the call (the chain and its arguments removed); cursor there.
+- natural language: the first sentence of a docstring/doc comment as the
+  query; gold: its function. The docstring is hidden: the gold chunk is taken
+  out of every ranked list and put back where its doc-less version ranks: its
+  dense score is the cosine with the re-embedded chunk without the doc; its
+  lexical rank is where BM25 (over the same chunks, shared statistics) puts
+  the doc-less text among the full-text hits.
+
+codectx answers cross-file tasks with `assemble_context` (the ranked
+candidates before the budget) and natural-language tasks with hybrid search.
+The baseline is BM25 over the same chunks: for code tasks with the 15 lines
+before the cursor as query, for natural language with the sentence.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from codectx.indexer.model import Chunk, Definition
+from codectx.retriever.bm25 import ChunkBM25
+from codectx.retriever.context import assemble_context
+from codectx.retriever.fusion import weighted_rrf
+from codectx.retriever.search import HybridSearcher
+from codectx.retriever.tokens import ApproxTokenCounter
+
+from codectx.settings import Settings
+
+KS = (1, 5, 10)
+CALLABLE_KINDS = frozenset({"function", "method", "class", "constructor", "struct", "interface", "macro"})
+BASELINE_LINES = 15
+MIN_QUERY_WORDS = 4
+KINDS = ("cross_file_typed", "cross_file_untyped", "natural_language")
+_SENTENCE = re.compile(r"^(.+?[.!?])(\s|$)", re.S)
+
+
+@dataclass(frozen=True)
+class CodeTask:
+    kind: str
+    path: str
+    text: str
+    line: int
+    character: int
+    callee: str
+    gold: Definition
+
+
+@dataclass(frozen=True)
+class TextTask:
+    query: str
+    gold: Chunk
+
+
+def first_sentence(doc: str) -> str:
+    text = " ".join(doc.split())
+    match = _SENTENCE.match(text)
+    return (match.group(1) if match else text).strip()
+
+
+def strip_doc(chunk: Chunk) -> Chunk:
+    """The chunk as if it had no docstring/doc comment: doc lines (and bare quote lines) removed."""
+    doc_lines = [row.strip() for row in chunk.doc.split("\n") if row.strip()]
+    if not doc_lines:
+        return chunk
+    rows = chunk.text.split("\n")
+    first = next((i for i, row in enumerate(rows) if doc_lines[0] in row), None)
+    if first is None:
+        return replace(chunk, doc="")
+    last = first
+    for i in range(first, len(rows)):
+        if doc_lines[-1] in rows[i]:
+            last = i
+            break
+    quote = re.compile(r'^\s*("""|\'\'\'|/\*\*?|\*/|\*|r"""|//+|#+)\s*$')
+    while first > 0 and quote.match(rows[first - 1]):
+        first -= 1
+    while last + 1 < len(rows) and quote.match(rows[last + 1]):
+        last += 1
+    return replace(chunk, doc="", text="\n".join(rows[:first] + rows[last + 1 :]))
+
+
+def _overlaps(path: str, start: int, end: int, gold_path: str, gold_start: int, gold_end: int) -> bool:
+    return path == gold_path and start <= gold_end and end >= gold_start
+
+
+def _rank(found: Sequence[tuple[str, int, int]], path: str, start: int, end: int) -> int | None:
+    for i, (p, s, e) in enumerate(found[:10], 1):
+        if _overlaps(p, s, e, path, start, end):
+            return i
+    return None
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.ranks: list[int | None] = []
+        self.latencies: list[float] = []
+
+    def add(self, rank: int | None, ms: float) -> None:
+        self.ranks.append(rank)
+        self.latencies.append(ms)
+
+    def summary(self) -> dict[str, Any]:
+        n = len(self.ranks)
+        if not n:
+            return {"tasks": 0}
+        out: dict[str, Any] = {"tasks": n}
+        for k in KS:
+            out[f"recall@{k}"] = round(sum(1 for r in self.ranks if r is not None and r <= k) / n, 4)
+        out["mrr@10"] = round(sum(1.0 / r for r in self.ranks if r is not None) / n, 4)
+        lat = sorted(self.latencies)
+        out["p50_ms"] = round(statistics.median(lat), 2)
+        out["p95_ms"] = round(lat[min(len(lat) - 1, int(0.95 * len(lat)))], 2)
+        return out
+
+
+def _symbol_index(store: Any) -> dict[str, list[Definition]]:
+    rows = store._scan("symbols", None) if hasattr(store, "_scan") else []
+    table: dict[str, list[Definition]] = {}
+    for row in rows:
+        d = Definition(**row)
+        table.setdefault(d.name, []).append(d)
+    return table
+
+
+def code_tasks(store: Any, root: Path, limit: int, seed: int) -> list[CodeTask]:
+    """Cross-file call-site tasks (both variants), sampled reproducibly."""
+    symbols = _symbol_index(store)
+    found: list[tuple[str, str, int, int, int, Definition]] = []
+    seen: set[tuple[str, str]] = set()
+    for path in sorted(store.file_records()):
+        try:
+            text = (root / path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        lines = text.split("\n")
+        for ref in store.file_references(path):
+            defs = symbols.get(ref.name, [])
+            if len(defs) != 1 or defs[0].path == path or defs[0].kind not in CALLABLE_KINDS:
+                continue
+            if (path, ref.name) in seen or ref.line >= len(lines):
+                continue
+            row = lines[ref.line]
+            after = row[ref.column + len(ref.name) :]
+            if row[ref.column : ref.column + len(ref.name)] != ref.name or not after.lstrip().startswith("("):
+                continue
+            chain = ref.chain or ref.name
+            start = ref.column - (len(chain) - len(ref.name))
+            if start < 0 or row[start : ref.column + len(ref.name)].replace(" ", "") != chain.replace(
+                " ", ""
+            ):
+                start = ref.column
+            paren = ref.column + len(ref.name) + (len(after) - len(after.lstrip())) + 1
+            seen.add((path, ref.name))
+            found.append((path, text, ref.line, start, paren, defs[0]))
+    rng = random.Random(seed)
+    rng.shuffle(found)
+    tasks: list[CodeTask] = []
+    for path, text, line, start, paren, gold in found[:limit]:
+        tasks.append(CodeTask("cross_file_typed", path, text, line, paren, gold.name, gold))
+        rows = text.split("\n")
+        rows[line] = rows[line][:start]
+        tasks.append(CodeTask("cross_file_untyped", path, "\n".join(rows), line, start, gold.name, gold))
+    return tasks
+
+
+def text_tasks(chunks: Sequence[Chunk], limit: int, seed: int) -> list[TextTask]:
+    tasks: dict[str, TextTask] = {}
+    for chunk in chunks:
+        if not chunk.doc or chunk.kind not in CALLABLE_KINDS:
+            continue
+        query = first_sentence(chunk.doc)
+        if len(query.split()) < MIN_QUERY_WORDS or query in tasks:
+            continue
+        tasks[query] = TextTask(query, chunk)
+    ordered = sorted(tasks.values(), key=lambda t: (t.gold.path, t.gold.start_line))
+    random.Random(seed).shuffle(ordered)
+    return ordered[:limit]
+
+
+def _reinsert(ids: list[str], gold_id: str, position: int) -> list[str]:
+    rest = [i for i in ids if i != gold_id]
+    if position < 0:
+        return rest
+    return [*rest[:position], gold_id, *rest[position:]]
+
+
+def _hidden_doc_search(
+    searcher: HybridSearcher, bm25: ChunkBM25, embedder: Any, task: TextTask, depth: int
+) -> tuple[list[tuple[str, int, int]], float]:
+    """Hybrid search with the gold chunk's docstring hidden; returns spans and the search latency."""
+    gold = task.gold
+    stripped = strip_doc(gold)
+    vector = embedder.embed_query(task.query) if embedder is not None else None
+    started = time.perf_counter()
+    lists, chunks, dense_used = searcher.ranked_lists(
+        task.query, depth, vector=vector, dense=vector is not None
+    )
+    elapsed = (time.perf_counter() - started) * 1000
+    chunks[gold.id] = gold
+    if "fts" in lists:
+        gold_score = bm25.score_chunk(task.query, stripped)
+        fts = [i for i in lists["fts"] if i != gold.id]
+        position = next(
+            (n for n, i in enumerate(fts) if bm25.score_chunk(task.query, chunks[i]) < gold_score), len(fts)
+        )
+        lists["fts"] = _reinsert(fts, gold.id, position if gold_score > 0 and position < depth else -1)
+    if dense_used and embedder is not None:
+        import numpy as np
+
+        gold_vec = embedder.embed_documents([stripped])[0]
+        q = np.asarray(vector, dtype=np.float32)
+        gold_sim = float(np.dot(q, gold_vec))
+        dense = [i for i in lists["dense"] if i != gold.id]
+        sims = embedder.embed_documents([chunks[i] for i in dense]) if dense else np.zeros((0, len(q)))
+        position = next((n for n, v in enumerate(sims) if float(np.dot(q, v)) < gold_sim), len(dense))
+        lists["dense"] = _reinsert(dense, gold.id, position if position < depth else -1)
+    fused = weighted_rrf(lists, searcher.weights(task.query), limit=10)
+    return [(chunks[f.key].path, chunks[f.key].start_line, chunks[f.key].end_line) for f in fused], elapsed
+
+
+def run_eval(
+    store: Any,
+    settings: Settings,
+    root: Path,
+    embedder: Any = None,
+    limit: int = 200,
+    seed: int = 0,
+    progress: Callable[[str], None] | None = None,
+    kinds: Sequence[str] = KINDS,
+) -> dict[str, Any]:
+    """Run every task kind for codectx and the BM25 baseline; a JSON-ready report."""
+    say = progress or (lambda _m: None)
+    say("codectx eval: loading chunks")
+    chunks = list(store.all_chunks())
+    bm25 = ChunkBM25(chunks)
+    index_of = {c.id: n for n, c in enumerate(chunks)}
+    searcher = HybridSearcher(store, settings, embedder=embedder)
+    counter = ApproxTokenCounter()
+    results: dict[str, dict[str, Metrics]] = {k: {"codectx": Metrics(), "bm25": Metrics()} for k in kinds}
+
+    if {"cross_file_typed", "cross_file_untyped"} & set(kinds):
+        tasks = [t for t in code_tasks(store, root, limit, seed) if t.kind in kinds]
+        say(f"codectx eval: {len(tasks)} cross-file tasks")
+        for task in tasks:
+            g = task.gold
+            started = time.perf_counter()
+            ctx = assemble_context(
+                store,
+                settings,
+                task.path,
+                task.text,
+                task.line,
+                task.character,
+                embedder=embedder,
+                token_counter=counter,
+            )
+            ms = (time.perf_counter() - started) * 1000
+            spans = [(c.path, c.start_line, c.end_line) for c in ctx.ranked]
+            results[task.kind]["codectx"].add(_rank(spans, g.path, g.start_line, g.end_line), ms)
+            rows = task.text.split("\n")
+            query = "\n".join(
+                [*rows[max(0, task.line - BASELINE_LINES) : task.line], rows[task.line][: task.character]]
+            )
+            own = [
+                index_of[c.id]
+                for c in chunks
+                if c.path == task.path and c.start_line <= task.line <= c.end_line
+            ]
+            started = time.perf_counter()
+            hits = bm25.search(query, 10, exclude=own)
+            ms = (time.perf_counter() - started) * 1000
+            spans = [(c.path, c.start_line, c.end_line) for c, _s in hits]
+            results[task.kind]["bm25"].add(_rank(spans, g.path, g.start_line, g.end_line), ms)
+
+    if "natural_language" in kinds:
+        nl = text_tasks(chunks, limit, seed)
+        say(f"codectx eval: {len(nl)} natural-language tasks")
+        depth = max(10, settings.retriever.search_depth)
+        for task in nl:
+            g = task.gold
+            spans, ms = _hidden_doc_search(searcher, bm25, embedder, task, depth)
+            results["natural_language"]["codectx"].add(_rank(spans, g.path, g.start_line, g.end_line), ms)
+            started = time.perf_counter()
+            hits = bm25.search(task.query, 11)
+            ms = (time.perf_counter() - started) * 1000
+            gold_score = bm25.score_chunk(task.query, strip_doc(g))
+            ids = [c.id for c, _s in hits if c.id != g.id]
+            position = next(
+                (n for n, (c, s) in enumerate(x for x in hits if x[0].id != g.id) if s < gold_score), len(ids)
+            )
+            ranked = _reinsert(ids, g.id, position if gold_score > 0 else -1)[:10]
+            by_id = {c.id: c for c, _ in hits} | {g.id: g}
+            spans = [(by_id[i].path, by_id[i].start_line, by_id[i].end_line) for i in ranked]
+            results["natural_language"]["bm25"].add(_rank(spans, g.path, g.start_line, g.end_line), ms)
+
+    return {
+        "root": str(root),
+        "chunks": len(chunks),
+        "dense": embedder is not None,
+        "weights": {
+            k: settings.retriever.as_dict()[k]
+            for k in ("dense_weight", "fts_weight", "symbol_weight", "identifier_boost")
+        },
+        "results": {
+            kind: {system: m.summary() for system, m in systems.items()} for kind, systems in results.items()
+        },
+    }
+
+
+def format_report(report: dict[str, Any]) -> str:
+    header = (
+        f"{'task':22} {'system':8} {'tasks':>5} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR@10':>7} "
+        f"{'p50 ms':>8} {'p95 ms':>8}"
+    )
+    out = [
+        f"codectx eval on {report['root']} ({report['chunks']} chunks, "
+        f"vectors {'on' if report['dense'] else 'off'})",
+        header,
+        "-" * len(header),
+    ]
+    for kind, systems in report["results"].items():
+        for system, m in systems.items():
+            if not m.get("tasks"):
+                out.append(f"{kind:22} {system:8} {0:>5}")
+                continue
+            out.append(
+                f"{kind:22} {system:8} {m['tasks']:>5} {m['recall@1']:>6.3f} {m['recall@5']:>6.3f} "
+                f"{m['recall@10']:>6.3f} {m['mrr@10']:>7.3f} {m['p50_ms']:>8.1f} {m['p95_ms']:>8.1f}"
+            )
+    return "\n".join(out)

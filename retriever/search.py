@@ -1,0 +1,263 @@
+"""Hybrid search: vectors, LanceDB full text and symbol names, fused with weights.
+
+Each source gives a ranked list of chunks; `weighted_rrf` fuses them. The
+dense list is skipped when no vectors exist yet (a partial index still
+answers, and says so). Identifier-like queries (`send_request`,
+`Client.send`) also look names up in the symbol table and lean on the
+lexical side, where embeddings are weak.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from codectx.indexer.model import Chunk, Definition
+from codectx.retriever.bm25 import split_identifier
+from codectx.retriever.errors import BadRequest
+from codectx.retriever.fusion import weighted_rrf
+from codectx.retriever.snapshot import snapshot_of
+
+from codectx.settings import Settings
+
+_IDENT_QUERY = re.compile(r"^[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)*\(?\)?$")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Full-text queries are plain terms: tantivy's query syntax would choke on code punctuation.
+MAX_FTS_TERMS = 40
+OVERFETCH = 4
+
+
+class QueryEmbedder(Protocol):
+    model_id: str
+
+    def embed_query(self, text: str) -> Any: ...
+
+
+@dataclass
+class SearchResult:
+    path: str
+    start_line: int
+    end_line: int
+    symbol: str
+    kind: str
+    language: str
+    score: float
+    text: str
+    qualname: str = ""
+    sources: dict[str, int] = field(default_factory=dict)  # list name -> rank there
+
+    def as_dict(self, show: bool = False) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "path": self.path,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "symbol": self.symbol,
+            "kind": self.kind,
+            "language": self.language,
+            "score": round(self.score, 6),
+        }
+        if show:
+            data["text"] = self.text
+        return data
+
+
+@dataclass
+class SearchResponse:
+    query: str
+    results: list[SearchResult]
+    partial: bool = False  # some or all vectors pending
+    vectors_pending: int = 0
+    dense_used: bool = True
+    notes: list[str] = field(default_factory=list)
+    elapsed_ms: float = 0.0
+
+
+def is_identifier_query(query: str) -> bool:
+    return bool(_IDENT_QUERY.match(query.strip()))
+
+
+def fts_terms(text: str, limit: int = MAX_FTS_TERMS) -> str:
+    """Turn any text (code included) into a safe full-text query of distinct words."""
+    seen: dict[str, None] = {}
+    for word in _WORD.findall(text):
+        if len(word) < 2:
+            continue
+        for term in (word, *split_identifier(word)):
+            key = term.lower()
+            if len(key) > 1 and key not in seen:
+                seen[key] = None
+        if len(seen) >= limit:
+            break
+    return " ".join(list(seen)[:limit])
+
+
+def symbol_names(query: str) -> list[str]:
+    """Names worth a symbol-table lookup: the identifier query itself, or code-like words in prose."""
+    text = query.strip().rstrip("()")
+    if is_identifier_query(query):
+        parts = re.split(r"\.|::|->", text)
+        return list(dict.fromkeys([parts[-1], *parts[:-1]]))
+    names = []
+    for word in _WORD.findall(query):
+        called = re.search(rf"{re.escape(word)}\(", query)
+        if "_" in word.strip("_") or re.search(r"[a-z][A-Z]", word) or called:
+            names.append(word)
+    return list(dict.fromkeys(names))
+
+
+def chunk_for_definition(chunks: Sequence[Chunk], definition: Definition) -> Chunk | None:
+    """The chunk representing a definition: one starting at it, else the tightest one containing it."""
+    starting = [c for c in chunks if c.start_line == definition.start_line]
+    if starting:
+        return min(starting, key=lambda c: (c.symbol != definition.name, c.qualname != definition.qualname))
+    containing = [c for c in chunks if c.start_line <= definition.start_line <= c.end_line]
+    if containing:
+        return min(containing, key=lambda c: (c.end_line - c.start_line, c.start_line))
+    return None
+
+
+def _matches(chunk: Chunk, languages: Sequence[str] | None, glob: str | None) -> bool:
+    if languages and chunk.language not in languages:
+        return False
+    if not glob:
+        return True
+    return fnmatch.fnmatch(chunk.path, glob) or fnmatch.fnmatch(chunk.path, f"{glob.rstrip('/')}/*")
+
+
+class HybridSearcher:
+    """Searches one index; holds the store, settings and a lazily loaded embedder."""
+
+    def __init__(
+        self,
+        store: Any,
+        settings: Settings,
+        embedder: QueryEmbedder | None = None,
+        embedder_factory: Callable[[], QueryEmbedder] | None = None,
+    ) -> None:
+        self.store = snapshot_of(store)
+        self.settings = settings
+        self._embedder = embedder
+        self._factory = embedder_factory
+
+    def progress(self) -> tuple[int, int]:
+        """(vectors done, vectors pending), cached until the index changes."""
+        return self.store.progress()
+
+    def embedder(self) -> QueryEmbedder | None:
+        if self._embedder is None and self._factory is not None:
+            self._embedder = self._factory()
+            self._factory = None
+        return self._embedder
+
+    def chunks_for_file(self, path: str) -> list[Chunk]:
+        return self.store.chunks_for_file(path)
+
+    def ranked_lists(
+        self,
+        query: str,
+        depth: int,
+        languages: Sequence[str] | None = None,
+        glob: str | None = None,
+        dense: bool = True,
+        vector: Any = None,
+    ) -> tuple[dict[str, list[str]], dict[str, Chunk], bool]:
+        """The per-source ranked chunk-id lists, the chunks by id, and whether dense ran."""
+        chunks: dict[str, Chunk] = {}
+        lists: dict[str, list[str]] = {}
+        fetch = depth * (OVERFETCH if (languages or glob) else 1)
+
+        def take(name: str, found: Sequence[Chunk]) -> None:
+            ids = []
+            for chunk in found:
+                if _matches(chunk, languages, glob):
+                    chunks.setdefault(chunk.id, chunk)
+                    ids.append(chunk.id)
+            lists[name] = ids[:depth]
+
+        terms = fts_terms(query)
+        take("fts", [h.chunk for h in self.store.fts_search(terms, fetch)] if terms else [])
+
+        names = symbol_names(query)
+        found: list[Chunk] = []
+        for name in names:
+            defs = sorted(
+                self.store.symbols_named(name), key=lambda d: (not d.exported, d.path, d.start_line)
+            )
+            for definition in defs[:fetch]:
+                chunk = chunk_for_definition(self.chunks_for_file(definition.path), definition)
+                if chunk is not None:
+                    found.append(chunk)
+        take("symbol", found)
+
+        dense_used = False
+        done, _pending = self.progress()
+        if dense and (done > 0 or vector is not None):
+            embedder = self.embedder()
+            if embedder is not None:
+                vec = vector if vector is not None else embedder.embed_query(query)
+                hits = self.store.vector_search(vec, fetch, embedder.model_id)
+                take("dense", [h.chunk for h in hits])
+                dense_used = True
+        return lists, chunks, dense_used
+
+    def weights(self, query: str) -> dict[str, float]:
+        cfg = self.settings.retriever
+        weights = {"dense": cfg.dense_weight, "fts": cfg.fts_weight, "symbol": cfg.symbol_weight}
+        if is_identifier_query(query):
+            # An identifier names code exactly; embeddings of a bare name are vague.
+            weights["fts"] = cfg.fts_weight * cfg.identifier_boost
+            weights["symbol"] = cfg.symbol_weight * cfg.identifier_boost
+        return weights
+
+    def search(
+        self,
+        query: str,
+        k: int | None = None,
+        languages: Sequence[str] | None = None,
+        glob: str | None = None,
+        dense: bool = True,
+    ) -> SearchResponse:
+        if not query or not query.strip():
+            raise BadRequest("the search query is empty")
+        started = time.perf_counter()
+        k = k or self.settings.retriever.k
+        depth = max(k, self.settings.retriever.search_depth)
+        lists, chunks, dense_used = self.ranked_lists(query, depth, languages, glob, dense)
+        fused = weighted_rrf(lists, self.weights(query), limit=k)
+        results = [
+            SearchResult(
+                path=chunks[f.key].path,
+                start_line=chunks[f.key].start_line,
+                end_line=chunks[f.key].end_line,
+                symbol=chunks[f.key].symbol,
+                kind=chunks[f.key].kind,
+                language=chunks[f.key].language,
+                score=f.score,
+                text=chunks[f.key].text,
+                qualname=chunks[f.key].qualname,
+                sources=dict(f.ranks),
+            )
+            for f in fused
+        ]
+        _done, pending = self.progress()
+        notes = []
+        if pending and dense:
+            notes.append(
+                f"partial index: {pending} chunk(s) still lack vectors; results use full text and "
+                "symbols for those (run `codectx index` to finish)"
+            )
+        if dense and not dense_used:
+            notes.append("no vectors yet: searched full text and symbol names only")
+        return SearchResponse(
+            query=query,
+            results=results,
+            partial=bool(pending) or (dense and not dense_used),
+            vectors_pending=pending,
+            dense_used=dense_used,
+            notes=notes,
+            elapsed_ms=(time.perf_counter() - started) * 1000,
+        )

@@ -1,0 +1,1 @@
+"""The codectx test suite (a package, so test modules can share helpers such as tests.vllm_engine)."""

@@ -1,0 +1,309 @@
+"""The completion service and `codectx complete`, end to end over loopback HTTP.
+
+The server is our own loopback stand-in speaking the OpenAI/vLLM wire format
+(the real engine is exercised by the test_vllm* tests); the privacy gate,
+audit log, prompts and post-processing are the real ones.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from codectx.backend.client import BackendClient
+from codectx.backend.service import CompletionService
+
+from codectx.cli import main
+from codectx.privacy.errors import EgressBlocked
+from codectx.settings import load_settings
+from tests import faultserver as fs
+
+DOC = "import os\n\n\ndef add(a, b):\n    \n\n\ndef other():\n    return 2\n"
+
+
+@pytest.fixture
+def server() -> Iterator[fs.FaultServer]:
+    srv = fs.FaultServer().start()
+    srv.routes["/v1/models"] = fs.models("Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8")
+    srv.routes["/tokenize"] = fs.tokenize()
+    yield srv
+    srv.stop()
+
+
+def make_settings(tmp_path: Path, url: str | None, **over: Any) -> Any:
+    base: dict[str, Any] = {"backend.url": url}
+    base.update(over)
+    root = tmp_path / "ws"
+    root.mkdir(exist_ok=True)
+    return load_settings(root, base, environ={}, user_config=tmp_path / "none.toml")
+
+
+def audit_entries(tmp_path: Path) -> list[dict[str, Any]]:
+    from codectx.settings import state_dir
+
+    path = state_dir() / "audit.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@dataclass
+class Item:
+    path: str
+    start_line: int
+    end_line: int
+    text: str
+    symbol: str = "helper"
+    reason: str = "definition"
+    tokens: int = 10
+
+
+@dataclass
+class Context:
+    items: list[Item]
+    prefix: str
+    suffix: str
+    prefix_start_line: int = 0
+    suffix_end_line: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+async def test_complete_document_only(tmp_path: Path, server: fs.FaultServer) -> None:
+    server.default = fs.sse(["return a", " + b\n", "\n"])
+    settings = make_settings(tmp_path, server.url)
+    async with BackendClient(settings) as client:
+        service = CompletionService(settings, client, client.gate, None)
+        result = await service.complete("calc.py", DOC, 4, 4)
+    assert result.text == "return a + b"
+    assert result.mode == "block" and result.model == "m"
+    assert set(result.timings) == {"context_ms", "ttft_ms", "total_ms"}
+    sent = server.requests[-1]
+    body = sent.json()
+    assert body["prompt"].startswith("<|fim_prefix|>import os") and body["prompt"].endswith("<|fim_middle|>")
+    assert body["stream"] is True and "stop" not in body
+    # the nine Qwen stop tokens go as ids: vLLM never matches special tokens as stop strings
+    assert body["stop_token_ids"] == list(range(1000, 1009))
+    assert service.last is not None and service.last.body == sent.body
+    entry = audit_entries(tmp_path)[-1]
+    assert entry["id"] == result.request_id and entry["sent"] is True
+    assert entry["sources"] == [{"path": "calc.py", "start_line": 0, "end_line": 9}]
+
+
+async def test_stream_is_closed_when_the_block_ends(tmp_path: Path, server: fs.FaultServer) -> None:
+    # A model that goes on and on after the body: the service must stop reading and hang up.
+    server.default = fs.sse(["return a + b\n", "\n", "def junk():\n"] + ["    pass\n"] * 500, delay_s=0.01)
+    settings = make_settings(tmp_path, server.url)
+    async with BackendClient(settings) as client:
+        service = CompletionService(settings, client, None, None)
+        result = await service.complete("calc.py", DOC, 4, 4)
+        assert result.text == "return a + b"
+        # Before the client closes its pool: the completion's connection is already gone.
+        assert server.wait_idle(3.0) == 0
+
+
+async def test_complete_with_retrieved_context(tmp_path: Path, server: fs.FaultServer) -> None:
+    server.default = fs.sse(["helper(a)"])
+    settings = make_settings(tmp_path, server.url)
+    item = Item("util.py", 3, 4, "def helper(x):\n    return x\n")
+    ctx = Context(
+        [item], prefix="def add(a, b):\n    return ", suffix="\n", prefix_start_line=3, suffix_end_line=5
+    )
+    async with BackendClient(settings) as client:
+        service = CompletionService(settings, client, None, lambda *a: ctx)
+        result = await service.complete("calc.py", DOC, 4, 11)
+    assert result.text == "helper(a)"
+    prompt = server.requests[-1].json()["prompt"]
+    assert prompt.startswith("<|repo_name|>ws\n<|file_sep|>util.py#L4-L5\ndef helper(x):")
+    assert "<|file_sep|>calc.py\n<|fim_prefix|>def add(a, b):\n    return <|fim_suffix|>" in prompt
+    assert service.last is not None and service.last.items[0]["symbol"] == "helper"
+    entry = audit_entries(tmp_path)[-1]
+    assert {"path": "util.py", "start_line": 3, "end_line": 4} in entry["sources"]
+
+
+async def test_never_send_file_is_refused_before_any_byte(tmp_path: Path, server: fs.FaultServer) -> None:
+    server.default = fs.sse(["x"])
+    settings = make_settings(tmp_path, server.url)
+    async with BackendClient(settings) as client:
+        service = CompletionService(settings, client)
+        with pytest.raises(EgressBlocked):
+            await service.complete(".env", "API_KEY=abc\n", 0, 8)
+    assert "/v1/completions" not in [r.path for r in server.requests]
+
+
+async def test_refactor_round_trip(tmp_path: Path, server: fs.FaultServer) -> None:
+    answer = {
+        "id": "x",
+        "model": "m",
+        "choices": [
+            {"message": {"content": "Here:\n```python\nreturn sum((a, b))\n```"}, "finish_reason": "stop"}
+        ],
+    }
+    server.routes["/v1/chat/completions"] = fs.json_reply(answer)
+    settings = make_settings(tmp_path, server.url)
+    doc = "def add(a, b):\n    return a + b\n"
+    async with BackendClient(settings) as client:
+        service = CompletionService(settings, client)
+        new = await service.refactor("calc.py", doc, (1, 0, 2, 0), "use sum")
+    assert new == "    return sum((a, b))\n"
+    messages = server.requests[-1].json()["messages"]
+    assert "use sum" in messages[-1]["content"] and "calc.py#L2-L2" in messages[-1]["content"]
+    assert service.last is not None and service.last.kind == "refactor"
+
+
+# -- the command line -------------------------------------------------------------------
+
+
+def write_doc(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir(exist_ok=True)
+    (root / ".git").mkdir(exist_ok=True)
+    path = root / "calc.py"
+    path.write_text(DOC)
+    return path
+
+
+def test_cli_complete_json(
+    tmp_path: Path, server: fs.FaultServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.default = fs.sse(["return a + b\n"])
+    path = write_doc(tmp_path)
+    rc = main(
+        ["complete", str(path), "--line", "4", "--character", "4", "--backend-url", server.url, "--json"]
+    )
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    data = json.loads(out.out)
+    assert data["text"] == "return a + b" and data["request_id"]
+    assert "no index context" in out.err  # the workspace was never indexed: document-only, said so
+
+
+def test_cli_complete_plain_text(
+    tmp_path: Path, server: fs.FaultServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.default = fs.sse(["return a", " * b"])
+    path = write_doc(tmp_path)
+    assert main(["complete", str(path), "--line", "4", "--character", "4", "--backend-url", server.url]) == 0
+    assert capsys.readouterr().out == "return a * b\n"
+
+
+def test_cli_dry_run_sends_nothing(
+    tmp_path: Path, server: fs.FaultServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_doc(tmp_path)
+    argv = [
+        "complete",
+        str(path),
+        "--line",
+        "4",
+        "--character",
+        "4",
+        "--dry-run",
+        "--backend-url",
+        server.url,
+    ]
+    assert main([*argv, "--model", "m"]) == 0
+    out = capsys.readouterr()
+    body = json.loads(out.out)
+    assert body["prompt"].startswith("<|fim_prefix|>") and body["model"] == "m"
+    assert "nothing was sent" in out.err
+    assert "/v1/completions" not in [r.path for r in server.requests]  # no code left
+    assert body["stop_token_ids"] == list(range(1000, 1009))
+    entry = audit_entries(tmp_path)[-1]
+    assert entry["sent"] is False and entry["status"] == "dry-run"
+    assert entry["bytes"] == len(out.out.rstrip("\n").encode())
+
+
+def test_cli_dry_run_without_server(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_doc(tmp_path)
+    assert main(["complete", str(path), "--line", "4", "--character", "4", "--dry-run", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["sent"] is False and data["body"]["prompt"].endswith("<|fim_middle|>")
+
+
+def test_cli_without_server_says_how_to_configure(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_doc(tmp_path)
+    assert main(["complete", str(path), "--line", "4"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("codectx: error: no model server configured")
+    assert "CODECTX_BACKEND_URL" in err and "codectx backend serve" in err
+
+
+def test_cli_dead_server_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_doc(tmp_path)
+    url = f"http://127.0.0.1:{fs.free_port()}/v1"
+    assert main(["complete", str(path), "--line", "4", "--backend-url", url, "--model", "m"]) == 3
+    err = capsys.readouterr().err
+    assert "cannot connect to the model server" in err and "Traceback" not in err
+
+
+def test_cli_offline_mode(
+    tmp_path: Path,
+    server: fs.FaultServer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CODECTX_PRIVACY_OFFLINE", "true")
+    path = write_doc(tmp_path)
+    argv = [
+        "complete",
+        str(path),
+        "--line",
+        "4",
+        "--character",
+        "4",
+        "--backend-url",
+        server.url,
+        "--model",
+        "m",
+    ]
+    assert main(argv) == 0
+    out = capsys.readouterr()
+    body = json.loads(out.out)
+    assert body["model"] == "m" and body["prompt"].endswith("<|fim_middle|>") and "offline mode" in out.err
+    assert server.requests == []
+
+
+def test_cli_bad_position_and_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_doc(tmp_path)
+    assert main(["complete", str(path), "--line", "-1", "--dry-run"]) == 2
+    assert main(["complete", str(tmp_path / "nope.py"), "--line", "0", "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "must not be negative" in err and "no such file" in err
+
+
+async def test_explain_and_selection_errors(tmp_path: Path, server: fs.FaultServer) -> None:
+    from codectx.errors import UsageError
+
+    answer = {
+        "id": "x",
+        "model": "m",
+        "choices": [{"message": {"content": "<think>hm</think>Adds **a** and b."}}],
+    }
+    server.routes["/v1/chat/completions"] = fs.json_reply(answer)
+    settings = make_settings(tmp_path, server.url)
+    doc = "def add(a, b):\n    return a + b\n"
+    async with BackendClient(settings) as client:
+        service = CompletionService(settings, client)
+        assert await service.explain("calc.py", doc, (0, 0, 1, 16)) == "Adds **a** and b."
+        user = server.requests[-1].json()["messages"][-1]["content"]
+        assert user.endswith("Explain the selected code.") and "Instruction" not in user
+        with pytest.raises(UsageError, match="select some code"):
+            await service.refactor("calc.py", doc, (1, 0, 1, 0), "x")
+        with pytest.raises(UsageError, match="outside the document"):
+            await service.explain("calc.py", doc, (9, 0, 9, 1))
+
+
+async def test_server_without_tokenize_gets_stop_strings(tmp_path: Path, server: fs.FaultServer) -> None:
+    server.routes["/tokenize"] = fs.status(404, "Not Found")
+    server.default = fs.sse(["return 1"])
+    settings = make_settings(tmp_path, server.url)
+    async with BackendClient(settings) as client:
+        service = CompletionService(settings, client)
+        assert (await service.complete("calc.py", DOC, 4, 4)).text == "return 1"
+        await service.complete("calc.py", DOC, 4, 4)
+    bodies = [r.json() for r in server.requests if r.path == "/v1/completions"]
+    assert "<|file_sep|>" in bodies[0]["stop"] and bodies[0]["skip_special_tokens"] is False
+    assert "stop_token_ids" not in bodies[0]
+    assert [r.path for r in server.requests].count("/tokenize") == 1  # the answer is remembered

@@ -1,0 +1,151 @@
+"""Serving profiles and the vLLM / vllm-router commands built from them (no engine started)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from codectx.backend.serve import (
+    ServeError,
+    build_plan,
+    cpu_supports_fp8_kv,
+    load_profiles,
+)
+from codectx.cli import main
+
+PY = "/opt/vllm/bin/python"
+
+
+def flag(argv: tuple[str, ...], name: str) -> str:
+    return argv[argv.index(name) + 1]
+
+
+def test_h200_profile_has_the_issue_flags() -> None:
+    plan = build_plan(load_profiles()["h200"], python=PY)
+    (server,) = plan.processes
+    argv = server.argv
+    assert argv[:3] == (PY, "-m", "vllm.entrypoints.openai.api_server")
+    assert flag(argv, "--model") == "Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8"
+    assert flag(argv, "--kv-cache-dtype") == "fp8"
+    assert "--enable-prefix-caching" in argv
+    assert flag(argv, "--max-model-len") == "65536"
+    assert flag(argv, "--gpu-memory-utilization") == "0.90"
+    assert flag(argv, "--max-num-seqs") == "128"
+    assert plan.client_url == "http://127.0.0.1:8000/v1"
+
+
+def test_multi_gpu_fills_in_the_gpu_count() -> None:
+    profiles = load_profiles()
+    (server,) = build_plan(profiles["multi-gpu"], python=PY, gpus=2).processes
+    assert flag(server.argv, "--data-parallel-size") == "2"
+    assert "--enable-expert-parallel" not in server.argv
+    (big,) = build_plan(profiles["moe-large"], python=PY).processes
+    assert flag(big.argv, "--tensor-parallel-size") == "8"
+    assert "--enable-expert-parallel" in big.argv
+
+
+@pytest.mark.parametrize("fp8", [True, False])
+def test_cpu_dev_kv_cache_follows_the_cpu(fp8: bool) -> None:
+    plan = build_plan(load_profiles()["cpu-dev"], python=PY, model="/m", port=9123, cpu_fp8=fp8)
+    (server,) = plan.processes
+    assert flag(server.argv, "--model") == "/m"
+    assert flag(server.argv, "--port") == "9123"
+    assert flag(server.argv, "--host") == "127.0.0.1"
+    assert flag(server.argv, "--max-model-len") == "1024"
+    assert flag(server.argv, "--dtype") == "bfloat16"
+    assert server.env["VLLM_CPU_KVCACHE_SPACE"] == "1"
+    assert server.env["HF_HUB_OFFLINE"] == "1"
+    if fp8:
+        assert flag(server.argv, "--kv-cache-dtype") == "fp8"
+    else:
+        assert "--kv-cache-dtype" not in server.argv
+        assert any("AVX-512" in note for note in plan.notes)
+
+
+def test_cpu_flags_detection() -> None:
+    assert cpu_supports_fp8_kv("processor: 0\nflags\t\t: fpu sse avx2 fma avx512f avx512bw\n")
+    assert cpu_supports_fp8_kv("flags : fpu avx2 amx_tile amx_bf16\n")
+    assert not cpu_supports_fp8_kv("flags : fpu sse avx avx2 fma\n")
+    assert not cpu_supports_fp8_kv("")
+
+
+def test_cluster_plan_has_replicas_then_a_cache_aware_router() -> None:
+    plan = build_plan(load_profiles()["cluster"], python=PY, replicas=3, router="/bin/vllm-router")
+    replicas = [p for p in plan.processes if p.role == "replica"]
+    (router,) = [p for p in plan.processes if p.role == "router"]
+    assert len(replicas) == 3
+    assert plan.processes[-1] is router
+    assert [r.env["CUDA_VISIBLE_DEVICES"] for r in replicas] == ["0", "1", "2"]
+    assert len({flag(r.argv, "--port") for r in replicas}) == 3
+    workers = router.argv[router.argv.index("--worker-urls") + 1 : router.argv.index("--policy")]
+    assert list(workers) == [r.url for r in replicas]
+    assert flag(router.argv, "--policy") == "cache_aware"
+    assert router.argv[0] == "/bin/vllm-router"
+    assert plan.client_url == router.url + "/v1"
+    # Every replica gets the h200 serving flags.
+    assert all(flag(r.argv, "--kv-cache-dtype") == "fp8" for r in replicas)
+
+
+def test_user_profiles_extend_and_override(tmp_path: Path) -> None:
+    user = tmp_path / "profiles.toml"
+    user.write_text(
+        '[profiles.mine]\nextends = "h200"\nmodel = "/models/coder"\nport = 9000\n'
+        '[profiles.h200]\ndescription = "replaced"\nmodel = "other/model"\n'
+    )
+    profiles = load_profiles(user)
+    mine = profiles["mine"]
+    assert mine.source == str(user)
+    assert mine.port == 9000
+    # `mine` extends the user's h200, which replaced the built-in one entirely.
+    assert mine.args == ()
+    assert profiles["h200"].description == "replaced"
+    assert profiles["cpu-dev"].source == "built-in"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[profiles.x]\nmodle = "m"\n', "unknown key 'modle'"),
+        ("[profiles.x]\nport = \"80\"\n", "'port' must be int"),
+        ('[profiles.x]\nextends = "x"\n', "extends itself"),
+        ('[profiles.x]\nextends = "nope"\n', "unknown profile 'nope'"),
+        ('[profiles.x]\nrouter_policy = "fastest"\n', "router_policy must be one of"),
+        ("[profiles.x\n", "not valid TOML"),
+    ],
+)
+def test_bad_user_profiles_are_clear_errors(tmp_path: Path, text: str, message: str) -> None:
+    user = tmp_path / "profiles.toml"
+    user.write_text(text)
+    with pytest.raises(ServeError, match=message):
+        load_profiles(user)
+
+
+def test_cli_dry_run_prints_commands_and_starts_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["backend", "serve", "--profile", "cpu-cluster", "--dry-run", "--model", "/m", "--port", "9400"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("vllm.entrypoints.openai.api_server") == 2
+    assert "--worker-urls http://127.0.0.1:8100 http://127.0.0.1:8101 --policy cache_aware" in out
+    assert "CODECTX_BACKEND_URL=http://127.0.0.1:9400/v1" in out
+
+
+def test_cli_dry_run_json_and_user_profile(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    import os
+
+    cfg = Path(os.environ["XDG_CONFIG_HOME"]) / "codectx"
+    cfg.mkdir(parents=True, exist_ok=True)
+    (cfg / "profiles.toml").write_text('[profiles.lab]\nextends = "h200"\nport = 8555\n')
+    assert main(["backend", "serve", "--profile", "lab", "--dry-run", "--json", "--", "--seed", "7"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    (proc,) = data["processes"]
+    assert data["profile"] == "lab"
+    assert proc["argv"][-2:] == ["--seed", "7"]
+    assert flag(tuple(proc["argv"]), "--port") == "8555"
+
+
+def test_cli_unknown_profile_and_missing_model(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["backend", "serve", "--profile", "nope", "--dry-run"]) == 2
+    assert "unknown profile 'nope'" in capsys.readouterr().err
+    with pytest.raises(ServeError, match="names no model"):
+        build_plan(load_profiles()["cpu-dev"], python=PY)

@@ -1,0 +1,379 @@
+// End-to-end test in a real VS Code: code-server 4.139.1 driven through headless Chromium.
+// Installs the built .vsix into a fresh profile, opens a fixture workspace and checks, through
+// the UI and the logs, that the extension activates and starts the real `codectx lsp`, that
+// indexing progress shows in the status bar, that an inline suggestion appears and Tab accepts
+// it, that "Refactor Selection..." changes the file in one undo step, and that "Show Context
+// Sent" shows what was sent. Prints one JSON line of results; exit 0 only if every check passed.
+// Screenshots and logs land in the artifacts folder on failure.
+//
+// Usage: node e2e/run.mjs --vsix FILE --codectx CMD --code-server BIN [--work DIR] [--artifacts DIR]
+import { spawn, execFile } from "node:child_process";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs, promisify } from "node:util";
+
+import { chromium } from "playwright-core";
+
+import { COMPLETION, MODEL, startBackend } from "./backend.mjs";
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const EXT_DIR = resolve(HERE, "..");
+const REPO = resolve(EXT_DIR, "..");
+
+const { values: opts } = parseArgs({
+  options: {
+    vsix: { type: "string", default: join(EXT_DIR, "codectx.vsix") },
+    codectx: { type: "string", default: join(REPO, ".venv", "bin", "codectx") },
+    "code-server": { type: "string", default: join(REPO, ".tools", "code-server", "node_modules", ".bin", "code-server") },
+    chromium: { type: "string", default: "/usr/bin/chromium" },
+    work: { type: "string" },
+    artifacts: { type: "string", default: join(REPO, "test-artifacts", "vscode-e2e") },
+    keep: { type: "boolean", default: false },
+  },
+});
+
+const T0 = Date.now();
+const say = (msg) => process.stderr.write(`[e2e ${((Date.now() - T0) / 1000).toFixed(1)}s] ${msg}\n`);
+const results = [];
+let page;
+
+async function check(name, fn) {
+  const started = Date.now();
+  try {
+    const detail = await fn();
+    results.push({ name, ok: true, seconds: (Date.now() - started) / 1000, detail: detail ?? "" });
+    say(`ok   ${name}${detail ? `: ${detail}` : ""}`);
+    return true;
+  } catch (err) {
+    results.push({ name, ok: false, seconds: (Date.now() - started) / 1000, detail: String(err?.message ?? err) });
+    say(`FAIL ${name}: ${err?.stack ?? err}`);
+    if (page) {
+      mkdirSync(opts.artifacts, { recursive: true });
+      await page.screenshot({ path: join(opts.artifacts, `${name.replace(/\W+/g, "-")}.png`) }).catch(() => undefined);
+    }
+    return false;
+  }
+}
+
+function freePort() {
+  return new Promise((res, rej) => {
+    const srv = createServer();
+    srv.on("error", rej);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address();
+      srv.close(() => res(port));
+    });
+  });
+}
+
+async function waitFor(what, fn, timeoutMs, intervalMs = 250) {
+  const deadline = Date.now() + timeoutMs;
+  let last;
+  while (Date.now() < deadline) {
+    try {
+      const value = await fn();
+      if (value) return value;
+    } catch (err) {
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+  throw new Error(`timed out after ${timeoutMs / 1000}s waiting for ${what}${last ? ` (last error: ${last.message})` : ""}`);
+}
+
+function findFiles(dir, predicate, out = []) {
+  if (!existsSync(dir)) return out;
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) findFiles(path, predicate, out);
+    else if (predicate(path)) out.push(path);
+  }
+  return out;
+}
+
+const readAll = (files) => files.map((f) => readFileSync(f, "utf8")).join("\n");
+
+async function statusText() {
+  return page.locator(".statusbar-item").filter({ hasText: "codectx" }).first().innerText({ timeout: 2000 });
+}
+
+async function runCommand(title) {
+  await page.keyboard.press("Control+Shift+P");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ state: "visible", timeout: 10_000 });
+  await input.fill(`>${title}`);
+  const row = page.locator(".quick-input-list .monaco-list-row").filter({ hasText: title }).first();
+  await row.waitFor({ state: "visible", timeout: 10_000 });
+  await page.keyboard.press("Enter");
+}
+
+async function openFromExplorer(name) {
+  const row = page.locator(".explorer-folders-view .monaco-list-row").filter({ hasText: name }).first();
+  await row.waitFor({ state: "visible", timeout: 30_000 });
+  await row.click();
+  const tab = page.locator(".tabs-container .tab").filter({ hasText: name }).first();
+  await tab.waitFor({ state: "visible", timeout: 15_000 });
+  await focusEditor();
+}
+
+/** Put the keyboard focus in the active editor (VS Code may use EditContext rather than a textarea). */
+async function focusEditor() {
+  const lines = page.locator(".editor-group-container.active .monaco-editor .view-lines").first();
+  await lines.waitFor({ state: "visible", timeout: 15_000 });
+  await lines.click({ position: { x: 5, y: 5 } });
+}
+
+/** The visible text of the active editor (Monaco renders spaces as non-breaking). */
+async function editorText() {
+  const text = await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().innerText();
+  return text.replace(/\u00a0/g, " ");
+}
+
+async function main() {
+  for (const [what, path] of [["vsix", opts.vsix], ["codectx", opts.codectx], ["code-server", opts["code-server"]], ["chromium", opts.chromium]]) {
+    if (!existsSync(path)) throw new Error(`${what} not found at ${path}`);
+  }
+  const work = opts.work ?? mkdtempSync(join(tmpdir(), "codectx-e2e-"));
+  const ws = join(work, "workspace");
+  const userData = join(work, "user-data");
+  const extensions = join(work, "extensions");
+  const xdg = join(work, "xdg");
+  rmSync(ws, { recursive: true, force: true });
+  cpSync(join(HERE, "fixture"), ws, { recursive: true });
+  // Enough modules that indexing takes a moment and its progress is visible.
+  mkdirSync(join(ws, "pkg"));
+  for (let i = 0; i < 40; i++) {
+    writeFileSync(
+      join(ws, "pkg", `module_${String(i).padStart(2, "0")}.py`),
+      `"""Generated module ${i}."""\n\n\ndef helper_${i}(value):\n    """Return value plus ${i}."""\n    return value + ${i}\n\n\nclass Thing${i}:\n    def size(self):\n        return ${i}\n`,
+    );
+  }
+  const backend = await startBackend();
+  say(`backend at ${backend.url}; work dir ${work}`);
+  mkdirSync(join(userData, "User"), { recursive: true });
+  writeFileSync(
+    join(userData, "User", "settings.json"),
+    JSON.stringify(
+      {
+        "chat.disableAIFeatures": true,
+        "workbench.secondarySideBar.defaultVisibility": "hidden",
+        "security.workspace.trust.enabled": false,
+        "workbench.startupEditor": "none",
+        "workbench.tips.enabled": false,
+        "extensions.ignoreRecommendations": true,
+        "telemetry.telemetryLevel": "off",
+        "editor.quickSuggestions": { other: false, comments: false, strings: false },
+        "editor.suggestOnTriggerCharacters": false,
+        "editor.wordBasedSuggestions": "off",
+        "editor.autoClosingBrackets": "never",
+        "editor.autoClosingQuotes": "never",
+        "editor.inlineSuggest.enabled": true,
+        "files.autoSave": "off",
+        "codectx.server.command": [opts.codectx, "lsp", "--log-level", "INFO"],
+        "codectx.backend.url": backend.url,
+        "codectx.backend.model": MODEL,
+        "codectx.completion.debounceMs": 50,
+      },
+      null,
+      2,
+    ),
+  );
+  // Torch embeddings: the ONNX export the server would otherwise do on first use takes ~30 s here.
+  mkdirSync(join(xdg, "config", "codectx"), { recursive: true });
+  writeFileSync(join(xdg, "config", "codectx", "config.toml"), '[index]\nembed_backend = "torch"\n');
+  const env = {
+    ...process.env,
+    XDG_CONFIG_HOME: join(xdg, "config"),
+    XDG_DATA_HOME: join(xdg, "data"),
+    XDG_STATE_HOME: join(xdg, "state"),
+    XDG_CACHE_HOME: join(xdg, "cache"),
+    HF_HUB_OFFLINE: "1",
+    TRANSFORMERS_OFFLINE: "1",
+    TOKENIZERS_PARALLELISM: "false",
+    CODECTX_API_KEY: "",
+  };
+  const base = ["--user-data-dir", userData, "--extensions-dir", extensions];
+  say("installing the extension");
+  await promisify(execFile)(opts["code-server"], [...base, "--install-extension", opts.vsix], { env, timeout: 120_000 });
+
+  const port = await freePort();
+  const server = spawn(
+    opts["code-server"],
+    ["--auth", "none", "--bind-addr", `127.0.0.1:${port}`, "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust", ...base, ws],
+    { env, stdio: ["ignore", "pipe", "pipe"], detached: true },
+  );
+  let serverLog = "";
+  server.stdout.on("data", (d) => (serverLog += d));
+  server.stderr.on("data", (d) => (serverLog += d));
+  const browser = await chromium.launch({
+    executablePath: opts.chromium,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+  });
+  const logsDir = join(userData, "logs");
+  const extLogs = () => readAll(findFiles(logsDir, (p) => /codectx/i.test(p) && p.endsWith(".log")));
+  try {
+    await waitFor("code-server to answer", async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).ok, 60_000, 500);
+    page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    // Catch the indexing text even if it only shows briefly: record every status-bar text from the start.
+    await page.addInitScript(() => {
+      window.__codectxStatus = [];
+      new MutationObserver(() => {
+        for (const el of document.querySelectorAll(".statusbar-item")) {
+          const t = el.textContent ?? "";
+          if (t.includes("codectx") && window.__codectxStatus.at(-1) !== t) window.__codectxStatus.push(t);
+        }
+      }).observe(document, { subtree: true, childList: true, characterData: true });
+    });
+    await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(ws)}`);
+    await page.locator(".monaco-workbench").waitFor({ timeout: 60_000 });
+
+    await check("extension activates and starts the server", async () => {
+      await waitFor("the codectx status-bar item", () => statusText(), 60_000);
+      const exthost = await waitFor(
+        "activation in the extension host log",
+        () => {
+          const log = readAll(findFiles(logsDir, (p) => /exthost/.test(p) && p.endsWith(".log")));
+          return /codectx\.codectx/.test(log) && log;
+        },
+        60_000,
+      );
+      const own = await waitFor("'language server running' in the codectx output log", () => /language server running/.test(extLogs()) && extLogs(), 90_000);
+      if (!/activated/.test(own)) throw new Error("no activation line in the codectx output log");
+      return `exthost log mentions codectx.codectx (${exthost.length} bytes); server running`;
+    });
+
+    await check("indexing progress shows in the status bar", async () => {
+      const seen = await waitFor(
+        "an 'indexing' status text",
+        async () => (await page.evaluate(() => window.__codectxStatus)).find((t) => /indexing/.test(t)),
+        120_000,
+      );
+      await waitFor("indexing to finish", async () => !/indexing/.test(await statusText()), 180_000, 500);
+      return `saw "${seen.trim()}"`;
+    });
+
+    await check("typing shows a codectx inline suggestion and Tab accepts it", async () => {
+      await openFromExplorer("calc.py");
+      await page.keyboard.press("Control+End");
+      await page.keyboard.press("Enter");
+      await page.keyboard.press("Enter");
+      await page.keyboard.press("Enter");
+      await page.keyboard.type("def greet(name):", { delay: 20 });
+      await page.keyboard.press("Enter");
+      const ghost = page.locator(".monaco-editor .ghost-text-decoration, .monaco-editor .ghost-text").first();
+      let asked = Date.now();
+      await waitFor(
+        "ghost text",
+        async () => {
+          if (await ghost.isVisible()) return /hello/.test(await ghost.innerText());
+          // The first request may run out of its budget while the server warms up (embedding
+          // model); ask again now and then, as VS Code's explicit trigger does.
+          if (Date.now() - asked > 8000) {
+            asked = Date.now();
+            await page.keyboard.press("Alt+Backslash");
+          }
+          return false;
+        },
+        120_000,
+        500,
+      );
+      const shown = (await ghost.innerText()).replace(/\u00a0/g, " ");
+      await page.keyboard.press("Tab");
+      await waitFor("the suggestion in the document", async () => (await editorText()).includes(COMPLETION), 10_000);
+      await page.keyboard.press("Control+S");
+      const file = join(ws, "calc.py");
+      await waitFor("the saved file to hold the suggestion", () => readFileSync(file, "utf8").includes(`    ${COMPLETION}`), 10_000);
+      const completions = backend.requests.filter((r) => !r.path.endsWith("/chat/completions"));
+      if (completions.length === 0) throw new Error("the backend received no completion request");
+      return `ghost text "${shown.trim()}" accepted; ${completions.length} completion request(s) reached the backend`;
+    });
+
+    await check("Refactor Selection changes the file in one undo step", async () => {
+      await openFromExplorer("refactor_me.py");
+      const before = readFileSync(join(ws, "refactor_me.py"), "utf8");
+      await page.keyboard.press("Control+A");
+      await runCommand("codectx: Refactor Selection...");
+      const input = page.locator(".quick-input-widget input");
+      await input.waitFor({ state: "visible", timeout: 10_000 });
+      await input.fill("use the builtin sum and add a docstring");
+      await page.keyboard.press("Enter");
+      await waitFor("the refactored code in the editor", async () => (await editorText()).includes("return sum(values)"), 60_000, 500);
+      const chats = backend.requests.filter((r) => r.path.endsWith("/chat/completions"));
+      if (chats.length === 0) throw new Error("the backend received no chat request for the refactor");
+      // One undo step restores the original text.
+      await focusEditor();
+      await page.keyboard.press("Control+Z");
+      await waitFor("undo to restore the original", async () => (await editorText()).includes("result = result + v"), 10_000);
+      await page.keyboard.press("Control+Shift+Z");
+      await waitFor("redo", async () => (await editorText()).includes("return sum(values)"), 10_000);
+      await page.keyboard.press("Control+S");
+      const after = await waitFor("the saved refactor", () => {
+        const text = readFileSync(join(ws, "refactor_me.py"), "utf8");
+        return text !== before && text.includes("return sum(values)") && text;
+      }, 10_000);
+      return `file now ${after.split("\n").length - 1} lines; one Ctrl+Z restored the original`;
+    });
+
+    await check("Show Context Sent opens with the payload", async () => {
+      await runCommand("codectx: Show Context Sent");
+      const tab = page.locator(".tabs-container .tab").filter({ hasText: "context-sent.md" }).first();
+      await tab.waitFor({ state: "visible", timeout: 20_000 });
+      const text = await waitFor("the context document", async () => {
+        const t = await editorText();
+        return /context sent/.test(t) && t;
+      }, 20_000);
+      writeFileSync(join(work, "context-sent.txt"), text);
+      const sent = /Sent to:\*\* (\S+)/.exec(text)?.[1];
+      if (!sent?.startsWith(backend.url)) throw new Error(`document does not name the backend: ${text.slice(0, 400)}`);
+      const sha = /Payload SHA-256:\*\* ([0-9a-f]{64})/.exec(text)?.[1];
+      const known = new Set(backend.requests.map((r) => r.sha256));
+      // The editor's view is virtualised: go to the end to see the payload's closing lines.
+      await focusEditor();
+      await page.keyboard.press("Control+End");
+      const tail = await editorText();
+      if (!/Exact payload|```/.test(text + tail)) throw new Error("no payload section in the document");
+      return `names ${sent}; sha256 ${sha ? (known.has(sha) ? "matches a body the backend received" : "present") : "absent"}`;
+    });
+  } finally {
+    const failed = results.some((r) => !r.ok) || results.length < 5;
+    if (failed) {
+      mkdirSync(opts.artifacts, { recursive: true });
+      if (page) await page.screenshot({ path: join(opts.artifacts, "final.png") }).catch(() => undefined);
+      writeFileSync(join(opts.artifacts, "code-server.log"), serverLog);
+      for (const f of findFiles(logsDir, (p) => p.endsWith(".log"))) {
+        cpSync(f, join(opts.artifacts, "logs", f.slice(logsDir.length + 1)), { recursive: true });
+      }
+      writeFileSync(join(opts.artifacts, "backend-requests.json"), JSON.stringify(backend.requests.map((r) => ({ path: r.path, sha256: r.sha256 })), null, 2));
+    }
+    await browser.close().catch(() => undefined);
+    // code-server spawns children (extension host, our language server): stop the whole group.
+    try {
+      process.kill(-server.pid, "SIGTERM");
+    } catch {
+      /* already gone */
+    }
+    await new Promise((r) => setTimeout(r, 1500));
+    try {
+      process.kill(-server.pid, "SIGKILL");
+    } catch {
+      /* already gone */
+    }
+    await backend.close();
+    if (!opts.keep && !opts.work) rmSync(work, { recursive: true, force: true });
+  }
+}
+
+
+let exitCode = 1;
+try {
+  await main();
+  exitCode = results.length >= 5 && results.every((r) => r.ok) ? 0 : 1;
+} catch (err) {
+  results.push({ name: "setup", ok: false, detail: String(err?.stack ?? err) });
+  say(`setup failed: ${err?.stack ?? err}`);
+}
+process.stdout.write(`${JSON.stringify({ ok: exitCode === 0, seconds: (Date.now() - T0) / 1000, results })}\n`);
+process.exit(exitCode);

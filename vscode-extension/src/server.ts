@@ -1,0 +1,240 @@
+/**
+ * The language server's lifecycle: start `codectx lsp` through
+ * vscode-languageclient, push settings, restart it with backoff when it
+ * crashes (telling the user once per streak), and stop it cleanly.
+ */
+import * as vscode from "vscode";
+import {
+  CloseAction,
+  DidChangeConfigurationNotification,
+  ErrorAction,
+  LanguageClient,
+  type ResponseError,
+  type LanguageClientOptions,
+  type Middleware,
+  type ServerOptions,
+  ShowMessageNotification,
+  State,
+  Trace,
+} from "vscode-languageclient/node";
+
+import { ProgressFeature, type ProgressValue } from "./progress";
+import { RestartPolicy } from "./restartPolicy";
+import { type ExtensionSettings, type Inspect, resolveServerCommand, toFolderSettings, toServerSettings } from "./settings";
+import type { ServerState } from "./status";
+
+export interface ServerHooks {
+  settings(): ExtensionSettings;
+  apiKey(): Promise<string | undefined>;
+  /** Settings as seen from a folder (for the server's workspace/configuration pull). */
+  inspectFor(scopeUri: string | undefined): Inspect;
+  middleware: Middleware;
+  onState(state: ServerState, detail?: string): void;
+  onProgress(token: string, value: ProgressValue): void;
+  onMessage(type: number, message: string): void;
+}
+
+export class ServerManager implements vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private generation = 0;
+  private stopping = false;
+  /** The current generation reached the running state (a failed start is not a crash). */
+  private running = false;
+  private restartTimer: NodeJS.Timeout | undefined;
+  private readonly policy = new RestartPolicy();
+  private readonly listeners = new Set<(client: LanguageClient | undefined) => void>();
+
+  constructor(
+    private readonly log: vscode.LogOutputChannel,
+    private readonly hooks: ServerHooks,
+  ) {}
+
+  get current(): LanguageClient | undefined {
+    return this.client?.state === State.Running ? this.client : undefined;
+  }
+
+  onClientChanged(listener: (client: LanguageClient | undefined) => void): vscode.Disposable {
+    this.listeners.add(listener);
+    return { dispose: () => this.listeners.delete(listener) };
+  }
+
+  /** The running client, or a clear error for the command that needed it. */
+  require(): LanguageClient {
+    const client = this.current;
+    if (!client) {
+      throw new Error(
+        vscode.workspace.isTrusted
+          ? "the codectx language server is not running (see codectx: Show Output)"
+          : "codectx is restricted in an untrusted workspace; trust the workspace first",
+      );
+    }
+    return client;
+  }
+
+  async start(): Promise<void> {
+    if (!vscode.workspace.isTrusted) {
+      this.hooks.onState("restricted");
+      this.log.info("workspace not trusted: the language server is not started");
+      return;
+    }
+    if (this.client) return;
+    this.stopping = false;
+    this.running = false;
+    const generation = ++this.generation;
+    const settings = this.hooks.settings();
+    const server = resolveServerCommand(settings);
+    const apiKey = await this.hooks.apiKey();
+    // The key travels in the environment, not in initializationOptions, so protocol traces never show it.
+    const env = { ...process.env, ...(apiKey ? { CODECTX_API_KEY: apiKey } : {}) };
+    const serverOptions: ServerOptions = {
+      run: { command: server.command, args: server.args, options: { env } },
+      debug: { command: server.command, args: server.args, options: { env } },
+    };
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: [{ scheme: "file" }],
+      outputChannel: this.log,
+      initializationOptions: toServerSettings(settings),
+      middleware: {
+        ...this.hooks.middleware,
+        workspace: {
+          configuration: async (params, token, next) => {
+            const others: unknown = params.items.some((item) => item.section !== "codectx")
+              ? await next(params, token)
+              : [];
+            if (!Array.isArray(others)) return others as ResponseError;
+            return params.items.map((item, i): unknown =>
+              item.section === "codectx" ? toFolderSettings(this.hooks.inspectFor(item.scopeUri)) : (others as unknown[])[i],
+            );
+          },
+        },
+      },
+      errorHandler: {
+        error: () => ({ action: ErrorAction.Continue, handled: true }),
+        closed: () => {
+          if (!this.stopping && generation === this.generation && this.running) {
+            this.crashed(generation);
+          }
+          return { action: CloseAction.DoNotRestart, handled: true };
+        },
+      },
+      initializationFailedHandler: (error) => {
+        this.log.error(`initialize failed: ${String(error)}`);
+        return false;
+      },
+    };
+    const client = new LanguageClient("codectx", "codectx", serverOptions, clientOptions);
+    client.registerFeature(new ProgressFeature(client, (token, value) => this.hooks.onProgress(token, value)));
+    this.client = client;
+    this.hooks.onState("starting");
+    this.log.info(`starting ${server.display}`);
+    try {
+      await client.start();
+      if (settings.trace !== "off") {
+        await client.setTrace(settings.trace === "verbose" ? Trace.Verbose : Trace.Messages);
+      }
+    } catch (err) {
+      if (generation !== this.generation) return;
+      const reason = err instanceof Error ? err.message : String(err);
+      this.log.error(`could not start ${server.display}: ${reason}`);
+      this.client = undefined;
+      this.hooks.onState("failed", reason);
+      void this.tellStartFailure(server.display, reason);
+      await client.dispose().catch(() => undefined);
+      this.emit();
+      return;
+    }
+    if (generation !== this.generation) return;
+    client.onNotification(ShowMessageNotification.type, ({ type, message }) => this.hooks.onMessage(type, message));
+    this.running = true;
+    this.policy.started(Date.now());
+    this.hooks.onState("running");
+    this.log.info("language server running");
+    this.emit();
+  }
+
+  /** Push changed settings to the running server. */
+  async pushSettings(): Promise<void> {
+    const client = this.current;
+    if (!client) return;
+    await client.sendNotification(DidChangeConfigurationNotification.type, {
+      settings: toServerSettings(this.hooks.settings()),
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.generation++;
+    clearTimeout(this.restartTimer);
+    const client = this.client;
+    this.client = undefined;
+    this.emit();
+    if (client) {
+      try {
+        if (client.state !== State.Stopped) await client.stop(3000);
+      } catch (err) {
+        this.log.warn(`stopping the language server: ${String(err)}`);
+      }
+      await client.dispose().catch(() => undefined);
+    }
+    this.hooks.onState("stopped");
+  }
+
+  /** A user-requested restart: forget earlier crashes. */
+  async restart(): Promise<void> {
+    this.policy.reset();
+    await this.stop();
+    await this.start();
+  }
+
+  dispose(): void {
+    void this.stop();
+  }
+
+  private crashed(generation: number): void {
+    const client = this.client;
+    this.client = undefined;
+    this.emit();
+    void client?.dispose().catch(() => undefined);
+    const decision = this.policy.crashed(Date.now());
+    if (decision.delayMs === undefined) {
+      this.log.error(`language server crashed ${decision.attempt} times in a row; not restarting`);
+      this.hooks.onState("failed", "crashed repeatedly");
+      void vscode.window
+        .showErrorMessage(
+          "codectx: the language server keeps crashing, so it was not restarted again.",
+          "Restart",
+          "Show Output",
+        )
+        .then((choice) => {
+          if (choice === "Restart") void this.restart();
+          if (choice === "Show Output") this.log.show();
+        });
+      return;
+    }
+    this.log.warn(`language server exited unexpectedly; restart ${decision.attempt} in ${decision.delayMs} ms`);
+    this.hooks.onState("restarting");
+    if (decision.notify) {
+      void vscode.window
+        .showWarningMessage("codectx: the language server stopped unexpectedly and is being restarted.", "Show Output")
+        .then((choice) => choice && this.log.show());
+    }
+    this.restartTimer = setTimeout(() => {
+      if (generation === this.generation && !this.stopping) void this.start();
+    }, decision.delayMs);
+  }
+
+  private async tellStartFailure(display: string, reason: string): Promise<void> {
+    const choice = await vscode.window.showErrorMessage(
+      `codectx: could not start the language server (${display}): ${reason}. ` +
+        "Install codectx, or set codectx.server.command or codectx.server.interpreter.",
+      "Open Settings",
+      "Show Output",
+    );
+    if (choice === "Open Settings") void vscode.commands.executeCommand("workbench.action.openSettings", "codectx.server");
+    if (choice === "Show Output") this.log.show();
+  }
+
+  private emit(): void {
+    for (const listener of this.listeners) listener(this.current);
+  }
+}

@@ -1,0 +1,65 @@
+/** The codectx status-bar item: renders the state kept here with status.ts. */
+import * as vscode from "vscode";
+
+import { applyProgress, type BackendHealth, renderStatus, type ServerState, type StatusState } from "./status";
+import type { ProgressValue } from "./progress";
+
+export class StatusBar implements vscode.Disposable {
+  private readonly item = vscode.window.createStatusBarItem("codectx.status", vscode.StatusBarAlignment.Right, 100);
+  private readonly indexing = new Map<string, NonNullable<StatusState["indexing"]>>();
+  private state: StatusState;
+
+  constructor(completionsEnabled: boolean, completionsPaused: boolean) {
+    this.item.name = "codectx";
+    this.item.command = "codectx.showMenu";
+    this.state = { server: "starting", completionsEnabled, completionsPaused };
+    this.render();
+    this.item.show();
+  }
+
+  get current(): Readonly<StatusState> {
+    return this.state;
+  }
+
+  setServer(server: ServerState): void {
+    if (server !== "running") this.indexing.clear();
+    this.update({ server, indexing: server === "running" ? this.state.indexing : undefined });
+  }
+
+  setBackend(backend: BackendHealth | undefined): void {
+    this.update({ backend });
+  }
+
+  setCompletions(enabled: boolean, paused: boolean): void {
+    this.update({ completionsEnabled: enabled, completionsPaused: paused });
+  }
+
+  progress(token: string, value: ProgressValue): void {
+    const next = applyProgress(this.indexing.get(token), value);
+    if (next) this.indexing.set(token, next);
+    else this.indexing.delete(token);
+    // Several folders may index at once: show the most recent one still running.
+    this.update({ indexing: [...this.indexing.values()].at(-1) });
+  }
+
+  private update(patch: Partial<StatusState>): void {
+    this.state = { ...this.state, ...patch };
+    this.render();
+  }
+
+  private render(): void {
+    const view = renderStatus(this.state);
+    this.item.text = view.text;
+    this.item.tooltip = view.tooltip;
+    this.item.backgroundColor =
+      view.severity === "error"
+        ? new vscode.ThemeColor("statusBarItem.errorBackground")
+        : view.severity === "warning"
+          ? new vscode.ThemeColor("statusBarItem.warningBackground")
+          : undefined;
+  }
+
+  dispose(): void {
+    this.item.dispose();
+  }
+}
