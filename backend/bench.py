@@ -109,11 +109,15 @@ def fim_prompt(repo: RepoText, context_chars: int, cursor: int, window: int = 15
     anchor = max(0, cursor - window) // 1024 * 1024
     prefix = repo.current[anchor:cursor]
     suffix = repo.current[cursor : cursor + window // 3]
-    parts.append(f"<|file_sep|>{repo.current_path}\n<|fim_prefix|>{prefix}<|fim_suffix|>{suffix}<|fim_middle|>")
+    parts.append(
+        f"<|file_sep|>{repo.current_path}\n<|fim_prefix|>{prefix}<|fim_suffix|>{suffix}<|fim_middle|>"
+    )
     return "".join(parts)
 
 
-async def sized_prompts(client: BackendClient, repo: RepoText, tokens: int, count: int, step: int = 40) -> list[str]:
+async def sized_prompts(
+    client: BackendClient, repo: RepoText, tokens: int, count: int, step: int = 40
+) -> list[str]:
     """`count` prompts of at most about `tokens` tokens, the cursor moving `step` characters each time."""
     window = 1500
     cursors = [2000 + i * step for i in range(count)]
@@ -188,7 +192,9 @@ async def check(settings: Any) -> CheckReport:
             if report.model not in report.models:
                 report.error = f"model '{report.model}' is not served (served: {', '.join(report.models)})"
                 return report
-            prompt = "<|fim_prefix|>def add(a, b):\n    return <|fim_suffix|>\n\nprint(add(1, 2))\n<|fim_middle|>"
+            prompt = (
+                "<|fim_prefix|>def add(a, b):\n    return <|fim_suffix|>\n\nprint(add(1, 2))\n<|fim_middle|>"
+            )
             stops = {"stop_token_ids": await stop_token_ids(client)}
             async with client.stream_complete(prompt, max_tokens=8, temperature=0.0, extra=stops) as stream:
                 async for _ in stream:
@@ -380,7 +386,8 @@ def format_bench(r: BenchReport) -> str:
         f"{'tok/s':>7} {'cache hit':>9}"
     )
     rows = [
-        f"{lv.concurrency:>5} {lv.requests:>5} {lv.errors:>4} {lv.ttft_p50_ms:>7.0f}ms {lv.ttft_p95_ms:>6.0f}ms "
+        f"{lv.concurrency:>5} {lv.requests:>5} {lv.errors:>4} "
+        f"{lv.ttft_p50_ms:>7.0f}ms {lv.ttft_p95_ms:>6.0f}ms "
         f"{lv.itl_p50_ms:>6.1f}ms {lv.itl_p95_ms:>5.1f}ms {lv.tokens_per_s:>7.1f} "
         f"{_pct(lv.prefix_cache_hit_rate):>9}"
         for lv in r.levels

@@ -33,11 +33,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     serve.add_argument("--profile", help="profile name (default: backend.profile, 'cpu-dev')")
     serve.add_argument("--dry-run", action="store_true", help="print the commands, start nothing")
     serve.add_argument("--port", type=int, help="port of the server (or of the router)")
+    serve.add_argument(
+        "--host", help="address to listen on (default: the profile's, 127.0.0.1; 0.0.0.0 for all)"
+    )
     serve.add_argument("--model", help="model id or folder (overrides the profile's)")
     serve.add_argument("--replicas", type=int, help="replicas behind the router (cluster profiles)")
     serve.add_argument("--gpus", type=int, help="GPUs for data/tensor parallel profiles")
-    serve.add_argument("--python", help="interpreter with vLLM (default: backend.vllm_python, "
-                       "$CODECTX_VLLM_PYTHON, else this one)")
+    serve.add_argument(
+        "--python",
+        help="interpreter with vLLM (default: backend.vllm_python, $CODECTX_VLLM_PYTHON, else this one)",
+    )
     serve.add_argument("extra", nargs="*", metavar="VLLM_ARG", help="extra vLLM flags after `--`")
     add_json(serve)
     serve.set_defaults(func=_serve)
@@ -81,8 +86,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     bench.add_argument("--concurrency", default="1,4,16", help="comma-separated levels (default 1,4,16)")
     bench.add_argument("--requests", type=int, default=32, help="requests per level (default 32)")
     bench.add_argument("--max-tokens", type=int, default=32, help="tokens per completion (default 32)")
-    bench.add_argument("--prompt-tokens", type=int, default=1500,
-                       help="approximate prompt size in tokens (default 1500)")
+    bench.add_argument(
+        "--prompt-tokens", type=int, default=1500, help="approximate prompt size in tokens (default 1500)"
+    )
     bench.add_argument("--seed", type=int, default=0, help="seed of the synthetic prompts")
     add_json(bench)
     bench.set_defaults(func=_bench)
@@ -141,6 +147,7 @@ def _serve(args: argparse.Namespace) -> int:
         router=router_next_to(python),
         model=model,
         port=args.port,
+        host=args.host,
         replicas=args.replicas,
         gpus=args.gpus,
         cpu_fp8=cpu_supports_fp8_kv(read_cpuinfo()),
@@ -155,7 +162,8 @@ def _serve(args: argparse.Namespace) -> int:
                 "client_url": plan.client_url,
                 "notes": list(plan.notes),
                 "processes": [
-                    {"role": p.role, "argv": list(p.argv), "env": dict(p.env), "url": p.url} for p in plan.processes
+                    {"role": p.role, "argv": list(p.argv), "env": dict(p.env), "url": p.url}
+                    for p in plan.processes
                 ],
             }
         )

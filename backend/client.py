@@ -13,9 +13,10 @@ How to construct and use it (the serving engineer's tests, `backend check`, benc
         async with client.stream_complete(prompt, max_tokens=32) as stream:
             async for delta in stream:                       # text deltas as they arrive
                 ...
-        stream.text, stream.finish_reason, stream.usage, stream.ttft_s
+        stream.text, stream.finish_reason, stream.usage, stream.ttft_s, stream.audit_id  # after the block
         answer = await client.chat([{"role": "user", "content": "hi"}])
         count = len(await client.tokenize("def f(): pass"))  # POST /tokenize (server root)
+        ids = await client.special_token_ids(["<|endoftext|>", "<|file_sep|>"])  # for stop_token_ids
         metrics = parse_metrics(await client.metrics_text())  # GET /metrics (server root)
 
 Cancelling the task that iterates a stream (or leaving its `async with`)
@@ -24,13 +25,17 @@ sent raw to /v1/completions (FIM prompts are built by codectx.backend.prompts,
 never by a chat template). Every POST goes through the privacy gate in
 codectx.backend.transport; errors are codectx.backend.errors exceptions.
 `BackendClient(settings, http_transport=httpx.MockTransport(...))` is for unit tests.
+Options of complete/stream_complete/chat: max_tokens, temperature, stop, model, and `extra`
+(more body fields, e.g. {"stop_token_ids": [...], "ignore_eos": True}). Editor-level
+completions (context, FIM prompt, post-processing) are codectx.backend.service.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -41,7 +46,8 @@ from codectx.backend.errors import (
     BackendProtocolError,
     BackendRejected,
 )
-from codectx.backend.transport import EventStream, Gate, Reply, Transport, default_gate
+from codectx.backend.transport import EventStream, Gate, Transport, default_gate
+from codectx.backend.wire import Reply
 
 
 @dataclass
@@ -107,12 +113,14 @@ class BackendClient:
             self._gate = default_gate(self.settings)
         return self._gate
 
-    def dry_run(self, endpoint: str, body: dict[str, Any], sources: Sequence[Any] = ()) -> tuple[Any, str]:
+    def dry_run(
+        self, endpoint: str, body: dict[str, Any], sources: Sequence[Any] = (), *, status: str = "dry-run"
+    ) -> tuple[Any, str]:
         """Run a body through the gate and record it as not sent: (prepared, audit id). Works unconfigured."""
         if self.settings.backend.url:
-            return self.transport.dry_run(endpoint, body, sources)
+            return self.transport.dry_run(endpoint, body, sources, status=status)
         prepared = self.gate.prepare(f"<backend.url>{endpoint}", body, list(sources))
-        return prepared, self.gate.record(prepared, False, "dry-run")
+        return prepared, self.gate.record(prepared, False, status)
 
     async def aclose(self) -> None:
         if self._transport is not None:
@@ -143,6 +151,17 @@ class BackendClient:
                 raise BackendProtocolError("the model server serves no models (/v1/models is empty)")
             self._model = names[0]
         return self._model
+
+    @contextlib.contextmanager
+    def _model_check(self) -> Iterator[None]:
+        """A 404 for a discovered model name means the server changed models: ask again next time."""
+        try:
+            yield
+        except BackendRejected as exc:
+            if exc.status == 404 and self.settings.backend.model is None:
+                self._model = None
+                self._token_ids.clear()
+            raise
 
     # -- completions -----------------------------------------------------------------------
 
@@ -177,7 +196,8 @@ class BackendClient:
     async def complete(self, prompt: str, *, sources: Sequence[Any] = (), **options: Any) -> CompletionResult:
         """A non-streaming completion of a raw prompt."""
         body = await self.completion_body(prompt, stream=False, **options)
-        reply = await self.transport.post("/v1/completions", body, sources)
+        with self._model_check():
+            reply = await self.transport.post("/v1/completions", body, sources)
         return _parse_whole(reply, body["model"], chat=False)
 
     def stream_complete(self, prompt: str, *, sources: Sequence[Any] = (), **options: Any) -> TextStream:
@@ -217,7 +237,8 @@ class BackendClient:
         self, messages: Sequence[dict[str, str]], *, sources: Sequence[Any] = (), **options: Any
     ) -> CompletionResult:
         body = await self.chat_body(messages, stream=False, **options)
-        reply = await self.transport.post("/v1/chat/completions", body, sources)
+        with self._model_check():
+            reply = await self.transport.post("/v1/chat/completions", body, sources)
         return _parse_whole(reply, body["model"], chat=True)
 
     def stream_chat(
@@ -329,7 +350,8 @@ class TextStream:
         self._started = time.monotonic()
         self._events = c.transport.stream(self._endpoint, self.body, self._sources)
         self.prepared = self._events.prepared
-        await self._events.open()
+        with c._model_check():
+            await self._events.open()
         return self
 
     async def __aexit__(

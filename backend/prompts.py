@@ -153,3 +153,23 @@ def split_document(
         suffix += later
         end += 1
     return prefix, suffix, start, end
+
+
+def stable_prefix(text: str, prefix: str, first: int, line: int, block_lines: int = 32) -> tuple[str, int]:
+    """Start a budget-cut prefix at a line that moves in blocks, not with every cursor move.
+
+    A prefix cut back from the cursor starts one line later each time the cursor
+    moves down a line, so the prompt differs right after the retrieved snippets
+    and vLLM's prefix cache misses the whole file part. Dropping the first few
+    lines (up to a block boundary; at most half of the prefix) keeps the start
+    fixed while the cursor moves within a block.
+    """
+    if first <= 0 or line <= first:
+        return prefix, first
+    block = max(1, min(block_lines, (line - first) // 2))
+    start = min(line, -(-first // block) * block)
+    rows = text.split("\n")
+    dropped = "".join(row + "\n" for row in rows[first:start])
+    if not prefix.startswith(dropped):
+        return prefix, first  # not a whole-line cut of this text: leave it alone
+    return prefix[len(dropped) :], start

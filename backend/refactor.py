@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from codectx.backend.errors import BackendProtocolError
-from codectx.backend.prompts import origin_label
+from codectx.backend.prompts import document_lines, origin_label
+
+from codectx.errors import UsageError
 
 SYSTEM = (
     "You are a code refactoring tool inside an editor. You receive an instruction and a "
@@ -167,3 +169,46 @@ def parse_answer(answer: str, selection: str = "") -> str:
         if selection.endswith("\n"):
             code += "\n"
     return code
+
+
+def select(path: str, text: str, selection: tuple[int, int, int, int]) -> tuple[str, int, int]:
+    """(selected text, first line, last line) of a 0-based (line, char, line, char) range."""
+    start_line, start_char, end_line, end_char = selection
+    lines = document_lines(text)
+    if (
+        min(selection) < 0
+        or start_line >= max(len(lines), 1)
+        or (start_line, start_char) > (end_line, end_char)
+    ):
+        raise UsageError(f"{path}: the selection {selection} is outside the document")
+    offsets = [0]
+    for ln in lines:
+        offsets.append(offsets[-1] + len(ln))
+
+    def at(line: int, char: int) -> int:
+        if line >= len(lines):
+            return len(text)
+        return offsets[line] + min(char, len(lines[line].rstrip("\r\n")))
+
+    selected = text[at(start_line, start_char) : at(end_line, end_char)]
+    if not selected.strip():
+        raise UsageError("select some code first")
+    if end_char == 0 and end_line > start_line:
+        end_line -= 1  # a selection ending at a line start does not include that line
+    return selected, start_line, min(end_line, max(len(lines) - 1, 0))
+
+
+def enclosing_scope(path: str, text: str, start_line: int, end_line: int, pad: int = 20) -> tuple[int, int]:
+    """The innermost definition around the selection (retriever's cursor info), else nearby lines."""
+    try:
+        from codectx.retriever.context import _language
+        from codectx.retriever.cursor import cursor_info
+
+        info = cursor_info(text, _language(path) or None, start_line, 0)
+        scope = info.enclosing
+        if scope is not None and scope.start_line <= start_line and scope.end_line >= end_line:
+            return scope.start_line, scope.end_line
+    except Exception:  # no retriever, or a parse failure: nearby lines will do
+        pass
+    count = len(document_lines(text))
+    return max(0, start_line - pad), min(max(count - 1, 0), end_line + pad)

@@ -17,7 +17,7 @@ import sys
 import time
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -117,7 +117,9 @@ def _raw_profiles(path: Path) -> dict[str, dict[str, Any]]:
     return profiles
 
 
-def _resolve(name: str, raw: Mapping[str, dict[str, Any]], sources: Mapping[str, str], seen: tuple[str, ...]) -> dict:
+def _resolve(
+    name: str, raw: Mapping[str, dict[str, Any]], sources: Mapping[str, str], seen: tuple[str, ...]
+) -> dict:
     if name in seen:
         raise ServeError(f"profile '{name}' extends itself ({' -> '.join((*seen, name))})")
     if name not in raw:
@@ -129,9 +131,11 @@ def _resolve(name: str, raw: Mapping[str, dict[str, Any]], sources: Mapping[str,
         merged = _resolve(str(base_name), raw, sources, (*seen, name))
     for key, value in entry.items():
         if key not in _FIELDS:
-            raise ServeError(f"{sources[name]}: profile '{name}': unknown key '{key}' (known: {', '.join(_FIELDS)})")
+            raise ServeError(
+                f"{sources[name]}: profile '{name}': unknown key '{key}' (known: {', '.join(_FIELDS)})"
+            )
         expected = _FIELDS[key]
-        if expected is int and isinstance(value, bool) or not isinstance(value, expected):
+        if (expected is int and isinstance(value, bool)) or not isinstance(value, expected):
             raise ServeError(f"{sources[name]}: profile '{name}': '{key}' must be {expected.__name__}")
         merged[key] = value
     return merged
@@ -182,7 +186,9 @@ def read_cpuinfo() -> str:
         return ""
 
 
-def _server_argv(python: str, model: str, name: str, host: str, port: int, args: Sequence[str]) -> tuple[str, ...]:
+def _server_argv(
+    python: str, model: str, name: str, host: str, port: int, args: Sequence[str]
+) -> tuple[str, ...]:
     return (
         python,
         "-m",
@@ -206,6 +212,7 @@ def build_plan(
     router: str = "vllm-router",
     model: str | None = None,
     port: int | None = None,
+    host: str | None = None,
     replicas: int | None = None,
     gpus: int | None = None,
     cpu_fp8: bool = False,
@@ -224,6 +231,9 @@ def build_plan(
     n_replicas = replicas or profile.replicas
     n_gpus = gpus or profile.gpus
     listen = port or profile.port
+    profile = replace(profile, host=host or profile.host)
+    # A server listening on every address is reached on loopback from this machine.
+    reach = "127.0.0.1" if profile.host in ("0.0.0.0", "::", "") else profile.host
     args = [a.replace("{gpus}", str(n_gpus)).replace("{replicas}", str(n_replicas)) for a in profile.args]
     notes = []
     if profile.cpu_fp8_kv and "--kv-cache-dtype" not in args:
@@ -235,8 +245,12 @@ def build_plan(
     args += list(extra_args)
     env = dict(profile.env)
     if n_replicas == 1:
-        server = ProcessSpec("server", _server_argv(python, chosen_model, name, profile.host, listen, args), env,
-                             f"http://{profile.host}:{listen}")
+        server = ProcessSpec(
+            "server",
+            _server_argv(python, chosen_model, name, profile.host, listen, args),
+            env,
+            f"http://{reach}:{listen}",
+        )
         return ServePlan(profile, chosen_model, name, (server,), f"{server.url}/v1", tuple(notes))
     processes = []
     for i in range(n_replicas):
@@ -266,8 +280,10 @@ def build_plan(
         "--policy",
         profile.router_policy,
     )
-    processes.append(ProcessSpec("router", router_argv, {}, f"http://{profile.host}:{listen}"))
-    return ServePlan(profile, chosen_model, name, tuple(processes), f"http://{profile.host}:{listen}/v1", tuple(notes))
+    processes.append(ProcessSpec("router", router_argv, {}, f"http://{reach}:{listen}"))
+    return ServePlan(
+        profile, chosen_model, name, tuple(processes), f"http://{reach}:{listen}/v1", tuple(notes)
+    )
 
 
 def router_next_to(python: str) -> str:

@@ -24,15 +24,24 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from codectx.backend.client import BackendClient
-from codectx.backend.errors import BackendError
+from codectx.backend.errors import BackendError, BackendOffline
 from codectx.backend.families import Family, detect_family, get_family
 from codectx.backend.postprocess import block_ended, choose_mode, postprocess
-from codectx.backend.prompts import FimPrompt, Snippet, build_fim_prompt, document_lines, split_document
+from codectx.backend.prompts import (
+    FimPrompt,
+    Snippet,
+    build_fim_prompt,
+    document_lines,
+    split_document,
+    stable_prefix,
+)
 from codectx.backend.refactor import (
     RefactorRequest,
     build_explain_messages,
     build_messages,
+    enclosing_scope,
     parse_answer,
+    select,
     strip_thinking,
 )
 
@@ -68,6 +77,7 @@ class Completion:
     completion_tokens: int
     request_id: str | None  # the audit id of the request
     timings: dict[str, float] = field(default_factory=dict)  # context_ms, ttft_ms, total_ms
+    sent: LastRequest | None = None  # this request's payload, items and findings ("show context")
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -173,8 +183,9 @@ class CompletionService:
     ) -> tuple[FimPrompt, list[Any], list[dict[str, Any]], str, str]:
         """(prompt, sources for the gate, item summaries, prefix, suffix)."""
         if context is not None:
-            prefix, suffix = context.prefix, context.suffix
-            first = int(getattr(context, "prefix_start_line", line))
+            first = int(getattr(context, "prefix_start_line", 0))
+            prefix, first = stable_prefix(text, context.prefix, first, line)
+            suffix = context.suffix
             last = int(getattr(context, "suffix_end_line", line))
             items = list(context.items)
         else:
@@ -208,24 +219,29 @@ class CompletionService:
         return prompt, sources, summaries, prefix, suffix
 
     async def dry_run(
-        self, path: str, text: str, line: int, character: int, *, context: Any = None
+        self, path: str, text: str, line: int, character: int, *, context: Any = None, status: str = "dry-run"
     ) -> DryRun:
-        """Build, redact and record the request that `complete` would send; send nothing."""
+        """Build, redact and record the request that `complete` would send; send nothing.
+
+        With a server configured (and not offline) it is asked for its model name and
+        stop-token ids, so the body is exactly what `complete` sends; no code leaves.
+        """
         b = self.settings.backend
+        offline = bool(getattr(self.client.gate, "offline", False))
         if b.model:
             model = b.model
-        elif b.url:
+        elif b.url and not offline:
             model = await self.client.model()  # a GET: no code leaves
         else:
             model = PLACEHOLDER_MODEL
         family = detect_family(model, b.family) if model != PLACEHOLDER_MODEL else _configured(b.family)
         context = self._context(path, text, line, character, context)
         prompt, sources, summaries, _, _ = self.build_prompt(family, path, text, line, character, context)
-        stop, extra = await self.stop_options(family, ask_server=model != PLACEHOLDER_MODEL)
+        stop, extra = await self.stop_options(family, ask_server=bool(b.url) and not offline)
         body = await self.client.completion_body(
             prompt.text, stop=stop, stream=True, model=model, extra=extra
         )
-        prepared, audit_id = self.client.dry_run("/v1/completions", body, sources)
+        prepared, audit_id = self.client.dry_run("/v1/completions", body, sources, status=status)
         self.last = LastRequest(
             "dry-run",
             path,
@@ -249,7 +265,18 @@ class CompletionService:
         mode: str = "auto",
         on_delta: Callable[[str], None] | None = None,
     ) -> Completion:
-        """A post-processed completion at a 0-based (line, character) of `path` (workspace-relative)."""
+        """A post-processed completion at a 0-based (line, character) of `path` (workspace-relative).
+
+        Offline (privacy.offline): the request is built and logged, then BackendOffline is raised.
+        """
+        if getattr(self.client.gate, "offline", False):
+            dry = await self.dry_run(path, text, line, character, context=context, status="offline")
+            raise BackendOffline(
+                f"offline mode (privacy.offline): request built and logged "
+                f"(audit id {dry.audit_id}), not sent",
+                audit_id=dry.audit_id,
+                body=dry.body,
+            )
         started = time.perf_counter()
         context = self._context(path, text, line, character, context)
         context_ms = (time.perf_counter() - started) * 1000
@@ -300,6 +327,7 @@ class CompletionService:
                 "ttft_ms": (stream.ttft_s or 0.0) * 1000,
                 "total_ms": (time.perf_counter() - started) * 1000,
             },
+            sent=self.last,
         )
 
     async def _chat_model(self, what: str) -> str:
@@ -333,7 +361,7 @@ class CompletionService:
         self, path: str, text: str, selection: tuple[int, int, int, int], instruction: str, context: Any
     ) -> tuple[RefactorRequest, list[Any]]:
         selected, start_line, end_line = select(path, text, selection)
-        scope_start, scope_end = _enclosing(path, text, start_line, end_line)
+        scope_start, scope_end = enclosing_scope(path, text, start_line, end_line)
         scope = "".join(document_lines(text)[scope_start : scope_end + 1])
         context = self._context(path, text, start_line, selection[1], context)
         items = list(context.items) if context is not None else []
@@ -381,48 +409,5 @@ class CompletionService:
         return strip_thinking(answer)
 
 
-def select(path: str, text: str, selection: tuple[int, int, int, int]) -> tuple[str, int, int]:
-    """(selected text, first line, last line) of a 0-based (line, char, line, char) range."""
-    start_line, start_char, end_line, end_char = selection
-    lines = document_lines(text)
-    if (
-        min(selection) < 0
-        or start_line >= max(len(lines), 1)
-        or (start_line, start_char) > (end_line, end_char)
-    ):
-        raise UsageError(f"{path}: the selection {selection} is outside the document")
-    offsets = [0]
-    for ln in lines:
-        offsets.append(offsets[-1] + len(ln))
-
-    def at(line: int, char: int) -> int:
-        if line >= len(lines):
-            return len(text)
-        return offsets[line] + min(char, len(lines[line].rstrip("\r\n")))
-
-    selected = text[at(start_line, start_char) : at(end_line, end_char)]
-    if not selected.strip():
-        raise UsageError("select some code first")
-    if end_char == 0 and end_line > start_line:
-        end_line -= 1  # a selection ending at a line start does not include that line
-    return selected, start_line, min(end_line, max(len(lines) - 1, 0))
-
-
 def _configured(name: str) -> Family:
     return get_family("qwen" if name in ("", "auto") else name)
-
-
-def _enclosing(path: str, text: str, start_line: int, end_line: int, pad: int = 20) -> tuple[int, int]:
-    """The innermost definition around the selection (retriever's cursor info), else nearby lines."""
-    try:
-        from codectx.retriever.context import _language
-        from codectx.retriever.cursor import cursor_info
-
-        info = cursor_info(text, _language(path) or None, start_line, 0)
-        scope = info.enclosing
-        if scope is not None and scope.start_line <= start_line and scope.end_line >= end_line:
-            return scope.start_line, scope.end_line
-    except Exception:  # no retriever, or a parse failure: nearby lines will do
-        pass
-    count = len(document_lines(text))
-    return max(0, start_line - pad), min(max(count - 1, 0), end_line + pad)

@@ -113,7 +113,7 @@ def generate(dest: Path, *, seed: int = 0, vocab_size: int = DEFAULT_VOCAB_SIZE)
     tokenizer = _build_tokenizer(vocab_size)
     tokenizer.save_pretrained(str(dest))
     eos_id = tokenizer.convert_tokens_to_ids("<|endoftext|>")
-    config = Qwen3MoeConfig(
+    config = Qwen3MoeConfig(  # type: ignore[call-arg]  # head_dim is accepted through **kwargs
         hidden_size=128,
         head_dim=32,
         num_hidden_layers=2,
@@ -128,10 +128,9 @@ def generate(dest: Path, *, seed: int = 0, vocab_size: int = DEFAULT_VOCAB_SIZE)
         bos_token_id=eos_id,
         eos_token_id=eos_id,
         pad_token_id=tokenizer.convert_tokens_to_ids("<|fim_pad|>"),
-        torch_dtype="bfloat16",
     )
     torch.manual_seed(seed)
-    model = Qwen3MoeForCausalLM(config).to(torch.bfloat16)
+    model = Qwen3MoeForCausalLM(config).to(torch.bfloat16)  # type: ignore[arg-type]
     model.save_pretrained(str(dest))
     params = sum(p.numel() for p in model.parameters())
     (dest / "codectx-test-model.json").write_text(

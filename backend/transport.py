@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import email.utils
 import json
 import logging
 import random
 import ssl
 import time
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -35,14 +33,14 @@ from codectx.backend.errors import (
     BackendNotConfigured,
     BackendOffline,
     BackendProtocolError,
-    BackendRejected,
     BackendTimeout,
     BackendUnavailable,
 )
+from codectx.backend.wire import Reply, ServerURLs, Timeouts, retry_after, status_error
 
 RETRY_STATUSES = (429, 503)
 log = logging.getLogger("codectx.backend")
-MAX_ERROR_BODY = 4096
+MAX_ANSWER_BYTES = 32 * 2**20  # a non-streaming answer larger than this is not a completion
 
 
 class Prepared(Protocol):
@@ -69,66 +67,6 @@ def default_gate(settings: Any) -> Gate:
     return gate
 
 
-@dataclass(frozen=True)
-class ServerURLs:
-    """The OpenAI API base (…/v1) and the server root (/tokenize, /metrics live there in vLLM)."""
-
-    api_base: str
-    root: str
-
-    @classmethod
-    def parse(cls, url: str | None) -> ServerURLs:
-        if not url:
-            raise BackendNotConfigured()
-        parts = urlsplit(url.strip())
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise BackendNotConfigured(
-                f"backend.url '{url}' is not an http(s) URL; expected e.g. http://127.0.0.1:8000/v1"
-            )
-        origin = f"{parts.scheme}://{parts.netloc}"
-        path = parts.path.rstrip("/")
-        if path == "":
-            return cls(api_base=origin + "/v1", root=origin)
-        if path.endswith("/v1"):
-            return cls(api_base=origin + path, root=origin + path[: -len("/v1")])
-        return cls(api_base=origin + path, root=origin)
-
-    def url(self, endpoint: str) -> str:
-        """'/v1/completions' -> API base; '/tokenize', '/metrics' -> server root."""
-        if endpoint.startswith("/v1/"):
-            return self.api_base + endpoint[len("/v1") :]
-        return self.root + endpoint
-
-
-@dataclass(frozen=True)
-class Timeouts:
-    connect_s: float
-    first_token_s: float
-    total_s: float
-
-    @classmethod
-    def from_settings(cls, settings: Any) -> Timeouts:
-        b = settings.backend
-        return cls(float(b.connect_timeout_s), float(b.first_token_timeout_s), float(b.total_timeout_s))
-
-
-@dataclass
-class Reply:
-    """A finished JSON or text reply."""
-
-    status: int
-    text: str
-    audit_id: str | None = None
-    prepared: Any = None
-    elapsed_s: float = 0.0
-
-    def json(self) -> Any:
-        try:
-            return json.loads(self.text)
-        except ValueError:
-            raise BackendProtocolError(f"the server's answer is not JSON: {self.text[:200]!r}") from None
-
-
 def _ssl_context(settings: Any) -> ssl.SSLContext | bool:
     if not settings.backend.verify_tls:
         return False
@@ -137,56 +75,6 @@ def _ssl_context(settings: Any) -> ssl.SSLContext | bool:
         return ssl.create_default_context(cafile=ca) if ca else ssl.create_default_context()
     except (OSError, ssl.SSLError) as exc:
         raise BackendNotConfigured(f"backend.ca_bundle '{ca}' cannot be used: {exc}") from None
-
-
-def _retry_after(value: str | None, now: float) -> float | None:
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - now)
-
-
-def _server_message(text: str) -> str:
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return text.strip()[:500]
-    if isinstance(data, dict):
-        err = data.get("error", data)
-        if isinstance(err, dict):
-            msg = err.get("message") or err.get("detail") or data.get("detail")
-            if msg:
-                return str(msg)[:500]
-        if isinstance(err, str):
-            return err[:500]
-        if "detail" in data:
-            return str(data["detail"])[:500]
-    return text.strip()[:500]
-
-
-def status_error(status: int, text: str, url: str) -> BackendError:
-    """The exception for an HTTP error status (translated here, once)."""
-    msg = _server_message(text)
-    if status in (401, 403):
-        return BackendRejected(
-            f"the model server refused the credentials ({status}: {msg}); "
-            "check backend.api_key or CODECTX_API_KEY",
-            status=status,
-            server_message=msg,
-        )
-    if 400 <= status < 500:
-        return BackendRejected(
-            f"the model server rejected the request ({status}): {msg}", status=status, server_message=msg
-        )
-    return BackendUnavailable(f"the model server failed ({status}) at {url}: {msg}", status=status)
 
 
 class Transport:
@@ -253,14 +141,19 @@ class Transport:
         """Run the body through the privacy gate; the result's bytes are what would be sent."""
         return self.gate.prepare(self.urls.url(endpoint), body, list(sources))
 
-    def dry_run(self, endpoint: str, body: dict[str, Any], sources: Sequence[Any]) -> tuple[Any, str]:
+    def dry_run(
+        self, endpoint: str, body: dict[str, Any], sources: Sequence[Any], *, status: str = "dry-run"
+    ) -> tuple[Any, str]:
         """Build and record a request without sending it: (prepared, audit id)."""
         prepared = self.prepare(endpoint, body, sources)
-        return prepared, self._audit.submit(self.gate.record, prepared, False, "dry-run").result()
+        return prepared, self._audit.submit(self.gate.record, prepared, False, status).result()
+
+    def _submit_record(self, prepared: Any, sent: bool, status: str) -> concurrent.futures.Future[str]:
+        """Queue an audit entry; it is written even if the awaiting task is cancelled."""
+        return self._audit.submit(self.gate.record, prepared, sent, status)
 
     async def _record(self, prepared: Any, sent: bool, status: str) -> str:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._audit, self.gate.record, prepared, sent, status)
+        return await _settled(self._submit_record(prepared, sent, status))
 
     async def post(self, endpoint: str, body: dict[str, Any], sources: Sequence[Any] = ()) -> Reply:
         """POST a JSON body (through the gate) and return the whole answer."""
@@ -272,7 +165,7 @@ class Transport:
             text = await self._read_text(response, deadline, prepared.endpoint)
         finally:
             await response.aclose()
-            audit_id = await recorded
+            audit_id = await _settled(recorded)
         return Reply(response.status_code, text, audit_id, prepared, time.monotonic() - started)
 
     def stream(self, endpoint: str, body: dict[str, Any], sources: Sequence[Any] = ()) -> EventStream:
@@ -315,7 +208,7 @@ class Transport:
 
     async def _open(
         self, prepared: Any, deadline: float, first_token_deadline: float
-    ) -> tuple[httpx.Response, asyncio.Future[str]]:
+    ) -> tuple[httpx.Response, concurrent.futures.Future[str]]:
         """Send the prepared bytes until headers arrive, retrying where safe. Records every attempt.
 
         Returns the response and the pending audit record of the successful attempt; callers
@@ -361,15 +254,17 @@ class Transport:
                 self.breaker.failure(str(err))
                 raise err from None
             except BaseException:
+                # Cancelled (a newer keystroke) after the bytes may have left: log it all the same.
+                self._submit_record(prepared, True, "cancelled").add_done_callback(_log_record_failure)
                 self.breaker.release_probe()
                 raise
             status = response.status_code
-            recorded = asyncio.ensure_future(self._record(prepared, True, str(status)))
+            recorded = self._submit_record(prepared, True, str(status))
             if status < 400:
                 self.breaker.success()
                 return response, recorded
             try:
-                await recorded
+                await _settled(recorded)
             except BaseException:
                 await response.aclose()
                 raise
@@ -378,7 +273,7 @@ class Transport:
             finally:
                 await response.aclose()
             if status in RETRY_STATUSES and attempt < self.retries:
-                wait = _retry_after(response.headers.get("Retry-After"), time.time())
+                wait = retry_after(response.headers.get("Retry-After"), time.time())
                 delay = self._backoff(attempt) if wait is None else wait
                 if time.monotonic() + delay < deadline:
                     attempt += 1
@@ -395,16 +290,24 @@ class Transport:
         return min(2.0, 0.1 * 2**attempt) * (1 + random.random() * 0.2)
 
     async def _read_text(self, response: httpx.Response, deadline: float, url: str) -> str:
+        chunks: list[bytes] = []
+        size = 0
         try:
             async with asyncio.timeout_at(_loop_time(deadline)):
-                data = await response.aread()
+                async for chunk in response.aiter_bytes():
+                    size += len(chunk)
+                    if size > MAX_ANSWER_BYTES:
+                        raise BackendProtocolError(
+                            f"the answer from {url} is larger than {MAX_ANSWER_BYTES // 2**20} MiB"
+                        )
+                    chunks.append(chunk)
         except TimeoutError:
             raise BackendTimeout(
                 f"the model server at {url} did not finish within the total timeout", phase="total"
             ) from None
         except httpx.HTTPError as exc:
             raise self._translate(exc, url) from None
-        return data.decode("utf-8", errors="replace")
+        return b"".join(chunks).decode("utf-8", errors="replace")
 
     def _translate(self, exc: httpx.HTTPError, url: str) -> BackendError:
         if isinstance(exc, httpx.ConnectTimeout):
@@ -433,6 +336,16 @@ class Transport:
         return BackendUnavailable(f"request to {url} failed: {type(exc).__name__}: {exc}")
 
 
+async def _settled(future: concurrent.futures.Future[str]) -> str:
+    """Await an audit write; cancelling the waiter never cancels the write itself."""
+    return await asyncio.shield(asyncio.wrap_future(future))
+
+
+def _log_record_failure(future: concurrent.futures.Future[str]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.error("codectx: could not write the audit entry of a cancelled request: %s", future.exception())
+
+
 def _loop_time(monotonic_deadline: float) -> float:
     """asyncio.timeout_at wants the loop's clock; ours is time.monotonic (the same on CPython)."""
     loop = asyncio.get_running_loop()
@@ -455,7 +368,7 @@ class EventStream:
         self.first_event_at: float | None = None
         self.headers_at: float | None = None
         self._response: httpx.Response | None = None
-        self._recorded: asyncio.Future[str] | None = None
+        self._recorded: concurrent.futures.Future[str] | None = None
         self._deadline = 0.0
         self._first_deadline = 0.0
         self.done = False
@@ -486,7 +399,7 @@ class EventStream:
             await response.aclose()
         recorded, self._recorded = self._recorded, None
         if recorded is not None:
-            self.audit_id = await recorded
+            self.audit_id = await _settled(recorded)
 
     def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
         return self._events()

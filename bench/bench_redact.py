@@ -94,7 +94,7 @@ def detect_secrets_scanner() -> tuple[Scanner, Any]:
 
 def covered(spans: list[Span], start: int, end: int) -> tuple[bool, float]:
     hit = any(s < end and start < e for s, e in spans)
-    chars = set()
+    chars: set[int] = set()
     for s, e in spans:
         chars.update(range(max(s, start), min(e, end)))
     return hit, len(chars) / max(1, end - start)
@@ -113,7 +113,9 @@ def score_positives(scan: Scanner, cases: list[secretgen.Case]) -> dict[str, Any
             table[key][1] += hit
             table[key][2] += full
         if not full and len(misses) < 400:
-            misses.append({"kind": case.kind, "syntax": case.syntax, "naming": case.naming, "coverage": f"{frac:.2f}"})
+            misses.append(
+                {"kind": case.kind, "syntax": case.syntax, "naming": case.naming, "coverage": f"{frac:.2f}"}
+            )
     n = len(cases)
     hits = sum(v[1] for v in per_kind.values())
     fulls = sum(v[2] for v in per_kind.values())
@@ -264,7 +266,12 @@ def main() -> int:
         pos = score_positives(scan, positives)
         neg = score_negatives(scan, negatives)
         real = score_real(scan, pieces)
-        report["tools"][name] = {"positives": pos, "negatives": neg, "real": real, "seconds": time.perf_counter() - started}
+        report["tools"][name] = {
+            "positives": pos,
+            "negatives": neg,
+            "real": real,
+            "seconds": time.perf_counter() - started,
+        }
         print(f"  {name}: done in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     ds_context.__exit__(None, None, None)
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -280,11 +287,11 @@ def render(report: dict[str, Any]) -> str:
     names = list(tools)
     gen = report["generator"]
     out = [
-        f"# Redaction benchmark\n",
+        "# Redaction benchmark\n",
         f"Generator seed {gen['seed']}: {gen['positives']} positives over {gen['kinds']} kinds "
-        f"({gen['keyword_named']} keyword-named, {gen['neutral_named']} neutral), {gen['negatives']} hard negatives. "
+        f"({gen['keyword_named']} keyword-named, {gen['neutral_named']} neutral), {gen['negatives']} hard negatives. "  # noqa: E501
         f"Real text: {report['real_corpus']['files']} files, {report['real_corpus']['bytes']:,} bytes, "
-        f"{report['real_corpus']['snippets']} snippets of {SNIPPET_LINES} lines. gitleaks: {report['gitleaks']}.\n",
+        f"{report['real_corpus']['snippets']} snippets of {SNIPPET_LINES} lines. gitleaks: {report['gitleaks']}.\n",  # noqa: E501
         "| metric | target | " + " | ".join(names) + " |",
         "|---|---|" + "---|" * len(names),
     ]
@@ -294,9 +301,21 @@ def render(report: dict[str, Any]) -> str:
 
     row("recall (any overlap)", "", lambda t: f"{t['positives']['recall']:.3f}")
     row("full-redaction recall", ">= 0.95", lambda t: f"{t['positives']['full_recall']:.3f}")
-    row("full-redaction, keyword names", "", lambda t: f"{t['positives']['by_naming']['keyword']['full_recall']:.3f}")
-    row("full-redaction, neutral names", ">= 0.90", lambda t: f"{t['positives']['by_naming']['neutral']['full_recall']:.3f}")
-    row("hard negatives flagged", "0 (default)", lambda t: f"{t['negatives']['flagged']} / {t['negatives']['n']}")
+    row(
+        "full-redaction, keyword names",
+        "",
+        lambda t: f"{t['positives']['by_naming']['keyword']['full_recall']:.3f}",
+    )
+    row(
+        "full-redaction, neutral names",
+        ">= 0.90",
+        lambda t: f"{t['positives']['by_naming']['neutral']['full_recall']:.3f}",
+    )
+    row(
+        "hard negatives flagged",
+        "0 (default)",
+        lambda t: f"{t['negatives']['flagged']} / {t['negatives']['n']}",
+    )
     row("findings / 1,000 real lines", "<= 0.1", lambda t: f"{t['real']['per_1000_lines']:.3f}")
     row("median ms / 200 lines", "<= 1", lambda t: f"{t['real']['median_ms_per_200_lines']:.3f}")
     row("p90 ms / 200 lines", "", lambda t: f"{t['real']['p90_ms_per_200_lines']:.3f}")
@@ -317,7 +336,9 @@ def render(report: dict[str, Any]) -> str:
     out.append("|---|---|" + "---|" * len(names))
     for kind, stats in tools[names[0]]["negatives"]["by_kind"].items():
         out.append(
-            f"| {kind} | {stats['n']} | " + " | ".join(str(tools[n]["negatives"]["by_kind"][kind]["flagged"]) for n in names) + " |"
+            f"| {kind} | {stats['n']} | "
+            + " | ".join(str(tools[n]["negatives"]["by_kind"][kind]["flagged"]) for n in names)
+            + " |"
         )
     return "\n".join(out) + "\n"
 

@@ -95,7 +95,9 @@ PROVIDERS: dict[str, tuple[str, Gen]] = {
     "gitlab-token": ("gitlab_token", lambda g: "glpat-" + _mixed(g, URLSAFE, 20)),
     "slack-token": (
         "slack_bot_token",
-        lambda g: f"xox{g.choice('bpa')}-{_r(g, string.digits, 12)}-{_r(g, string.digits, 12)}-{_mixed(g, ALNUM, 24)}",
+        lambda g: (
+            f"xox{g.choice('bpa')}-{_r(g, string.digits, 12)}-{_r(g, string.digits, 12)}-{_mixed(g, ALNUM, 24)}"  # noqa: E501
+        ),
     ),
     "stripe-key": ("stripe_secret_key", lambda g: g.choice(["sk", "rk"]) + "_live_" + _mixed(g, ALNUM, 40)),
     "openai-key": ("openai_api_key", lambda g: "sk-proj-" + _mixed(g, URLSAFE, 120)),
@@ -107,7 +109,10 @@ PROVIDERS: dict[str, tuple[str, Gen]] = {
     "npm-token": ("npm_token", lambda g: "npm_" + _mixed(g, ALNUM, 36)),
     "pypi-token": ("pypi_token", lambda g: "pypi-AgEIcHlwaS5vcmc" + _mixed(g, URLSAFE, 70)),
     "twilio-api-key": ("twilio_api_key", lambda g: "SK" + _r(g, HEX, 32)),
-    "sendgrid-key": ("sendgrid_api_key", lambda g: "SG." + _mixed(g, URLSAFE, 22) + "." + _mixed(g, URLSAFE, 43)),
+    "sendgrid-key": (
+        "sendgrid_api_key",
+        lambda g: "SG." + _mixed(g, URLSAFE, 22) + "." + _mixed(g, URLSAFE, 43),
+    ),
     "mailgun-key": ("mailgun_api_key", lambda g: "key-" + _r(g, HEX, 32)),
     "mailchimp-key": ("mailchimp_api_key", lambda g: _r(g, HEX, 32) + "-us" + str(g.randint(1, 21))),
     "shopify-token": ("shopify_access_token", lambda g: "shpat_" + _r(g, HEX, 32)),
@@ -117,7 +122,14 @@ PROVIDERS: dict[str, tuple[str, Gen]] = {
     "newrelic-key": ("new_relic_api_key", lambda g: "NRAK-" + _r(g, UPPER_ALNUM, 27)),
     "discord-bot-token": (
         "discord_token",
-        lambda g: g.choice("MNO") + _mixed(g, URLSAFE, 23) + "." + _mixed(g, URLSAFE, 6) + "." + _mixed(g, URLSAFE, 38),
+        lambda g: (
+            g.choice("MNO")
+            + _mixed(g, URLSAFE, 23)
+            + "."
+            + _mixed(g, URLSAFE, 6)
+            + "."
+            + _mixed(g, URLSAFE, 38)
+        ),
     ),
     "telegram-bot-token": (
         "telegram_bot_token",
@@ -127,7 +139,10 @@ PROVIDERS: dict[str, tuple[str, Gen]] = {
     "databricks-token": ("databricks_token", lambda g: "dapi" + _r(g, HEX, 32)),
     "doppler-token": ("doppler_token", lambda g: "dp.pt." + _mixed(g, ALNUM, 43)),
     "dropbox-token": ("dropbox_access_token", lambda g: "sl." + _mixed(g, URLSAFE, 138)),
-    "atlassian-token": ("jira_api_token", lambda g: "ATATT3xFfGF0" + _mixed(g, URLSAFE, 170) + "=" + _r(g, HEX, 8)),
+    "atlassian-token": (
+        "jira_api_token",
+        lambda g: "ATATT3xFfGF0" + _mixed(g, URLSAFE, 170) + "=" + _r(g, HEX, 8),
+    ),
     "linear-key": ("linear_api_key", lambda g: "lin_api_" + _mixed(g, ALNUM, 40)),
     "postman-key": ("postman_api_key", lambda g: "PMAK-" + _r(g, HEX, 24) + "-" + _r(g, HEX, 34)),
     "planetscale-token": ("planetscale_token", lambda g: "pscale_tkn_" + _mixed(g, URLSAFE, 43)),
@@ -140,13 +155,19 @@ PROVIDERS: dict[str, tuple[str, Gen]] = {
     "supabase-token": ("supabase_token", lambda g: "sbp_" + _r(g, HEX, 40)),
     "replicate-token": ("replicate_api_token", lambda g: "r8_" + _mixed(g, ALNUM, 37)),
     "groq-key": ("groq_api_key", lambda g: "gsk_" + _mixed(g, ALNUM, 52)),
-    "tailscale-key": ("tailscale_auth_key", lambda g: "tskey-auth-k" + _mixed(g, ALNUM, 10) + "-" + _mixed(g, ALNUM, 30)),
+    "tailscale-key": (
+        "tailscale_auth_key",
+        lambda g: "tskey-auth-k" + _mixed(g, ALNUM, 10) + "-" + _mixed(g, ALNUM, 30),
+    ),
     "notion-token": ("notion_token", lambda g: "ntn_" + _r(g, string.digits, 11) + _mixed(g, ALNUM, 35)),
     "airtable-token": ("airtable_token", lambda g: "pat" + _mixed(g, ALNUM, 14) + "." + _r(g, HEX, 64)),
     "jfrog-key": ("artifactory_api_key", lambda g: "AKCp" + _mixed(g, ALNUM, 69)),
     "rubygems-key": ("rubygems_api_key", lambda g: "rubygems_" + _r(g, HEX, 48)),
     "shippo-token": ("shippo_api_token", lambda g: "shippo_live_" + _r(g, HEX, 40)),
-    "mapbox-secret-token": ("mapbox_token", lambda g: "sk.eyJ1Ijoi" + _mixed(g, URLSAFE, 50) + "." + _mixed(g, URLSAFE, 22)),
+    "mapbox-secret-token": (
+        "mapbox_token",
+        lambda g: "sk.eyJ1Ijoi" + _mixed(g, URLSAFE, 50) + "." + _mixed(g, URLSAFE, 22),
+    ),
     "facebook-token": ("fb_access_token", lambda g: "EAAB" + _mixed(g, ALNUM, 160)),
     "sentry-token": ("sentry_auth_token", lambda g: "sntryu_" + _r(g, HEX, 64)),
     "linear-oauth": ("linear_token", lambda g: "lin_oauth_" + _r(g, HEX, 64)),
@@ -170,7 +191,7 @@ CONTEXT_KINDS: dict[str, tuple[str, Gen, Callable[[random.Random], str]]] = {
 }
 
 KEYWORD_SUFFIXES = ("password", "secret", "api_key", "token", "auth_token", "client_secret", "secret_key",
-                    "access_token", "private_key", "credentials", "passwd", "apikey", "signing_key")  # fmt: skip
+                    "access_token", "private_key", "credentials", "passwd", "apikey", "signing_key")  # fmt: skip  # noqa: E501
 
 
 def _password(rng: random.Random) -> str:
@@ -224,26 +245,28 @@ BEFORE = {
     "python": "import os\n\n\ndef connect():\n    pass\n\n",
     "js": "'use strict';\nconst http = require('http');\n\nmodule.exports = {\n",
     "ts": "import { Client } from './client';\n\nexport class Settings {\n",
-    "go": "package main\n\nimport \"fmt\"\n\nvar cfg = Config{\n",
+    "go": 'package main\n\nimport "fmt"\n\nvar cfg = Config{\n',
     "java": "package com.acme.app;\n\npublic class App {\n",
     "yaml": "service:\n  name: billing\n  replicas: 2\n",
-    "json": "{\n  \"name\": \"billing\",\n",
-    "toml": "[service]\nname = \"billing\"\nport = 8080\n",
+    "json": '{\n  "name": "billing",\n',
+    "toml": '[service]\nname = "billing"\nport = 8080\n',
     "ini": "[database]\nhost = db.internal\nport = 5432\n",
     "env": "NODE_ENV=production\nPORT=8080\n",
     "shell": "#!/bin/sh\nset -eu\n",
     "xml": "<configuration>\n  <appSettings>\n",
-    "hcl": "resource \"acme_service\" \"main\" {\n  name = \"billing\"\n",
+    "hcl": 'resource "acme_service" "main" {\n  name = "billing"\n',
 }
 AFTER = {
-    "python": "\n\nlogger = None\n", "js": "\n};\n", "ts": "\n}\n", "go": "\n}\n\nfunc main() { fmt.Println(cfg) }\n",
+    "python": "\n\nlogger = None\n", "js": "\n};\n", "ts": "\n}\n", "go": "\n}\n\nfunc main() { fmt.Println(cfg) }\n",  # noqa: E501
     "java": "\n}\n", "yaml": "\nlogging:\n  level: info\n", "json": "\n  \"port\": 8080\n}\n", "toml": "\n",
-    "ini": "\ntimeout = 30\n", "env": "\nLOG_LEVEL=info\n", "shell": "\nexec ./server\n", "xml": "\n  </appSettings>\n</configuration>\n",
+    "ini": "\ntimeout = 30\n", "env": "\nLOG_LEVEL=info\n", "shell": "\nexec ./server\n", "xml": "\n  </appSettings>\n</configuration>\n",  # noqa: E501
     "hcl": "\n}\n",
 }  # fmt: skip
 
 
-def _embed(rng: random.Random, syntax: str, line_template: str, value: str, extra: str = "") -> tuple[str, int]:
+def _embed(
+    rng: random.Random, syntax: str, line_template: str, value: str, extra: str = ""
+) -> tuple[str, int]:
     """The snippet text and the offset of `value` in it."""
     head = BEFORE[syntax] + (extra + "\n" if extra else "")
     marker = "\x00VALUE\x00"
@@ -308,7 +331,13 @@ def _pem(rng: random.Random, label: str) -> str:
 
 
 def _private_key_cases(rng: random.Random) -> list[Case]:
-    labels = ("RSA PRIVATE KEY", "PRIVATE KEY", "EC PRIVATE KEY", "OPENSSH PRIVATE KEY", "ENCRYPTED PRIVATE KEY")
+    labels = (
+        "RSA PRIVATE KEY",
+        "PRIVATE KEY",
+        "EC PRIVATE KEY",
+        "OPENSSH PRIVATE KEY",
+        "ENCRYPTED PRIVATE KEY",
+    )
     cases = []
     for i in range(30):
         label = labels[i % len(labels)]
@@ -327,19 +356,34 @@ def _private_key_cases(rng: random.Random) -> list[Case]:
             head = '{\n  "type": "service_account",\n  "project_id": "billing-prod",\n  "' + name + '": "'
             tail = '",\n  "client_email": "svc@billing-prod.iam.gserviceaccount.com"\n}\n'
         elif form == 3:
-            syntax, head, tail, value = "shell", f"cat > {name}.pem <<'EOF'\n", "\nEOF\nchmod 600 key.pem\n", pem
+            syntax, head, tail, value = (
+                "shell",
+                f"cat > {name}.pem <<'EOF'\n",
+                "\nEOF\nchmod 600 key.pem\n",
+                pem,
+            )
         else:
             syntax, head, tail, value = "js", f"const {_styled(name, 'js')} = `", "`;\n", pem
         text = head + value + tail
-        cases.append(Case("private-key", syntax, naming, FILENAMES[syntax], text, len(head), len(head) + len(value)))
+        cases.append(
+            Case("private-key", syntax, naming, FILENAMES[syntax], text, len(head), len(head) + len(value))
+        )
     return cases
 
 
 def _jwt(rng: random.Random) -> str:
     header = {"alg": rng.choice(["HS256", "RS256", "ES256"]), "typ": "JWT"}
-    payload = {"sub": _r(rng, string.digits, 10), "name": _r(rng, string.ascii_lowercase, 8), "iat": rng.randint(1_600_000_000, 1_800_000_000)}
+    payload = {
+        "sub": _r(rng, string.digits, 10),
+        "name": _r(rng, string.ascii_lowercase, 8),
+        "iat": rng.randint(1_600_000_000, 1_800_000_000),
+    }
     return ".".join(
-        [_b64url(json.dumps(header).encode()), _b64url(json.dumps(payload).encode()), _b64url(rng.randbytes(32))]
+        [
+            _b64url(json.dumps(header).encode()),
+            _b64url(json.dumps(payload).encode()),
+            _b64url(rng.randbytes(32)),
+        ]
     )
 
 
@@ -350,7 +394,9 @@ def _structural_cases(rng: random.Random) -> list[Case]:
         syntax = SYNTAXES[i % len(SYNTAXES)]
         naming = "keyword" if i % 2 == 0 else "neutral"
         value = _jwt(rng)
-        name = _keyword_name(rng, "session_token", syntax) if naming == "keyword" else _neutral_name(rng, syntax)
+        name = (
+            _keyword_name(rng, "session_token", syntax) if naming == "keyword" else _neutral_name(rng, syntax)
+        )
         text, start = _assign(rng, syntax, name, value)
         cases.append(_case("jwt", syntax, naming, text, start, value))
     schemes = ("postgres", "postgresql", "mysql", "mongodb+srv", "redis", "amqp", "https", "ftp", "mssql")
@@ -359,8 +405,14 @@ def _structural_cases(rng: random.Random) -> list[Case]:
         naming = "keyword" if i % 2 == 0 else "neutral"
         value = _url_password(rng)
         prefix = f"{rng.choice(schemes)}://{rng.choice(['app', 'svc_user', 'deploy', 'root'])}:"
-        suffix = f"@{rng.choice(['db.internal', '10.0.3.7', 'cache.prod.local'])}:{rng.randint(1000, 9999)}/main"
-        name = _keyword_name(rng, "db_credentials", syntax) if naming == "keyword" else _styled("database_url", syntax)
+        suffix = (
+            f"@{rng.choice(['db.internal', '10.0.3.7', 'cache.prod.local'])}:{rng.randint(1000, 9999)}/main"
+        )
+        name = (
+            _keyword_name(rng, "db_credentials", syntax)
+            if naming == "keyword"
+            else _styled("database_url", syntax)
+        )
         text, start = _assign(rng, syntax, name, "\x01")
         text = text.replace("\x01", prefix + value + suffix)
         start += len(prefix)
@@ -396,8 +448,14 @@ def _structural_cases(rng: random.Random) -> list[Case]:
     conn_forms = (
         ("Server=tcp:sql.internal,1433;Database=app;User ID=sa;Password={value};Encrypt=True;", "password"),
         ("Driver={{ODBC Driver 18}};Server=sql01;Uid=report;Pwd={value};", "password"),
-        ("DefaultEndpointsProtocol=https;AccountName=billing;AccountKey={value};EndpointSuffix=core.windows.net", "azure"),
-        ("Endpoint=sb://billing.servicebus.windows.net/;SharedAccessKeyName=Root;SharedAccessKey={value}", "sas"),
+        (
+            "DefaultEndpointsProtocol=https;AccountName=billing;AccountKey={value};EndpointSuffix=core.windows.net",
+            "azure",
+        ),
+        (
+            "Endpoint=sb://billing.servicebus.windows.net/;SharedAccessKeyName=Root;SharedAccessKey={value}",
+            "sas",
+        ),
     )
     for i in range(40):
         form, which = conn_forms[i % len(conn_forms)]
@@ -409,7 +467,11 @@ def _structural_cases(rng: random.Random) -> list[Case]:
             value = _mixed(rng, B64, 43) + "="
         else:
             value = _mixed(rng, ALNUM + "!$%^*-_", rng.randint(12, 20))
-        name = _keyword_name(rng, "db_credentials", syntax) if naming == "keyword" else _styled("connection_string", syntax)
+        name = (
+            _keyword_name(rng, "db_credentials", syntax)
+            if naming == "keyword"
+            else _styled("connection_string", syntax)
+        )
         text, start = _assign(rng, syntax, name, "\x01")
         head, tail = form.replace("{{", "{").replace("}}", "}").split("{value}")
         text = text.replace("\x01", head + value + tail)
@@ -419,7 +481,9 @@ def _structural_cases(rng: random.Random) -> list[Case]:
         syntax = ("python", "js", "go", "yaml", "shell", "java", "ts", "toml")[i % 8]
         value = _mixed(rng, ALNUM, rng.randint(24, 40))
         param = rng.choice(["api_key", "access_token", "token", "apikey", "client_secret", "password"])
-        host = rng.choice(["api.partner.io/v2/report", "maps.internal/geo", "hooks.acme.dev/in", "10.1.2.3:8443/q"])
+        host = rng.choice(
+            ["api.partner.io/v2/report", "maps.internal/geo", "hooks.acme.dev/in", "10.1.2.3:8443/q"]
+        )
         url = f"https://{host}?{param}=\x01&format=json"
         text, start = _assign(rng, syntax, _neutral_name(rng, syntax), url)
         start += url.index("\x01")
@@ -469,65 +533,154 @@ def negatives(seed: int = SEED + 1) -> list[Case]:
 
     for i in range(25):
         sha = _r(rng, HEX, 40)
-        add("git-sha", SYNTAXES[i % len(SYNTAXES)], rng.choice(
-            [f'commit = "{sha}"', f"rev: {sha}", f'  "sha": "{sha}",', f"# fixed in {sha}", f'ref = "{sha[:12]}"']))
+        add(
+            "git-sha",
+            SYNTAXES[i % len(SYNTAXES)],
+            rng.choice(
+                [
+                    f'commit = "{sha}"',
+                    f"rev: {sha}",
+                    f'  "sha": "{sha}",',
+                    f"# fixed in {sha}",
+                    f'ref = "{sha[:12]}"',
+                ]
+            ),
+        )
     for i in range(25):
         digest = _r(rng, HEX, 64)
-        add("sha256", ("python", "yaml", "shell", "json", "toml")[i % 5], rng.choice(
-            [f'checksum = "{digest}"', f"sha256: {digest}", f"echo '{digest}  app.tar.gz' | sha256sum -c",
-             f'  "digest": "sha256:{digest}",', f"FROM python:3.11@sha256:{digest}", f'md5 = "{digest[:32]}"']))
+        add(
+            "sha256",
+            ("python", "yaml", "shell", "json", "toml")[i % 5],
+            rng.choice(
+                [
+                    f'checksum = "{digest}"',
+                    f"sha256: {digest}",
+                    f"echo '{digest}  app.tar.gz' | sha256sum -c",
+                    f'  "digest": "sha256:{digest}",',
+                    f"FROM python:3.11@sha256:{digest}",
+                    f'md5 = "{digest[:32]}"',
+                ]
+            ),
+        )
     for i in range(25):
-        add("uuid", SYNTAXES[i % len(SYNTAXES)], rng.choice(
-            [f'request_id = "{_uuid(rng)}"', f'  "id": "{_uuid(rng)}",', f"tenant: {_uuid(rng)}",
-             f"const traceId = '{_uuid(rng)}';", f'<ProjectGuid>{{{_uuid(rng).upper()}}}</ProjectGuid>']))
+        add(
+            "uuid",
+            SYNTAXES[i % len(SYNTAXES)],
+            rng.choice(
+                [
+                    f'request_id = "{_uuid(rng)}"',
+                    f'  "id": "{_uuid(rng)}",',
+                    f"tenant: {_uuid(rng)}",
+                    f"const traceId = '{_uuid(rng)}';",
+                    f"<ProjectGuid>{{{_uuid(rng).upper()}}}</ProjectGuid>",
+                ]
+            ),
+        )
     for i in range(25):
         integrity = base64.b64encode(rng.randbytes(64)).decode()
-        add("lockfile-integrity", ("json", "yaml", "toml", "shell")[i % 4], rng.choice(
-            [f'      "integrity": "sha512-{integrity}",', f"  integrity sha512-{integrity}",
-             f'hash = "sha256:{_r(rng, HEX, 64)}"', f"pip install --require-hashes app==1.0 --hash=sha256:{_r(rng, HEX, 64)}",
-             f'  resolved "https://registry.yarnpkg.com/left-pad/-/left-pad-1.3.0.tgz#{_r(rng, HEX, 40)}"',
-             f'    "integrity": "sha1-{base64.b64encode(rng.randbytes(20)).decode()}",']))
+        add(
+            "lockfile-integrity",
+            ("json", "yaml", "toml", "shell")[i % 4],
+            rng.choice(
+                [
+                    f'      "integrity": "sha512-{integrity}",',
+                    f"  integrity sha512-{integrity}",
+                    f'hash = "sha256:{_r(rng, HEX, 64)}"',
+                    f"pip install --require-hashes app==1.0 --hash=sha256:{_r(rng, HEX, 64)}",
+                    f'  resolved "https://registry.yarnpkg.com/left-pad/-/left-pad-1.3.0.tgz#{_r(rng, HEX, 40)}"',  # noqa: E501
+                    f'    "integrity": "sha1-{base64.b64encode(rng.randbytes(20)).decode()}",',
+                ]
+            ),
+        )
     placeholders = [
-        'python|password = "changeme"', 'python|api_key = "<your-api-key>"', "yaml|token: ${GITHUB_TOKEN}",
-        "env|SECRET_KEY=xxxxxxxxxxxxxxxx", 'python|api_key = "your_api_key_here"', 'yaml|password: "********"',
-        'yaml|token: "{{ .Values.token }}"', 'toml|password = "example-password"', 'hcl|  client_secret = "dummy"',
-        "yaml|secret: ${{ secrets.DEPLOY_KEY }}", 'env|OPENAI_API_KEY="sk-..."', "ini|password = %(db_password)s",
-        "env|API_TOKEN=<token>", 'js|const apiKey = "YOUR_API_KEY";', "xml|<password>${DB_PASSWORD}</password>",
-        'python|auth_token = "REPLACE_ME"', 'yaml|password: "password"', "python|db_password = ''", 'yaml|token: "TODO"',
-        'ini|access_key = AKIAXXXXXXXXXXXXXXXX', 'shell|GITHUB_TOKEN="ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"',
-        'ruby|secret = "#{vault_secret}"', 'shell|PASSWORD="$(cat /run/secrets/db)"', "shell|password=${PGPASSWORD:-}",
-        'ts|  apiKey: process.env.API_KEY ?? "",', 'python|stripe_key = "sk_live_..."', 'java|String password = "";',
-        'go|Password: "<password>",', 'hcl|  password = var.db_password', 'toml|token = "${TOKEN}"',
+        'python|password = "changeme"',
+        'python|api_key = "<your-api-key>"',
+        "yaml|token: ${GITHUB_TOKEN}",
+        "env|SECRET_KEY=xxxxxxxxxxxxxxxx",
+        'python|api_key = "your_api_key_here"',
+        'yaml|password: "********"',
+        'yaml|token: "{{ .Values.token }}"',
+        'toml|password = "example-password"',
+        'hcl|  client_secret = "dummy"',
+        "yaml|secret: ${{ secrets.DEPLOY_KEY }}",
+        'env|OPENAI_API_KEY="sk-..."',
+        "ini|password = %(db_password)s",
+        "env|API_TOKEN=<token>",
+        'js|const apiKey = "YOUR_API_KEY";',
+        "xml|<password>${DB_PASSWORD}</password>",
+        'python|auth_token = "REPLACE_ME"',
+        'yaml|password: "password"',
+        "python|db_password = ''",
+        'yaml|token: "TODO"',
+        "ini|access_key = AKIAXXXXXXXXXXXXXXXX",
+        'shell|GITHUB_TOKEN="ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"',
+        'ruby|secret = "#{vault_secret}"',
+        'shell|PASSWORD="$(cat /run/secrets/db)"',
+        "shell|password=${PGPASSWORD:-}",
+        'ts|  apiKey: process.env.API_KEY ?? "",',
+        'python|stripe_key = "sk_live_..."',
+        'java|String password = "";',
+        'go|Password: "<password>",',
+        "hcl|  password = var.db_password",
+        'toml|token = "${TOKEN}"',
     ]
-    for i, line in enumerate(placeholders):
+    for line in placeholders:
         add("placeholder", "python", line.replace("ruby|", "python|"))
     env_refs = [
-        'python|api_key = os.environ["API_KEY"]', 'python|token = os.getenv("GITHUB_TOKEN")',
-        "js|const apiKey = process.env.API_KEY;", 'go|password := os.Getenv("DB_PASSWORD")',
-        'java|String secret = System.getenv("APP_SECRET");', 'python|token = ENV["TOKEN"]',
-        'shell|export API_KEY="$API_KEY"', "yaml|password: !ENV ${DB_PASS}", 'python|secret_key = env("SECRET_KEY")',
-        "python|password = os.environ.get('DB_PASSWORD', '')", 'go|token, _ := os.LookupEnv("TOKEN")',
+        'python|api_key = os.environ["API_KEY"]',
+        'python|token = os.getenv("GITHUB_TOKEN")',
+        "js|const apiKey = process.env.API_KEY;",
+        'go|password := os.Getenv("DB_PASSWORD")',
+        'java|String secret = System.getenv("APP_SECRET");',
+        'python|token = ENV["TOKEN"]',
+        'shell|export API_KEY="$API_KEY"',
+        "yaml|password: !ENV ${DB_PASS}",
+        'python|secret_key = env("SECRET_KEY")',
+        "python|password = os.environ.get('DB_PASSWORD', '')",
+        'go|token, _ := os.LookupEnv("TOKEN")',
         'python|client_secret = config("services.github.client_secret")',
-        'python|password = keyring.get_password("db", user)', "ts|const token = process.env['NPM_TOKEN'] || '';",
-        'hcl|  token = env("VAULT_TOKEN")', "yaml|  api_key: ${API_KEY}", "env|DB_PASSWORD=${VAULT_DB_PASSWORD}",
-        "shell|curl -H \"Authorization: token $GITHUB_TOKEN\" https://api.github.com/user",
-        'java|String apiKey = props.getProperty("api.key");', "js|  password: process.env.DB_PASS,",
+        'python|password = keyring.get_password("db", user)',
+        "ts|const token = process.env['NPM_TOKEN'] || '';",
+        'hcl|  token = env("VAULT_TOKEN")',
+        "yaml|  api_key: ${API_KEY}",
+        "env|DB_PASSWORD=${VAULT_DB_PASSWORD}",
+        'shell|curl -H "Authorization: token $GITHUB_TOKEN" https://api.github.com/user',
+        'java|String apiKey = props.getProperty("api.key");',
+        "js|  password: process.env.DB_PASS,",
     ]
     for line in env_refs:
         add("env-reference", "python", line)
     references = [
-        "python|password = user_password", "js|  api_key: apiKey,", "python|token = self._token",
-        "python|secret = config.secret", "python|client = Client(password=args.password)", "go|token := cfg.Token",
-        "ts|    this.apiKey = apiKey;", "python|    password: str", "python|auth_token: Optional[str] = None",
-        "python|secret_key = settings.SECRET_KEY", "python|access_token = response.json()['access_token']",
-        "python|password = getpass.getpass()", "python|token = await get_token(scope)",
+        "python|password = user_password",
+        "js|  api_key: apiKey,",
+        "python|token = self._token",
+        "python|secret = config.secret",
+        "python|client = Client(password=args.password)",
+        "go|token := cfg.Token",
+        "ts|    this.apiKey = apiKey;",
+        "python|    password: str",
+        "python|auth_token: Optional[str] = None",
+        "python|secret_key = settings.SECRET_KEY",
+        "python|access_token = response.json()['access_token']",
+        "python|password = getpass.getpass()",
+        "python|token = await get_token(scope)",
         "python|credentials = service_account.Credentials.from_service_account_file(path)",
-        "js|if (password === confirmPassword) {", "python|max_tokens = 128", 'python|token_type = "bearer"',
-        'python|eos_token = "</s>"', 'json|  "pad_token": "[PAD]",', "python|password_hash = bcrypt.hashpw(pw, salt)",
-        'python|password_field = "password"', "python|next_page_token = resp.next_page_token",
-        "go|\tPassword: password,", "java|this.secret = secret;", "ts|const { token } = await login(user, password);",
-        'python|TOKEN_URL = "https://oauth2.googleapis.com/token"', "python|api_key=api_key,",
-        'python|secret_name = "prod/db/credentials"', "yaml|  secretName: tls-cert", "hcl|  password = random_password.db.result",
+        "js|if (password === confirmPassword) {",
+        "python|max_tokens = 128",
+        'python|token_type = "bearer"',
+        'python|eos_token = "</s>"',
+        'json|  "pad_token": "[PAD]",',
+        "python|password_hash = bcrypt.hashpw(pw, salt)",
+        'python|password_field = "password"',
+        "python|next_page_token = resp.next_page_token",
+        "go|\tPassword: password,",
+        "java|this.secret = secret;",
+        "ts|const { token } = await login(user, password);",
+        'python|TOKEN_URL = "https://oauth2.googleapis.com/token"',
+        "python|api_key=api_key,",
+        'python|secret_name = "prod/db/credentials"',
+        "yaml|  secretName: tls-cert",
+        "hcl|  password = random_password.db.result",
     ]
     for line in references:
         add("variable-reference", "python", line)
@@ -535,32 +688,62 @@ def negatives(seed: int = SEED + 1) -> list[Case]:
         body = base64.b64encode(rng.randbytes(rng.choice([51, 279]))).decode()
         pub = "-----BEGIN PUBLIC KEY-----\n" + "\n".join(body[j : j + 64] for j in range(0, len(body), 64))
         cert = pub.replace("PUBLIC KEY", "CERTIFICATE")
-        add("public-key", ("shell", "yaml", "python", "json")[i % 4], rng.choice([
-            f"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{_r(rng, B64, 43)} deploy@ci",
-            f"ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQ{_r(rng, B64, 300)} user@laptop",
-            pub + "\n-----END PUBLIC KEY-----", cert + "\n-----END CERTIFICATE-----",
-            f'"publicKey": "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAI{_r(rng, B64, 100)}="']))
+        add(
+            "public-key",
+            ("shell", "yaml", "python", "json")[i % 4],
+            rng.choice(
+                [
+                    f"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{_r(rng, B64, 43)} deploy@ci",
+                    f"ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQ{_r(rng, B64, 300)} user@laptop",
+                    pub + "\n-----END PUBLIC KEY-----",
+                    cert + "\n-----END CERTIFICATE-----",
+                    f'"publicKey": "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAI{_r(rng, B64, 100)}="',  # noqa: E501
+                ]
+            ),
+        )
     for i in range(15):
         blob = base64.b64encode(rng.randbytes(rng.randint(90, 300))).decode()
-        add("data-uri", ("js", "python", "xml")[i % 3], rng.choice([
-            f'const icon = "data:image/png;base64,{blob}";', f"LOGO = 'data:image/gif;base64,{blob}'",
-            f'<img src="data:image/svg+xml;base64,{blob}" />']))
+        add(
+            "data-uri",
+            ("js", "python", "xml")[i % 3],
+            rng.choice(
+                [
+                    f'const icon = "data:image/png;base64,{blob}";',
+                    f"LOGO = 'data:image/gif;base64,{blob}'",
+                    f'<img src="data:image/svg+xml;base64,{blob}" />',
+                ]
+            ),
+        )
     i18n = [
-        '"password_label": "Mot de passe"', '"token_expired": "Your session has expired, please sign in again"',
-        '"password": "Contraseña"', '"enter_password": "Bitte Passwort eingeben"', '"forgot_password": "パスワードをお忘れですか"',
-        'password_hint: "At least 12 characters"', 'msgid "Invalid API key"', 'secret: "Geheimnis"',
-        '"api_key_help": "Paste the key from your dashboard"', 'TOKEN_INVALID = "Le jeton est invalide"',
-        '"password_placeholder": "••••••••"', '"password_too_short": "Пароль слишком короткий"',
+        '"password_label": "Mot de passe"',
+        '"token_expired": "Your session has expired, please sign in again"',
+        '"password": "Contraseña"',
+        '"enter_password": "Bitte Passwort eingeben"',
+        '"forgot_password": "パスワードをお忘れですか"',
+        'password_hint: "At least 12 characters"',
+        'msgid "Invalid API key"',
+        'secret: "Geheimnis"',
+        '"api_key_help": "Paste the key from your dashboard"',
+        'TOKEN_INVALID = "Le jeton est invalide"',
+        '"password_placeholder": "••••••••"',
+        '"password_too_short": "Пароль слишком короткий"',
     ]
     for i, line in enumerate(i18n * 2):
         add("i18n", ("json", "json", "python", "python")[i % 4] if line.startswith('"') else "yaml", line)
     documented = [
-        "aws_access_key_id = AKIAIOSFODNN7EXAMPLE", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-        'token = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"',
-        'stripe.api_key = "sk_test_4eC39HqLyjWDarjtT1zdp7dc"', 'SLACK_TOKEN="xoxb-not-a-real-token-this-will-not-work"',
-        'key = "AKIAI44QH8DHBEXAMPLE"', 'secret = "je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY"',
-        "postgres://user:password@localhost:5432/db", "https://user:pass@example.com/", "mysql://root:@localhost/test",
-        "curl -u $USER:$TOKEN https://api.internal", 'Authorization: Bearer ${ACCESS_TOKEN}', 'Authorization: Bearer <token>',
+        "aws_access_key_id = AKIAIOSFODNN7EXAMPLE",
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        'token = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"',  # noqa: E501
+        'stripe.api_key = "sk_test_4eC39HqLyjWDarjtT1zdp7dc"',
+        'SLACK_TOKEN="xoxb-not-a-real-token-this-will-not-work"',
+        'key = "AKIAI44QH8DHBEXAMPLE"',
+        'secret = "je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY"',
+        "postgres://user:password@localhost:5432/db",
+        "https://user:pass@example.com/",
+        "mysql://root:@localhost/test",
+        "curl -u $USER:$TOKEN https://api.internal",
+        "Authorization: Bearer ${ACCESS_TOKEN}",
+        "Authorization: Bearer <token>",
     ]
     for i, line in enumerate(documented * 2):
         add("documented-example", ("ini", "python", "shell", "yaml")[i % 4], line)

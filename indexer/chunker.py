@@ -20,6 +20,7 @@ windows up to the budget; Markdown starts a new chunk at each heading.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -58,14 +59,17 @@ class SourceText:
     def __init__(self, text: str) -> None:
         self.data = text.encode("utf-8", errors="surrogatepass")
         self.lines = text.split("\n")
-        self.starts: list[int] = []
-        self.prefix: list[int] = [0]
-        offset = 0
-        for line in self.lines:
-            self.starts.append(offset)
-            offset += len(line.encode("utf-8", errors="surrogatepass")) + 1
-            self.prefix.append(self.prefix[-1] + len(_WS.sub("", line)))
-        self.starts.append(len(self.data) + 1)
+        # Byte offset of each line start, and running non-whitespace counts for `weight`.
+        if len(self.data) == len(text):
+            sizes = [len(line) + 1 for line in self.lines]
+        else:
+            sizes = [len(line.encode("utf-8", errors="surrogatepass")) + 1 for line in self.lines]
+        self.starts: list[int] = [0, *itertools.accumulate(sizes)]
+        self.starts[-1] = len(self.data) + 1
+        weights = [
+            len(ln) - ln.count(" ") - ln.count("\t") - ln.count("\r") if ln else 0 for ln in self.lines
+        ]
+        self.prefix: list[int] = [0, *itertools.accumulate(weights)]
 
     def weight(self, a: int, b: int) -> int:
         """Non-whitespace characters on lines a..b."""

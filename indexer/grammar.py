@@ -1,239 +1,41 @@
-"""Per-language tree-sitter knowledge, as data: which nodes define what.
+"""Reading definitions out of tree-sitter nodes, for every language at once.
 
-The chunker and the symbol extractor share these tables, so a language is
-added by describing its node types here, not by writing new walking code.
-`classify` turns a syntax node into a `DefInfo` (kind, name, body, signature)
-or None when the node defines nothing.
+The chunker and the symbol extractor share this: `classify` turns a syntax
+node into a `DefInfo` (kind, name, qualifiers, body) using the node tables of
+`langspec`, and `signature_of`, `python_docstring` and `leading_comment` give a
+definition's header and documentation. Adding a language means describing its
+node types in `langspec.SPECS`, not writing new walking code.
 """
 
 from __future__ import annotations
 
-import functools
 import inspect
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
+
+from codectx.indexer.langspec import SPECS, LangSpec
+from codectx.indexer.queries import find_all, find_groups, find_matching
 
 Node = Any  # tree_sitter.Node (kept loose: the binding ships no type stubs)
 
+__all__ = [
+    "SPECS",
+    "DefInfo",
+    "LangSpec",
+    "Node",
+    "body_of",
+    "classify",
+    "find_all",
+    "find_groups",
+    "find_matching",
+    "last_line",
+    "leading_comment",
+    "python_docstring",
+    "signature_of",
+    "text_of",
+]
 
-@dataclass(frozen=True)
-class LangSpec:
-    functions: frozenset[str] = frozenset()  # function-like: their own chunk when they have a body
-    classes: dict[str, str] = field(default_factory=dict)  # class-like node type -> kind
-    containers: frozenset[str] = frozenset()  # class-likes whose members become chunks of their own
-    transparent: frozenset[str] = frozenset()  # namespaces: members chunked, no qualname scope
-    wrappers: frozenset[str] = frozenset()  # decorators, export, template: look inside
-    var_decls: frozenset[str] = frozenset()  # `const f = () => ...` declarations
-    func_values: frozenset[str] = frozenset()  # values that make a variable a function
-    signatures: frozenset[str] = frozenset()  # bodiless declarations (interfaces, traits, overloads)
-    constants: frozenset[str] = frozenset()  # module-level assignments worth a Definition
-    comment_prefixes: tuple[str, ...] = ("//", "/*", "*")
-    attribute_prefixes: tuple[str, ...] = ()  # lines skipped between a doc comment and its definition
-    python_docstring: bool = False
-    identifier_types: frozenset[str] = frozenset({"identifier"})
-    chain_types: frozenset[str] = frozenset()  # attribute/member access nodes
-    call_types: frozenset[str] = frozenset({"call_expression"})
-
-
-_C_IDENTS = frozenset({"identifier", "field_identifier", "type_identifier"})
-
-SPECS: dict[str, LangSpec] = {
-    "python": LangSpec(
-        functions=frozenset({"function_definition"}),
-        classes={"class_definition": "class"},
-        containers=frozenset({"class_definition"}),
-        wrappers=frozenset({"decorated_definition"}),
-        constants=frozenset({"assignment", "expression_statement"}),
-        comment_prefixes=("#",),
-        python_docstring=True,
-        chain_types=frozenset({"attribute"}),
-        call_types=frozenset({"call"}),
-    ),
-    "javascript": LangSpec(
-        functions=frozenset({"function_declaration", "generator_function_declaration", "method_definition"}),
-        classes={"class_declaration": "class", "class": "class"},
-        containers=frozenset({"class_declaration", "class"}),
-        wrappers=frozenset({"export_statement"}),
-        var_decls=frozenset({"lexical_declaration", "variable_declaration"}),
-        func_values=frozenset({"arrow_function", "function_expression", "function", "generator_function"}),
-        identifier_types=frozenset(
-            {
-                "identifier",
-                "property_identifier",
-                "shorthand_property_identifier",
-                "private_property_identifier",
-            }
-        ),
-        chain_types=frozenset({"member_expression"}),
-    ),
-    "go": LangSpec(
-        functions=frozenset({"function_declaration", "method_declaration"}),
-        classes={"type_spec": "type"},
-        wrappers=frozenset({"type_declaration"}),
-        constants=frozenset({"const_declaration", "var_declaration"}),
-        identifier_types=frozenset(
-            {"identifier", "field_identifier", "type_identifier", "package_identifier"}
-        ),
-        chain_types=frozenset({"selector_expression", "qualified_type"}),
-    ),
-    "rust": LangSpec(
-        functions=frozenset({"function_item"}),
-        classes={
-            "struct_item": "struct",
-            "enum_item": "enum",
-            "union_item": "struct",
-            "trait_item": "trait",
-            "impl_item": "impl",
-            "mod_item": "module",
-            "type_item": "type",
-            "macro_definition": "macro",
-        },
-        containers=frozenset({"trait_item", "impl_item", "mod_item"}),
-        signatures=frozenset({"function_signature_item"}),
-        constants=frozenset({"const_item", "static_item"}),
-        attribute_prefixes=("#[",),
-        identifier_types=frozenset({"identifier", "field_identifier", "type_identifier"}),
-        chain_types=frozenset({"field_expression", "scoped_identifier"}),
-    ),
-    "java": LangSpec(
-        functions=frozenset({"method_declaration", "constructor_declaration"}),
-        classes={
-            "class_declaration": "class",
-            "interface_declaration": "interface",
-            "enum_declaration": "enum",
-            "record_declaration": "class",
-            "annotation_type_declaration": "interface",
-        },
-        containers=frozenset(
-            {"class_declaration", "interface_declaration", "enum_declaration", "record_declaration"}
-        ),
-        attribute_prefixes=("@",),
-        identifier_types=frozenset({"identifier", "type_identifier"}),
-        chain_types=frozenset({"field_access", "scoped_identifier"}),
-        call_types=frozenset({"method_invocation"}),
-    ),
-    "c": LangSpec(
-        functions=frozenset({"function_definition"}),
-        classes={"struct_specifier": "struct", "union_specifier": "struct", "enum_specifier": "enum"},
-        constants=frozenset({"preproc_def", "preproc_function_def", "type_definition"}),
-        identifier_types=_C_IDENTS,
-        chain_types=frozenset({"field_expression"}),
-    ),
-    "cpp": LangSpec(
-        functions=frozenset({"function_definition"}),
-        classes={
-            "class_specifier": "class",
-            "struct_specifier": "struct",
-            "union_specifier": "struct",
-            "enum_specifier": "enum",
-            "namespace_definition": "namespace",
-        },
-        containers=frozenset({"class_specifier", "struct_specifier"}),
-        transparent=frozenset({"namespace_definition", "linkage_specification"}),
-        wrappers=frozenset({"template_declaration"}),
-        constants=frozenset({"preproc_def", "preproc_function_def", "type_definition", "alias_declaration"}),
-        identifier_types=_C_IDENTS | {"namespace_identifier"},
-        chain_types=frozenset({"field_expression", "qualified_identifier"}),
-    ),
-    "csharp": LangSpec(
-        functions=frozenset(
-            {
-                "method_declaration",
-                "constructor_declaration",
-                "local_function_statement",
-                "destructor_declaration",
-                "operator_declaration",
-            }
-        ),
-        classes={
-            "class_declaration": "class",
-            "interface_declaration": "interface",
-            "struct_declaration": "struct",
-            "enum_declaration": "enum",
-            "record_declaration": "class",
-            "namespace_declaration": "namespace",
-        },
-        containers=frozenset(
-            {"class_declaration", "interface_declaration", "struct_declaration", "record_declaration"}
-        ),
-        transparent=frozenset({"namespace_declaration"}),
-        attribute_prefixes=("[",),
-        chain_types=frozenset({"member_access_expression", "qualified_name"}),
-        call_types=frozenset({"invocation_expression"}),
-    ),
-    "ruby": LangSpec(
-        functions=frozenset({"method", "singleton_method"}),
-        classes={"class": "class", "module": "module", "singleton_class": "class"},
-        containers=frozenset({"class", "module", "singleton_class"}),
-        comment_prefixes=("#",),
-        identifier_types=frozenset({"identifier", "constant"}),
-        chain_types=frozenset({"call", "scope_resolution"}),
-        call_types=frozenset({"call"}),
-    ),
-    "php": LangSpec(
-        functions=frozenset({"function_definition", "method_declaration"}),
-        classes={
-            "class_declaration": "class",
-            "interface_declaration": "interface",
-            "trait_declaration": "trait",
-            "enum_declaration": "enum",
-            "namespace_definition": "namespace",
-        },
-        containers=frozenset(
-            {"class_declaration", "interface_declaration", "trait_declaration", "enum_declaration"}
-        ),
-        transparent=frozenset({"namespace_definition"}),
-        comment_prefixes=("//", "/*", "*", "#"),
-        attribute_prefixes=("#[",),
-        identifier_types=frozenset({"name"}),
-        chain_types=frozenset({"member_access_expression", "scoped_call_expression", "qualified_name"}),
-        call_types=frozenset(
-            {"function_call_expression", "member_call_expression", "scoped_call_expression"}
-        ),
-    ),
-    "kotlin": LangSpec(
-        functions=frozenset({"function_declaration", "secondary_constructor"}),
-        classes={"class_declaration": "class", "object_declaration": "class", "companion_object": "class"},
-        containers=frozenset({"class_declaration", "object_declaration", "companion_object"}),
-        transparent=frozenset({"companion_object"}),
-        attribute_prefixes=("@",),
-        identifier_types=frozenset({"simple_identifier", "type_identifier"}),
-        chain_types=frozenset({"navigation_expression"}),
-    ),
-    "bash": LangSpec(
-        functions=frozenset({"function_definition"}),
-        comment_prefixes=("#",),
-        identifier_types=frozenset({"variable_name", "command_name"}),
-        call_types=frozenset({"command"}),
-    ),
-}
-
-_TS = LangSpec(
-    functions=SPECS["javascript"].functions | {"function_signature"},
-    classes={
-        "class_declaration": "class",
-        "class": "class",
-        "abstract_class_declaration": "class",
-        "interface_declaration": "interface",
-        "enum_declaration": "enum",
-        "type_alias_declaration": "type",
-        "internal_module": "module",
-        "module": "module",
-    },
-    containers=frozenset(
-        {"class_declaration", "class", "abstract_class_declaration", "internal_module", "module"}
-    ),
-    wrappers=frozenset({"export_statement", "ambient_declaration"}),
-    var_decls=SPECS["javascript"].var_decls,
-    func_values=SPECS["javascript"].func_values,
-    signatures=frozenset({"method_signature", "abstract_method_signature", "function_signature"}),
-    attribute_prefixes=("@",),
-    identifier_types=SPECS["javascript"].identifier_types | {"type_identifier"},
-    chain_types=SPECS["javascript"].chain_types,
-)
-SPECS["typescript"] = _TS
-SPECS["tsx"] = _TS
 
 # Where a class-like keeps its members when there is no `body` field.
 _BODY_TYPES = frozenset(
@@ -517,6 +319,7 @@ def python_docstring(body: Node | None) -> str:
     return inspect.cleandoc(raw)
 
 
+_XML_DOC_TAGS = re.compile(r"</?(?:summary|remarks|returns|value|para)>")
 _COMMENT_MARKERS = re.compile(r"^\s*(?:///|//!|//|/\*\*|/\*|\*/|\*|#)\s?")
 
 
@@ -547,52 +350,5 @@ def leading_comment(lines: list[str], def_line: int, spec: LangSpec, floor: int 
     if not doc_lines:
         return first, ""
     cleaned = [_COMMENT_MARKERS.sub("", ln).removesuffix("*/").rstrip() for ln in reversed(doc_lines)]
-    return first, inspect.cleandoc("\n".join(cleaned)).strip()
-
-
-@functools.lru_cache(maxsize=256)
-def _query(language: str, types: frozenset[str]) -> Any:
-    """A compiled query capturing every node of `types` (types the grammar lacks are left out)."""
-    from codectx.indexer.languages import get_language
-    from tree_sitter import Query, QueryError
-
-    lang = get_language(language)
-    valid = []
-    for t in sorted(types):
-        try:
-            Query(lang, f"({t}) @n")
-        except QueryError:
-            continue
-        valid.append(f"({t})")
-    if not valid:
-        return None
-    return Query(lang, "[" + " ".join(valid) + "] @n")
-
-
-def find_all(root: Node, language: str, types: frozenset[str]) -> list[Node]:
-    """Every node of the given types under `root`, in source order (a tree-sitter query: fast)."""
-    from tree_sitter import QueryCursor
-
-    query = _query(language, types)
-    if query is None:
-        return []
-    nodes: list[Node] = QueryCursor(query).captures(root).get("n", [])
-    nodes.sort(key=lambda n: n.start_byte)
-    return nodes
-
-
-@functools.lru_cache(maxsize=64)
-def _pattern(language: str, pattern: str) -> Any:
-    from codectx.indexer.languages import get_language
-    from tree_sitter import Query
-
-    return Query(get_language(language), pattern)
-
-
-def find_matching(root: Node, language: str, pattern: str) -> list[Node]:
-    """Nodes captured as `@n` by a tree-sitter query pattern, in source order."""
-    from tree_sitter import QueryCursor
-
-    nodes: list[Node] = QueryCursor(_pattern(language, pattern)).captures(root).get("n", [])
-    nodes.sort(key=lambda n: n.start_byte)
-    return nodes
+    doc = _XML_DOC_TAGS.sub("", inspect.cleandoc("\n".join(cleaned)))  # C# `/// <summary>`
+    return first, doc.strip()

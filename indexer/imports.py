@@ -1,13 +1,14 @@
 """Imports: what each file imports, resolved to workspace files where the language allows.
 
-Resolution is by file-system convention, never by running a build tool:
-Python packages (relative and absolute, `src/` layouts), JS/TS relative paths
-(extensions and index files), Go packages inside the module (`go.mod`), Java
-and Kotlin classes (source root from the `package` line), Rust `crate::`,
-`super::`, `self::` paths and `mod x;`, C/C++ `#include "..."`, Ruby
-`require_relative`, PHP `require`, Bash `source`. A module that resolves to
-nothing in the workspace (the standard library, third-party packages) keeps
-`resolved == ""`.
+Extraction is per language from the syntax tree; resolution (in `resolve`) is
+by file-system convention, never by running a build tool: Python packages
+(relative and absolute, `src/` layouts), JS/TS relative paths (extensions,
+index files, tsconfig `baseUrl`/`paths`), Go packages inside the module
+(`go.mod`), Java and Kotlin classes (source root from the `package` line),
+Rust `crate::`, `super::`, `self::` paths and `mod x;`, C/C++ `#include "..."`,
+Ruby `require_relative`, PHP `require` and PSR-4 (`composer.json`), Bash
+`source`. A module that resolves to nothing in the workspace (the standard
+library, third-party packages) keeps `resolved == ""`.
 """
 
 from __future__ import annotations
@@ -20,106 +21,21 @@ from pathlib import Path
 
 from codectx.indexer.grammar import Node, find_all, find_matching, text_of
 from codectx.indexer.model import Import
-
-_JS_EXTS = (".ts", ".tsx", ".d.ts", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts")
-_JS_SWAP = {".js": (".ts", ".tsx"), ".jsx": (".tsx",), ".mjs": (".mts",), ".cjs": (".cts",)}
-
-
-class _Resolver:
-    """File lookups relative to the workspace root; every answer is a workspace-relative POSIX path."""
-
-    def __init__(self, root: Path | None, path: str, language: str = "") -> None:
-        self.language = language
-        self.root = root
-        self.path = path
-        self.dir = posixpath.dirname(path)
-
-    def _abs(self, rel: str) -> Path | None:
-        if self.root is None:
-            return None
-        rel = posixpath.normpath(rel)
-        if rel.startswith("../") or rel == ".." or rel.startswith("/"):
-            return None  # never outside the workspace
-        return self.root / rel if rel != "." else self.root
-
-    def is_file(self, rel: str) -> bool:
-        p = self._abs(rel)
-        return p is not None and p.is_file()
-
-    def is_dir(self, rel: str) -> bool:
-        p = self._abs(rel)
-        return p is not None and p.is_dir()
-
-    def norm(self, rel: str) -> str:
-        rel = posixpath.normpath(rel)
-        return "" if rel == "." else rel
-
-    def first_file(self, candidates: list[str]) -> str:
-        for cand in candidates:
-            if self.is_file(cand):
-                return self.norm(cand)
-        return ""
-
-    def ancestor_with(self, marker: str) -> str | None:
-        """The nearest folder at or above this file's folder that holds `marker`."""
-        current = self.dir
-        while True:
-            if self.is_file(posixpath.join(current, marker) if current else marker):
-                return current
-            if not current:
-                return None
-            current = posixpath.dirname(current)
-
+from codectx.indexer.resolve import (
+    Resolver,
+    go_resolve,
+    js_resolve,
+    psr4_resolve,
+    python_resolve,
+    python_target,
+    rust_module_dir,
+    rust_resolve,
+)
 
 # -- Python ----------------------------------------------------------------------------
 
 
-def _python_roots(res: _Resolver) -> list[str]:
-    """Folders that act as sys.path entries: above the file's outermost package, the root, src/."""
-    roots: list[str] = []
-    current = res.dir
-    while current and res.is_file(posixpath.join(current, "__init__.py")):
-        current = posixpath.dirname(current)
-    roots.append(current)
-    for extra in ("", "src", "lib"):
-        if extra not in roots:
-            roots.append(extra)
-    return roots
-
-
-def _python_target(res: _Resolver, base: str) -> str:
-    """`base` (a/b) as a module file, a package's __init__.py, or a namespace package folder."""
-    found = res.first_file([base + ".py", base + ".pyi", posixpath.join(base, "__init__.py")])
-    if found:
-        return found
-    if base and res.is_dir(base):
-        return res.norm(base)
-    return ""
-
-
-def _python_resolve(res: _Resolver, module: str) -> tuple[str, str]:
-    """(resolved path, folder the module's submodules live in)."""
-    dots = len(module) - len(module.lstrip("."))
-    parts = [p for p in module[dots:].split(".") if p]
-    if dots:
-        base = res.dir
-        for _ in range(dots - 1):
-            if not base:
-                return "", ""
-            base = posixpath.dirname(base)
-        target_dir = posixpath.join(base, *parts) if parts else base
-        if not parts:
-            return _python_target(res, base) if base else res.first_file(["__init__.py"]), base
-        return _python_target(res, target_dir), target_dir
-    for root in _python_roots(res):
-        target_dir = posixpath.join(root, *parts) if root else posixpath.join(*parts)
-        found = _python_target(res, target_dir)
-        if found:
-            return found, target_dir
-    return "", ""
-
-
-def _python_imports(root_node: Node, res: _Resolver) -> list[Import]:
+def _python_imports(root_node: Node, res: Resolver) -> list[Import]:
     out: list[Import] = []
     for node in _walk(
         root_node, res, {"import_statement", "import_from_statement", "future_import_statement"}
@@ -128,7 +44,7 @@ def _python_imports(root_node: Node, res: _Resolver) -> list[Import]:
         if node.type == "import_statement":
             for name in node.children_by_field_name("name"):
                 module, alias = _py_alias(name)
-                out.append(Import(module, (), alias, _python_resolve(res, module)[0], line))
+                out.append(Import(module, (), alias, python_resolve(res, module)[0], line))
             continue
         if node.type == "future_import_statement":
             continue
@@ -136,11 +52,11 @@ def _python_imports(root_node: Node, res: _Resolver) -> list[Import]:
         if mod_node is None:
             continue
         module = text_of(mod_node).replace(" ", "")
-        resolved, folder = _python_resolve(res, module)
+        resolved, folder = python_resolve(res, module)
         names: list[tuple[str, str]] = []
         for name in node.children_by_field_name("name"):
             original, alias = _py_alias(name)
-            sub = _python_target(res, posixpath.join(folder, original)) if res.root is not None else ""
+            sub = python_target(res, posixpath.join(folder, original)) if res.root is not None else ""
             if sub and sub != resolved:
                 # `from pkg import submodule`: the name is a module of its own.
                 sep = "" if module.endswith(".") else "."
@@ -165,18 +81,6 @@ def _py_alias(node: Node) -> tuple[str, str]:
 # -- JavaScript / TypeScript ------------------------------------------------------------
 
 
-def _js_resolve(res: _Resolver, module: str) -> str:
-    if not module.startswith("."):
-        return ""
-    base = posixpath.normpath(posixpath.join(res.dir, module))
-    stem, ext = posixpath.splitext(base)
-    candidates = [base] if ext else []
-    candidates += [stem + alt for alt in _JS_SWAP.get(ext, ())]
-    candidates += [base + e for e in _JS_EXTS]
-    candidates += [posixpath.join(base, "index" + e) for e in _JS_EXTS]
-    return res.first_file(candidates)
-
-
 def _string_value(node: Node | None) -> str:
     if node is None:
         return ""
@@ -186,7 +90,7 @@ def _string_value(node: Node | None) -> str:
     return text_of(node).strip("\"'`")
 
 
-def _js_imports(root_node: Node, res: _Resolver) -> list[Import]:
+def _js_imports(root_node: Node, res: Resolver) -> list[Import]:
     out: list[Import] = []
     nodes = _walk(root_node, res, {"import_statement", "export_statement"}) + find_matching(
         root_node, res.language, '(call_expression function: (identifier) @f (#eq? @f "require")) @n'
@@ -222,7 +126,7 @@ def _js_imports(root_node: Node, res: _Resolver) -> list[Import]:
                             key, value = prop.child_by_field_name("key"), prop.child_by_field_name("value")
                             if key is not None and value is not None:
                                 names.append((text_of(key), text_of(value)))
-            out.append(Import(module, tuple(names), alias, _js_resolve(res, module), line))
+            out.append(Import(module, tuple(names), alias, js_resolve(res, module), line))
             continue
         source = node.child_by_field_name("source")
         if source is None:
@@ -242,7 +146,7 @@ def _js_imports(root_node: Node, res: _Resolver) -> list[Import]:
                         names.extend(_specifiers(part, "import_specifier"))
             elif clause.type == "export_clause":
                 names.extend(_specifiers(clause, "export_specifier"))
-        out.append(Import(module, tuple(names), alias, _js_resolve(res, module), line))
+        out.append(Import(module, tuple(names), alias, js_resolve(res, module), line))
     return out
 
 
@@ -260,28 +164,13 @@ def _specifiers(node: Node, kind: str) -> list[tuple[str, str]]:
 
 # -- Go ---------------------------------------------------------------------------------
 
-_GO_MODULE = re.compile(r"^\s*module\s+(\S+)", re.MULTILINE)
 
-
-def _go_imports(root_node: Node, res: _Resolver) -> list[Import]:
-    mod_dir = res.ancestor_with("go.mod")
-    mod_path = ""
-    if mod_dir is not None:
-        gomod = res._abs(posixpath.join(mod_dir, "go.mod") if mod_dir else "go.mod")
-        try:
-            match = _GO_MODULE.search(gomod.read_text(errors="replace")) if gomod is not None else None
-        except OSError:
-            match = None
-        mod_path = match.group(1).strip('"') if match else ""
+def _go_imports(root_node: Node, res: Resolver) -> list[Import]:
     out = []
     for spec in _walk(root_node, res, {"import_spec"}):
         module = _string_value(spec.child_by_field_name("path"))
         name = spec.child_by_field_name("name")
-        resolved = ""
-        if mod_path and mod_dir is not None and (module == mod_path or module.startswith(mod_path + "/")):
-            rel = posixpath.join(mod_dir, module[len(mod_path) + 1 :]) if module != mod_path else mod_dir
-            if res.is_dir(rel or "."):
-                resolved = res.norm(rel or ".")
+        resolved = go_resolve(res, module)
         out.append(
             Import(module, (), text_of(name) if name is not None else "", resolved, spec.start_point[0])
         )
@@ -291,7 +180,7 @@ def _go_imports(root_node: Node, res: _Resolver) -> list[Import]:
 # -- Java / Kotlin ------------------------------------------------------------------------
 
 
-def _jvm_source_root(root_node: Node, res: _Resolver, package_types: set[str]) -> str | None:
+def _jvm_source_root(root_node: Node, res: Resolver, package_types: set[str]) -> str | None:
     for node in root_node.named_children:
         if node.type in package_types:
             ident = next(
@@ -308,7 +197,7 @@ def _jvm_source_root(root_node: Node, res: _Resolver, package_types: set[str]) -
     return res.dir
 
 
-def _jvm_imports(root_node: Node, res: _Resolver, kotlin: bool) -> list[Import]:
+def _jvm_imports(root_node: Node, res: Resolver, kotlin: bool) -> list[Import]:
     ext = ".kt" if kotlin else ".java"
     src_root = _jvm_source_root(root_node, res, {"package_header"} if kotlin else {"package_declaration"})
     roots = [r for r in (src_root, "src/main/java", "src/main/kotlin", "src") if r is not None]
@@ -344,85 +233,6 @@ _WS = re.compile(r"\s+")
 
 
 # -- Rust -------------------------------------------------------------------------------
-
-
-def _rust_module_dir(res: _Resolver) -> str:
-    """Where the current file's child modules live."""
-    name = posixpath.basename(res.path)
-    if name in ("mod.rs", "lib.rs", "main.rs"):
-        return res.dir
-    return posixpath.join(res.dir, name[:-3]) if name.endswith(".rs") else res.dir
-
-
-def _rust_crate_src(res: _Resolver) -> str | None:
-    cargo_dir = res.ancestor_with("Cargo.toml")
-    if cargo_dir is None:
-        return None
-    return posixpath.join(cargo_dir, "src") if cargo_dir else "src"
-
-
-def _rust_file(res: _Resolver, base_dir: str, parts: list[str]) -> str:
-    """The file of the longest module prefix of `parts` under base_dir (items at the end are dropped)."""
-    for n in range(len(parts), 0, -1):
-        stem = posixpath.join(base_dir, *parts[:n])
-        found = res.first_file([stem + ".rs", posixpath.join(stem, "mod.rs")])
-        if found:
-            return found
-    return ""
-
-
-def _rust_resolve(res: _Resolver, segments: list[str]) -> str:
-    if not segments:
-        return ""
-    head = segments[0]
-    if head == "crate":
-        src = _rust_crate_src(res)
-        if src is None:
-            return ""
-        return (
-            _rust_file(res, src, segments[1:])
-            or res.first_file([posixpath.join(src, "lib.rs"), posixpath.join(src, "main.rs")])
-            if len(segments) > 1
-            else res.first_file([posixpath.join(src, "lib.rs"), posixpath.join(src, "main.rs")])
-        )
-    if head in ("self", "super"):
-        base = _rust_module_dir(res)
-        rest = segments
-        current_file = res.path
-        while rest and rest[0] in ("self", "super"):
-            if rest[0] == "super":
-                current_file = _rust_parent_file(res, current_file)
-                if not current_file:
-                    return ""
-                base = _rust_children_dir(current_file)
-            rest = rest[1:]
-        if not rest:
-            return res.norm(current_file)
-        return _rust_file(res, base, rest) or res.norm(current_file)
-    return ""
-
-
-def _rust_children_dir(file: str) -> str:
-    name = posixpath.basename(file)
-    folder = posixpath.dirname(file)
-    return folder if name in ("mod.rs", "lib.rs", "main.rs") else posixpath.join(folder, name[:-3])
-
-
-def _rust_parent_file(res: _Resolver, file: str) -> str:
-    """The file of the parent module of `file`."""
-    name = posixpath.basename(file)
-    folder = posixpath.dirname(file)
-    if name in ("mod.rs", "lib.rs", "main.rs"):
-        if name != "mod.rs":
-            return ""
-        folder_parent = posixpath.dirname(folder)
-    else:
-        folder_parent = folder
-        folder = posixpath.join(folder, name[:-3])
-    # The module owning `folder_parent`: its mod.rs / lib.rs / main.rs, or the sibling `<dir>.rs`.
-    return res.first_file(
-        [posixpath.join(folder_parent, n) for n in ("mod.rs", "lib.rs", "main.rs")] + [folder_parent + ".rs"]
-    )
 
 
 def _rust_use_paths(node: Node, prefix: list[str]) -> list[tuple[list[str], str]]:
@@ -462,7 +272,7 @@ def _rust_use_paths(node: Node, prefix: list[str]) -> list[tuple[list[str], str]
     return []
 
 
-def _rust_imports(root_node: Node, res: _Resolver) -> list[Import]:
+def _rust_imports(root_node: Node, res: Resolver) -> list[Import]:
     out: list[Import] = []
     for node in _walk(root_node, res, {"use_declaration", "mod_item"}):
         line = node.start_point[0]
@@ -473,7 +283,7 @@ def _rust_imports(root_node: Node, res: _Resolver) -> list[Import]:
             if name is None:
                 continue
             mod = text_of(name)
-            stem = posixpath.join(_rust_module_dir(res), mod)
+            stem = posixpath.join(rust_module_dir(res), mod)
             out.append(
                 Import(mod, (), "", res.first_file([stem + ".rs", posixpath.join(stem, "mod.rs")]), line)
             )
@@ -489,14 +299,14 @@ def _rust_imports(root_node: Node, res: _Resolver) -> list[Import]:
             module = "::".join(segments[:-1])
             groups.setdefault(module, []).append((segments[-1], alias or segments[-1]))
         for module, names in groups.items():
-            out.append(Import(module, tuple(names), "", _rust_resolve(res, module.split("::")), line))
+            out.append(Import(module, tuple(names), "", rust_resolve(res, module.split("::")), line))
     return out
 
 
 # -- the others ---------------------------------------------------------------------------
 
 
-def _c_imports(root_node: Node, res: _Resolver) -> list[Import]:
+def _c_imports(root_node: Node, res: Resolver) -> list[Import]:
     out = []
     for node in _walk(root_node, res, {"preproc_include"}):
         path = node.child_by_field_name("path")
@@ -513,7 +323,7 @@ def _c_imports(root_node: Node, res: _Resolver) -> list[Import]:
     return out
 
 
-def _ruby_imports(root_node: Node, res: _Resolver) -> list[Import]:
+def _ruby_imports(root_node: Node, res: Resolver) -> list[Import]:
     out = []
     pattern = '(call method: (identifier) @f (#any-of? @f "require" "require_relative" "load")) @n'
     for node in find_matching(root_node, res.language, pattern):
@@ -540,7 +350,7 @@ def _ruby_imports(root_node: Node, res: _Resolver) -> list[Import]:
 _PHP_STRING = re.compile(r"""['"]([^'"]+\.php)['"]""")
 
 
-def _php_imports(root_node: Node, res: _Resolver) -> list[Import]:
+def _php_imports(root_node: Node, res: Resolver) -> list[Import]:
     out = []
     kinds = {
         "namespace_use_declaration",
@@ -562,7 +372,7 @@ def _php_imports(root_node: Node, res: _Resolver) -> list[Import]:
                 module = text_of(name).lstrip("\\")
                 last = module.rsplit("\\", 1)[-1]
                 local = text_of(alias) if alias is not None else last
-                out.append(Import(module, ((last, local),), "", "", line))
+                out.append(Import(module, ((last, local),), "", psr4_resolve(res, module), line))
             continue
         match = _PHP_STRING.search(text_of(node))
         if match is None:
@@ -574,7 +384,7 @@ def _php_imports(root_node: Node, res: _Resolver) -> list[Import]:
     return out
 
 
-def _csharp_imports(root_node: Node, res: _Resolver) -> list[Import]:
+def _csharp_imports(root_node: Node, res: Resolver) -> list[Import]:
     out = []
     for node in _walk(root_node, res, {"using_directive"}):
         names = [c for c in node.named_children if c.type in ("qualified_name", "identifier")]
@@ -589,7 +399,7 @@ def _csharp_imports(root_node: Node, res: _Resolver) -> list[Import]:
     return out
 
 
-def _bash_imports(root_node: Node, res: _Resolver) -> list[Import]:
+def _bash_imports(root_node: Node, res: Resolver) -> list[Import]:
     out = []
     pattern = '(command name: (command_name) @f (#any-of? @f "source" ".")) @n'
     for node in find_matching(root_node, res.language, pattern):
@@ -605,12 +415,12 @@ def _bash_imports(root_node: Node, res: _Resolver) -> list[Import]:
     return out
 
 
-def _walk(root: Node, res: _Resolver, types: set[str]) -> list[Node]:
+def _walk(root: Node, res: Resolver, types: set[str]) -> list[Node]:
     """Nodes of the given types, in source order (import statements can hide in blocks)."""
     return find_all(root, res.language, frozenset(types))
 
 
-_EXTRACTORS: dict[str, Callable[[Node, _Resolver], list[Import]]] = {
+_EXTRACTORS: dict[str, Callable[[Node, Resolver], list[Import]]] = {
     "python": _python_imports,
     "javascript": _js_imports,
     "typescript": _js_imports,
@@ -633,5 +443,5 @@ def imports(root_node: Node, language: str, path: str, root: Path | None) -> lis
     extractor = _EXTRACTORS.get(language)
     if extractor is None:
         return []
-    resolver = _Resolver(Path(os.path.realpath(root)) if root is not None else None, path, language)
+    resolver = Resolver(Path(os.path.realpath(root)) if root is not None else None, path, language)
     return extractor(root_node, resolver)

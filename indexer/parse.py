@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from codectx.indexer.chunker import SourceText, chunk_text, chunk_tree
+from codectx.indexer.errors import IndexerError
 from codectx.indexer.imports import imports
 from codectx.indexer.languages import get_parser, is_tree_sitter
 from codectx.indexer.model import ParsedFile
@@ -20,8 +21,14 @@ from codectx.indexer.symbols import definitions, references
 from codectx.settings import Settings
 
 
+class UnsupportedLanguage(IndexerError):
+    """No tree-sitter grammar for the language asked for."""
+
+
 def parse_source(text: str, language: str) -> Any:
-    """The tree-sitter tree of `text` (language must have a grammar)."""
+    """The tree-sitter tree of `text`; UnsupportedLanguage when the language has no grammar."""
+    if not is_tree_sitter(language):
+        raise UnsupportedLanguage(f"no tree-sitter grammar for language {language!r}")
     return get_parser(language).parse(text.encode("utf-8", errors="surrogatepass"))
 
 
@@ -57,8 +64,12 @@ def parse_file(
     src = SourceText(text)
     tree = get_parser(language).parse(src.data)
     parsed = ParsedFile(path=path, language=language)
-    parsed.chunks = chunk_tree(path, language, src, tree.root_node, budget)
     parsed.syntax_errors = count_errors(tree.root_node)
+    try:
+        parsed.chunks = chunk_tree(path, language, src, tree.root_node, budget)
+    except RecursionError:
+        # Pathologically deep nesting: index the file as plain text rather than lose it.
+        parsed.chunks = chunk_text(path, language, text, budget)
     parsed.definitions = definitions(tree.root_node, language, path)
     parsed.references = references(tree.root_node, language)
     parsed.imports = imports(tree.root_node, language, path, root)

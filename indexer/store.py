@@ -39,11 +39,10 @@ from typing import Any
 import lancedb
 import numpy as np
 import pyarrow as pa
-from lancedb.index import FTS
-
 from codectx.indexer.errors import IndexCorrupt, IndexNotFound, IndexSchemaMismatch
 from codectx.indexer.model import Chunk, Definition, Import, Reference
 from codectx.indexer.textsearch import chunk_search_text, query_text
+from lancedb.index import FTS
 
 SCHEMA_VERSION = 1
 META_FILE = "meta.json"
@@ -456,15 +455,23 @@ class IndexStore:
         return {row["path"]: FileRecord(**row) for row in rows}
 
     def chunk_hashes(self) -> set[str]:
-        return set(self._table("chunks").search().select(["content_hash"]).limit(None).to_arrow()
-                   .column("content_hash").to_pylist())
+        return set(
+            self._table("chunks")
+            .search()
+            .select(["content_hash"])
+            .limit(None)
+            .to_arrow()
+            .column("content_hash")
+            .to_pylist()
+        )
 
     def vector_hashes(self, model_id: str) -> set[str]:
         table = self._vectors(model_id)
         if table is None:
             return set()
-        return set(table.search().select(["content_hash"]).limit(None).to_arrow()
-                   .column("content_hash").to_pylist())
+        return set(
+            table.search().select(["content_hash"]).limit(None).to_arrow().column("content_hash").to_pylist()
+        )
 
     def chunks_with_hashes(self, hashes: Sequence[str]) -> dict[str, Chunk]:
         """One chunk per content hash (any copy: they have the same text)."""
@@ -476,7 +483,9 @@ class IndexStore:
 
     def stats(self, model_id: str | None = None) -> IndexStats:
         model_id = model_id or self.model_id
-        chunk_rows = self._table("chunks").search().select(["language", "content_hash"]).limit(None).to_arrow()
+        chunk_rows = (
+            self._table("chunks").search().select(["language", "content_hash"]).limit(None).to_arrow()
+        )
         per_lang: dict[str, int] = {}
         for lang in chunk_rows.column("language").to_pylist():
             per_lang[lang] = per_lang.get(lang, 0) + 1
@@ -528,7 +537,9 @@ class IndexStore:
             self._table("chunks").delete(clause)
             self._table("symbols").delete(clause)
 
-    def write_files(self, files: Sequence[FileData], removed: Sequence[str] = (), known: Iterable[str] = ()) -> None:
+    def write_files(
+        self, files: Sequence[FileData], removed: Sequence[str] = (), known: Iterable[str] = ()
+    ) -> None:
         """Replace the rows of `files`, drop those of `removed`, as one journalled unit.
 
         `known` are the paths that may already have rows (the others are new and need no delete).

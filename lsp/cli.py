@@ -56,11 +56,11 @@ def run(args: argparse.Namespace) -> int:
         logging.FileHandler(args.log_file, encoding="utf-8") if args.log_file else logging.StreamHandler(sys.stderr)
     )
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=getattr(logging, args.log_level), handlers=[handler], force=True)
-    # pygls logs every message at DEBUG/INFO; keep the log about codectx unless asked.
-    if args.log_level != "DEBUG":
-        logging.getLogger("pygls").setLevel(logging.WARNING)
-        logging.getLogger("httpx").setLevel(logging.WARNING)
+    # Libraries (pygls, httpx, onnx quantization) log a lot at INFO; keep the log about codectx.
+    level = getattr(logging, args.log_level)
+    logging.basicConfig(level=min(level, logging.WARNING) if args.log_level == "DEBUG" else logging.WARNING,
+                        handlers=[handler], force=True)
+    logging.getLogger("codectx").setLevel(level)
 
     from codectx.lsp.server import build_server
 

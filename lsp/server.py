@@ -207,15 +207,15 @@ def register_lifecycle(server: CodectxServer) -> None:
     def did_save(ls: CodectxServer, params: types.DidSaveTextDocumentParams) -> None:
         """Schedules a coalesced incremental reindex of the file's folder; returns at once."""
         try:
-            folder, _, _ = ls.workspaces.locate(params.text_document.uri)
+            folder, path, _ = ls.workspaces.locate(params.text_document.uri)
         except UriRefused:
             return
-        ls.workspaces.request_reindex(folder)
+        ls.workspaces.request_reindex(folder, [path])
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def did_change_watched(ls: CodectxServer, params: types.DidChangeWatchedFilesParams) -> None:
         """Schedules reindexing of the folders touched; files inside index folders are ignored."""
-        touched: dict[Path, Folder] = {}
+        touched: dict[Path, tuple[Folder, list[Path]]] = {}
         for change in params.changes:
             try:
                 folder, path, _ = ls.workspaces.locate(change.uri)
@@ -224,9 +224,11 @@ def register_lifecycle(server: CodectxServer) -> None:
             index_dir = folder.settings.index_dir()
             if path == index_dir or index_dir in path.parents or ".git" in path.parts:
                 continue
-            touched[folder.root] = folder
-        for folder in touched.values():
-            ls.workspaces.request_reindex(folder)
+            touched.setdefault(folder.root, (folder, []))[1].append(path)
+        for folder, paths in touched.values():
+            # A folder event (or many files at once) is cheaper as one incremental full pass.
+            dirs = any(p.is_dir() for p in paths)
+            ls.workspaces.request_reindex(folder, None if dirs or len(paths) > 50 else paths)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(ls: CodectxServer, params: types.DidChangeConfigurationParams) -> None:
@@ -259,9 +261,21 @@ async def _warm_up(ls: CodectxServer) -> None:
     from codectx.lsp.services import warm_up
 
     settings = next(iter(ls.workspaces.folders.values())).settings if ls.workspaces.folders else ls.default_settings
-    missing = await asyncio.get_running_loop().run_in_executor(None, warm_up, settings)
+    loop = asyncio.get_running_loop()
+    missing = await loop.run_in_executor(None, warm_up, settings)
     for problem in missing:
         log.warning("warm-up: %s", problem)
+    # The privacy gate compiles its rules and loads its key on first use (about a second).
+    from codectx.lsp.services import completion_service
+
+    for folder in list(ls.workspaces.folders.values()):
+        if not folder.settings.backend.url:
+            continue
+        try:
+            gate = completion_service(ls, folder).client.gate
+            await loop.run_in_executor(None, gate.prepare, "/v1/completions", {"prompt": "warm up"}, [])
+        except Exception:
+            log.info("warm-up of the privacy gate failed", exc_info=True)
     ls.warm = True
 
 

@@ -91,7 +91,14 @@ class Suggester:
 
     def report(self, exc: BaseException) -> None:
         """One message per outage; the next one only after a success."""
-        if isinstance(exc, CodectxError):
+        if type(exc).__name__ == "BackendNotConfigured":
+            self._ls.notices.once(
+                "backend",
+                "no AI suggestions: no model server configured. In your editor's codectx settings set "
+                "backend.url (e.g. http://127.0.0.1:8000/v1); or: " + str(exc),
+                types.MessageType.Warning,
+            )
+        elif isinstance(exc, CodectxError):
             self._ls.notices.once("backend", f"no AI suggestions: {exc}", types.MessageType.Warning)
         else:
             log.error("suggestion crashed", exc_info=exc)

@@ -62,6 +62,18 @@ _ALIASES = {"total_files": "files_total", "vectors_done": "vectors", "total_vect
 def progress_from(*args: Any, **kwargs: Any) -> dict[str, Any]:
     """Read a progress callback's arguments whatever their shape (object, dict, kwargs)."""
     values: dict[str, Any] = {}
+    if len(args) == 1 and all(hasattr(args[0], n) for n in ("stage", "done", "total")):
+        # indexer.pipeline.ProgressEvent(stage, done, total, message)
+        event = args[0]
+        stage, done, total = str(event.stage), int(event.done), int(event.total)
+        values["stage"] = stage
+        if stage in ("discover", "parse", "done"):
+            values["files"] = done
+            values["files_total"] = total
+        elif stage == "embed":
+            values["vectors"] = done
+            values["vectors_total"] = total
+        return values
     sources: list[Any] = [*args, kwargs]
     for src in sources:
         items: Iterable[tuple[str, Any]]
@@ -96,6 +108,9 @@ class Folder:
     dirty: bool = False
     task: asyncio.Task[None] | None = None
     services: dict[str, Any] = field(default_factory=dict)
+    missing_logged: bool = False
+    pending_paths: set[Path] = field(default_factory=set)
+    full_pending: bool = False
 
     def open_store(self) -> Any:
         """The folder's index store, opened on first use; None while there is none yet."""
@@ -108,7 +123,9 @@ class Folder:
         try:
             self.store = IndexStore.open(self.settings.index_dir(), create=False)
         except CodectxError as exc:
-            log.info("no index yet for %s: %s", self.root, exc)
+            if not self.missing_logged:
+                self.missing_logged = True
+                log.info("no index yet for %s: %s", self.root, exc)
             return None
         except Exception:  # a corrupt index must not take requests down
             log.exception("opening the index of %s failed", self.root)
@@ -123,10 +140,15 @@ class Folder:
         return store
 
 
-def _run_index(folder: Folder, on_progress: Callable[..., None]) -> Any:
-    from codectx.indexer.pipeline import index_workspace
+def _run_index(folder: Folder, paths: list[Path] | None, on_progress: Callable[..., None]) -> Any:
+    from codectx.indexer.pipeline import index_paths, index_workspace
+    from codectx.lsp.services import embedder_for
 
-    return index_workspace(folder.root, folder.settings, progress=on_progress)
+    # Share the server's embedding model instead of loading a second copy.
+    embedder = embedder_for(folder.settings)
+    if paths:
+        return index_paths(folder.root, paths, folder.settings, progress=on_progress, embedder=embedder)
+    return index_workspace(folder.root, folder.settings, progress=on_progress, embedder=embedder, lock_wait_s=2.0)
 
 
 class Workspaces:
@@ -171,8 +193,12 @@ class Workspaces:
 
     # --- background indexing -------------------------------------------------
 
-    def request_reindex(self, folder: Folder) -> None:
-        """Start a run now, or one more after the current run (coalesced)."""
+    def request_reindex(self, folder: Folder, paths: list[Path] | None = None) -> None:
+        """Start a run now, or one more after the current run (coalesced); `paths`: only these files."""
+        if paths:
+            folder.pending_paths.update(paths)
+        else:
+            folder.full_pending = True
         if folder.task is not None and not folder.task.done():
             folder.dirty = True
             return
@@ -185,11 +211,14 @@ class Workspaces:
     async def _index_loop(self, folder: Folder) -> None:
         while True:
             folder.dirty = False
-            await self._index_once(folder)
+            paths = None if folder.full_pending or folder.runs == 0 else sorted(folder.pending_paths)
+            folder.full_pending = False
+            folder.pending_paths.clear()
+            await self._index_once(folder, paths)
             if not folder.dirty:
                 return
 
-    async def _index_once(self, folder: Folder) -> None:
+    async def _index_once(self, folder: Folder, paths: list[Path] | None = None) -> None:
         loop = asyncio.get_running_loop()
         folder.state = "indexing"
         folder.progress = IndexProgress(stage="starting")
@@ -212,7 +241,7 @@ class Workspaces:
                 loop.call_soon_threadsafe(on_loop, values)
 
         try:
-            report = await loop.run_in_executor(None, _run_index, folder, on_progress)
+            report = await loop.run_in_executor(None, _run_index, folder, paths, on_progress)
         except asyncio.CancelledError:
             folder.state = "idle"
             self._sink(folder, folder.progress, "end")
@@ -239,7 +268,9 @@ class Workspaces:
 
     @staticmethod
     def _apply_report(folder: Folder, report: Any) -> None:
-        values = progress_from(report)
+        values: dict[str, Any] = {}
+        if isinstance(getattr(report, "vectors_embedded", None), int):
+            values["vectors"] = report.vectors_embedded
         for name in ("files", "chunks", "vectors"):
             for alias in (name, f"n_{name}", f"{name}_indexed", f"{name}_total"):
                 value = getattr(report, alias, None)

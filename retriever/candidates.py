@@ -1,9 +1,11 @@
 """The candidate sources of completion context and how they are ranked and merged.
 
-Ranking key: (tier, -score, path, start_line) with tiers definition <
-scope < recent < retrieved. Scores come only from cursor-independent inputs
-(the names used in the enclosing scope in first-use order, the enclosing
-scope's text as search query), so the order is stable while the cursor moves.
+Ranking key: (tier, typed call first, -score, path, start_line) with tiers
+definition < scope < recent < retrieved. Scores come only from
+cursor-independent inputs (the names used in the enclosing scope in
+first-use order, the enclosing scope's text as search query), so the order
+is stable while the cursor moves; the one exception is the definition of the
+call whose arguments the cursor is in, which is ranked first.
 """
 
 from __future__ import annotations
@@ -48,8 +50,9 @@ class Candidate:
     typed_call: bool = False
 
     @property
-    def rank_key(self) -> tuple[int, float, str, int]:
-        return (TIERS[self.reason], -round(self.score, 9), self.path, self.start_line)
+    def rank_key(self) -> tuple[int, bool, float, str, int]:
+        # The call being typed is the one cursor-dependent input: its definition goes first.
+        return (TIERS[self.reason], not self.typed_call, -round(self.score, 9), self.path, self.start_line)
 
 
 def _overlaps(path: str, start: int, end: int, own_path: str, own: tuple[int, int]) -> bool:

@@ -290,14 +290,14 @@ def run_eval(
         nl = text_tasks(chunks, limit, seed)
         say(f"codectx eval: {len(nl)} natural-language tasks")
         depth = max(10, settings.retriever.search_depth)
-        for task in nl:
-            g = task.gold
-            spans, ms = _hidden_doc_search(searcher, bm25, embedder, task, depth)
+        for text_task in nl:
+            g = text_task.gold
+            spans, ms = _hidden_doc_search(searcher, bm25, embedder, text_task, depth)
             results["natural_language"]["codectx"].add(_rank(spans, g.path, g.start_line, g.end_line), ms)
             started = time.perf_counter()
-            hits = bm25.search(task.query, 11)
+            hits = bm25.search(text_task.query, 11)
             ms = (time.perf_counter() - started) * 1000
-            gold_score = bm25.score_chunk(task.query, strip_doc(g))
+            gold_score = bm25.score_chunk(text_task.query, strip_doc(g))
             ids = [c.id for c, _s in hits if c.id != g.id]
             position = next(
                 (n for n, (c, s) in enumerate(x for x in hits if x[0].id != g.id) if s < gold_score), len(ids)

@@ -230,7 +230,7 @@ class FaultServer:
         if self._thread is not None:
             self._thread.join(10)
 
-    def wait_idle(self, limit_s: float = 5.0) -> int:
+    def wait_idle(self, limit_s: float = 10.0) -> int:
         """Wait until the client has closed every connection; returns how many stay open."""
         import time
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -230,11 +231,17 @@ def make_repo(root: Path) -> Path:
     return root
 
 
+# One embedding-model cache (the exported ONNX model) for every server a test session starts:
+# exporting it takes tens of seconds. A temporary folder, never the user's cache.
+_SHARED_CACHE = Path(tempfile.mkdtemp(prefix="codectx-lsp-cache-"))
+
+
 def server_env(tmp: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     """Environment for the server process: isolated XDG dirs, offline, no user CODECTX_* leaking in."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODECTX_")}
     for var in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME"):
         env[var] = str(tmp / "_xdg_server" / var.lower())
+    env["XDG_CACHE_HOME"] = str(_SHARED_CACHE)
     env["HOME"] = str(tmp / "_home")
     env["HF_HUB_OFFLINE"] = "1"
     env["TRANSFORMERS_OFFLINE"] = "1"

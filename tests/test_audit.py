@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import multiprocessing
 import os
@@ -25,7 +26,9 @@ def _fill(log: AuditLog, n: int) -> list[str]:
     ids = []
     for i in range(n):
         prompt = f"# file {i}\nSLACK = '{SECRET}'\nprint({i})\n"
-        prepared = gate.prepare("http://127.0.0.1:9/v1/completions", {"prompt": prompt}, [SourceSpan(f"m{i}.py", 0, 2)])
+        prepared = gate.prepare(
+            "http://127.0.0.1:9/v1/completions", {"prompt": prompt}, [SourceSpan(f"m{i}.py", 0, 2)]
+        )
         ids.append(gate.record(prepared, True, "200"))
     return ids
 
@@ -36,7 +39,7 @@ def test_chain_links_every_entry(tmp_path: Path) -> None:
     entries = list(log.entries())
     assert [e["id"] for e in entries] == ids
     assert entries[0]["prev"] == GENESIS
-    for before, after in zip(entries, entries[1:], strict=False):
+    for before, after in itertools.pairwise(entries):
         assert after["prev"] == before["hash"]
     verdict = log.verify()
     assert verdict.ok and verdict.entries == 4
@@ -134,7 +137,9 @@ def test_empty_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 def _append_many(path: str, worker: int, count: int) -> None:
     log = AuditLog(Path(path))
     for i in range(count):
-        log.append({"endpoint": f"w{worker}", "bytes": i, "sha256": "0" * 64, "sources": [], "redactions": []})
+        log.append(
+            {"endpoint": f"w{worker}", "bytes": i, "sha256": "0" * 64, "sources": [], "redactions": []}
+        )
 
 
 def test_concurrent_appends_keep_the_chain(tmp_path: Path) -> None:

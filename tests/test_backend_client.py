@@ -20,7 +20,8 @@ from codectx.backend.errors import (
     BackendProtocolError,
     BackendRejected,
 )
-from codectx.backend.transport import ServerURLs, _retry_after, _ssl_context
+from codectx.backend.transport import _ssl_context
+from codectx.backend.wire import ServerURLs, retry_after
 
 from codectx.privacy.egress import EgressGate, SourceSpan
 from codectx.settings import load_settings
@@ -265,10 +266,10 @@ def test_tls_verification_is_on_by_default(tmp_path: Path) -> None:
 
 
 def test_retry_after_parsing() -> None:
-    assert _retry_after("3", 0) == 3.0
-    assert _retry_after(None, 0) is None
-    assert _retry_after("garbage", 0) is None
-    assert _retry_after("Wed, 21 Oct 2015 07:28:10 GMT", 1445412480.0) == pytest.approx(10.0)
+    assert retry_after("3", 0) == 3.0
+    assert retry_after(None, 0) is None
+    assert retry_after("garbage", 0) is None
+    assert retry_after("Wed, 21 Oct 2015 07:28:10 GMT", 1445412480.0) == pytest.approx(10.0)
 
 
 def test_only_transport_imports_httpx() -> None:
@@ -280,3 +281,39 @@ def test_only_transport_imports_httpx() -> None:
             if ("import httpx" in text or "from httpx" in text) and path.name != "transport.py":
                 offenders.append(str(path.relative_to(root)))
     assert offenders == [], f"only backend/transport.py may open connections: {offenders}"
+
+
+async def test_model_is_rediscovered_after_a_404(tmp_path: Path) -> None:
+    served = ["old-model"]
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/models":
+            return httpx.Response(200, json={"data": [{"id": served[0]}]})
+        model = json.loads(request.content)["model"]
+        if model != served[0]:
+            return httpx.Response(404, json={"message": f"The model `{model}` does not exist."})
+        return httpx.Response(
+            200, json={"model": model, "choices": [{"text": "ok", "finish_reason": "stop"}]}
+        )
+
+    client = BackendClient(
+        settings(tmp_path), gate=RecordingGate(), http_transport=httpx.MockTransport(handler)
+    )
+    assert (await client.complete("x")).text == "ok"
+    served[0] = "new-model"  # the operator restarted the server with another model
+    with pytest.raises(BackendRejected, match="does not exist"):
+        await client.complete("x")
+    assert (await client.complete("x")).model == "new-model"
+    await client.aclose()
+
+
+async def test_oversized_answer_is_a_protocol_error(tmp_path: Path) -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=b"x" * (33 * 2**20))
+
+    client = BackendClient(
+        settings(tmp_path), gate=RecordingGate(), http_transport=httpx.MockTransport(handler)
+    )
+    with pytest.raises(BackendProtocolError, match="larger than 32 MiB"):
+        await client.complete("x", model="m")
+    await client.aclose()

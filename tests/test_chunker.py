@@ -5,7 +5,14 @@ from __future__ import annotations
 import itertools
 import re
 
-from codectx.indexer.parse import count_errors, has_syntax_errors, parse_file, parse_source
+import pytest
+from codectx.indexer.parse import (
+    UnsupportedLanguage,
+    count_errors,
+    has_syntax_errors,
+    parse_file,
+    parse_source,
+)
 
 from codectx.settings import load_settings
 
@@ -144,3 +151,19 @@ def test_markdown_splits_at_headings_not_in_code() -> None:
     parsed = parse_file("README.md", source, "markdown", _settings(2000))
     assert [(c.signature, c.start_line) for c in parsed.chunks] == [("Title", 0), ("Install", 4), ("Use", 12)]
     assert "# not a heading" in parsed.chunks[1].text
+
+
+def test_crlf_line_endings_keep_spans_exact() -> None:
+    unix = "import os\n\n\ndef f(a):\n    return a\n\n\nclass C:\n    def m(self):\n        pass\n"
+    source = unix.replace("\n", "\r\n")
+    parsed = parse_file("w.py", source, "python", _settings())
+    data = source.encode()
+    assert [c.qualname for c in parsed.chunks if c.qualname] == ["f", "C", "C.m"]
+    for chunk in parsed.chunks:
+        assert data[chunk.start_byte : chunk.end_byte].decode() == chunk.text
+    assert parsed.chunks[1].signature == "def f(a):"
+
+
+def test_parse_source_refuses_unknown_languages() -> None:
+    with pytest.raises(UnsupportedLanguage, match="cobol"):
+        parse_source("IDENTIFICATION DIVISION.", "cobol")

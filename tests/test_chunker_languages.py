@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 from pathlib import Path
 
@@ -302,6 +303,7 @@ EXPECTED: dict[
 }
 
 
+@functools.cache
 def _parse(language: str) -> ParsedFile:
     folder, rel, *_ = EXPECTED[language]
     root = FIXTURES / folder
@@ -381,6 +383,8 @@ def test_leading_comments_become_doc() -> None:
     rust = {c.qualname: c for c in _parse("rust").chunks}
     assert rust["Store"].doc == "A key-value store." and rust["Store.new"].doc == "Make an empty store."
     assert _parse("bash").chunks[1].doc == "Print a message."
+    csharp = {c.qualname: c.doc for c in _parse("csharp").chunks}
+    assert csharp["Program.Main"] == "Entry point."
 
 
 def test_references_carry_chains() -> None:

@@ -86,6 +86,7 @@ async def test_complete_document_only(tmp_path: Path, server: fs.FaultServer) ->
     # the nine Qwen stop tokens go as ids: vLLM never matches special tokens as stop strings
     assert body["stop_token_ids"] == list(range(1000, 1009))
     assert service.last is not None and service.last.body == sent.body
+    assert result.sent is service.last
     entry = audit_entries(tmp_path)[-1]
     assert entry["id"] == result.request_id and entry["sent"] is True
     assert entry["sources"] == [{"path": "calc.py", "start_line": 0, "end_line": 9}]
@@ -100,7 +101,7 @@ async def test_stream_is_closed_when_the_block_ends(tmp_path: Path, server: fs.F
         result = await service.complete("calc.py", DOC, 4, 4)
         assert result.text == "return a + b"
         # Before the client closes its pool: the completion's connection is already gone.
-        assert server.wait_idle(3.0) == 0
+        assert server.wait_idle(10.0) == 0
 
 
 async def test_complete_with_retrieved_context(tmp_path: Path, server: fs.FaultServer) -> None:
@@ -255,13 +256,12 @@ def test_cli_offline_mode(
         "4",
         "--backend-url",
         server.url,
-        "--model",
-        "m",
     ]
-    assert main(argv) == 0
+    assert main(argv) == 0  # no --model: offline must not even ask the server for its model list
     out = capsys.readouterr()
     body = json.loads(out.out)
-    assert body["model"] == "m" and body["prompt"].endswith("<|fim_middle|>") and "offline mode" in out.err
+    assert body["prompt"].endswith("<|fim_middle|>") and "offline mode" in out.err
+    assert audit_entries(tmp_path)[-1]["status"] == "offline"
     assert server.requests == []
 
 
@@ -307,3 +307,38 @@ async def test_server_without_tokenize_gets_stop_strings(tmp_path: Path, server:
     assert "<|file_sep|>" in bodies[0]["stop"] and bodies[0]["skip_special_tokens"] is False
     assert "stop_token_ids" not in bodies[0]
     assert [r.path for r in server.requests].count("/tokenize") == 1  # the answer is remembered
+
+
+def test_retriever_prefix_start_is_made_stable() -> None:
+    from codectx.backend.prompts import stable_prefix
+
+    text = "".join(f"line {i}\n" for i in range(300))
+    rows = text.split("\n")
+    starts = []
+    for line in range(200, 220):
+        first = line - 50  # a budget cut that slides with the cursor, as the retriever's does
+        prefix = "".join(r + "\n" for r in rows[first:line])
+        cut, start = stable_prefix(text, prefix, first, line)
+        assert prefix.endswith(cut) and len(cut) >= len(prefix) // 2
+        assert cut == "".join(r + "\n" for r in rows[start:line])
+        starts.append(start)
+    assert len(set(starts)) <= 2  # twenty cursor positions, at most two prompt starts
+    assert stable_prefix(text, "x", 0, 5) == ("x", 0)  # a prefix from the file's start is kept whole
+
+
+def test_cli_reads_unsaved_text_from_stdin(
+    tmp_path: Path,
+    server: fs.FaultServer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import io
+
+    server.default = fs.sse(["b * 2"])
+    path = write_doc(tmp_path)
+    monkeypatch.setattr("sys.stdin", io.StringIO("def unsaved(b):\n    return \n"))
+    argv = ["complete", str(path), "--line", "1", "--character", "11", "--stdin", "--backend-url", server.url]
+    assert main(argv) == 0
+    assert capsys.readouterr().out == "b * 2\n"
+    prompt = server.requests[-1].json()["prompt"]
+    assert "def unsaved(b):\n    return <|fim_suffix|>" in prompt and "def add" not in prompt

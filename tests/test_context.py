@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
-
 from codectx.retriever.context import RecentEdit, assemble_context
 from codectx.retriever.errors import BadPosition, UnknownFile
 from codectx.retriever.tokens import ApproxTokenCounter, LocalTokenCounter
+
 from tests.test_retriever_support import build_index, copy_repo
 
 LEXICAL = {"retriever.context_dense": False}
@@ -16,7 +17,9 @@ LEXICAL = {"retriever.context_dense": False}
 
 def _big_module(root: Path) -> str:
     """A class with many methods plus helpers in another file, so budgets bite."""
-    helpers = ["def helper_%d(value):\n    '''Helper %d.'''\n    return value + %d\n" % (i, i, i) for i in range(30)]
+    helpers = [
+        f"def helper_{i}(value):\n    '''Helper {i}.'''\n    return value + {i}\n" for i in range(30)
+    ]
     (root / "pkg" / "many.py").write_text("\n\n".join(helpers))
     methods = []
     for i in range(25):
@@ -57,8 +60,13 @@ def test_budget_is_respected_and_accounted(engine_repo: tuple) -> None:
     assert b.prefix_used <= b.prefix_available and b.suffix_used <= b.suffix_available
     assert b.context_available <= 400 - b.prefix_used - b.suffix_used
     assert b.context_used == sum(i.tokens for i in result.items) <= b.context_available
-    assert all(i.tokens == counter.count(i.text) or i.tokens >= counter.count(i.text) - 2 for i in result.items)
-    assert counter.count(result.prefix) <= b.prefix_used + 2 and counter.count(result.suffix) <= b.suffix_used + 2
+    assert all(
+        i.tokens == counter.count(i.text) or i.tokens >= counter.count(i.text) - 2 for i in result.items
+    )
+    assert (
+        counter.count(result.prefix) <= b.prefix_used + 2
+        and counter.count(result.suffix) <= b.suffix_used + 2
+    )
     assert b.dropped, "a 400-token budget cannot hold every candidate here"
     assert all(d.why.startswith("budget") for d in b.dropped)
     big = assemble_context(store, settings, path, text, line, char, token_counter=counter)
@@ -76,7 +84,7 @@ def test_nothing_overlaps_the_cursor_region(engine_repo: tuple) -> None:
         if item.path == path:
             assert item.end_line < result.prefix_start_line or item.start_line > result.suffix_end_line
     spans = sorted((i.path, i.start_line, i.end_line) for i in result.items)
-    for (p1, _s1, e1), (p2, s2, _e2) in zip(spans, spans[1:], strict=False):
+    for (p1, _s1, e1), (p2, s2, _e2) in itertools.pairwise(spans):
         assert p1 != p2 or s2 > e1, "items overlap"
 
 
@@ -98,8 +106,9 @@ def test_scope_siblings_outside_the_window(engine_repo: tuple) -> None:
     root, settings, store, path = engine_repo
     text = (root / path).read_text()
     line, char = _cursor_in(text, "def method_12(self, value):", offset=2)
-    settings = settings.with_overrides({"retriever.budget_tokens": 1024, "retriever.prefix_share": 0.1,
-                                        "retriever.suffix_share": 0.05})
+    settings = settings.with_overrides(
+        {"retriever.budget_tokens": 1024, "retriever.prefix_share": 0.1, "retriever.suffix_share": 0.05}
+    )
     result = assemble_context(store, settings, path, text, line, char)
     scope = [i for i in result.items if i.reason == "scope"]
     assert scope and all(i.symbol.startswith("Engine.method_") for i in scope)

@@ -7,18 +7,19 @@ imported), so a plain name match would pick wrong answers.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
-
 from codectx.retriever.context import assemble_context
 from codectx.retriever.definitions import DefinitionResolver, local_types
 from codectx.retriever.snapshot import snapshot_of
+
 from tests.test_retriever_support import build_index, copy_repo
 
 LEXICAL = {"retriever.context_dense": False, "retriever.context_search": False}
 
 
-def _context(root: Path, path: str, line: int, character: int, **extra: object) -> dict[str, tuple[str, int]]:
+def _context(root: Path, path: str, line: int, character: int, **extra: Any) -> dict[str, tuple[str, int]]:
     settings, store = build_index(root, **{**LEXICAL, **extra})
     text = (root / path).read_text()
     result = assemble_context(store, settings, path, text, line, character)
@@ -97,7 +98,11 @@ def test_resolver_prefers_imports_and_excludes_the_cursor_region(tmp_path: Path)
     snap = snapshot_of(store)
     resolver = DefinitionResolver(snap, "app/main.py", "python", snap.file_imports("app/main.py"))
     (best, *_rest) = resolver.resolve("fmt")
-    assert (best.definition.path, best.definition.name, best.how) == ("pkg/util/helpers.py", "format_url", "import")
+    assert (best.definition.path, best.definition.name, best.how) == (
+        "pkg/util/helpers.py",
+        "format_url",
+        "import",
+    )
     assert resolver.resolve("Client")[0].how == "reexport"
     assert resolver.resolve("os") == []  # nothing in the workspace
     own = DefinitionResolver(snap, "pkg/client.py", "python", [])
@@ -111,7 +116,11 @@ def test_unsaved_text_is_used_for_the_cursor(tmp_path: Path) -> None:
     """A call typed but not saved still finds its definition (the document text is what counts)."""
     root = copy_repo("python", tmp_path)
     settings, store = build_index(root, **LEXICAL)
-    text = (root / "app/main.py").read_text().replace("    return reply\n", "    port = fmt(\n    return reply\n")
+    text = (
+        (root / "app/main.py")
+        .read_text()
+        .replace("    return reply\n", "    port = fmt(\n    return reply\n")
+    )
     line, char = _line_of_text(text, "port = fmt(")
     result = assemble_context(store, settings, "app/main.py", text, line, char)
     typed = [i for i in result.items if i.symbol == "format_url"]

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from codectx.indexer.discovery import DiscoveryError, discover, is_never_index, read_source
+from codectx.indexer.discovery import DiscoveryError, discover, discover_files, is_never_index, read_source
 
 from codectx.settings import load_settings
 
@@ -150,6 +150,7 @@ def test_default_skips(tmp_path: Path) -> None:
     _w(tmp_path, "pkg/__pycache__/m.py")
     _w(tmp_path, "target/debug/x.rs", "fn main() {}\n")
     _w(tmp_path, ".codectx/chunks.py")
+    _w(tmp_path, "static/js/vendor/jquery.js", "var $ = 1;\n")
     _w(tmp_path, "ok.py")
     files, skipped = _run(tmp_path, max_file_bytes=20_000)
     assert files == {"ok.py"}
@@ -164,7 +165,15 @@ def test_default_skips(tmp_path: Path) -> None:
         == "generated"
     )
     assert all(skipped[f"locks/{n}"] == "lockfile" for n in ("package-lock.json", "yarn.lock", "go.sum"))
-    for folder in ("node_modules/", ".venv/", "env3/", "build/", "pkg/__pycache__/", "target/"):
+    for folder in (
+        "node_modules/",
+        ".venv/",
+        "env3/",
+        "build/",
+        "pkg/__pycache__/",
+        "target/",
+        "static/js/vendor/",
+    ):
         assert skipped[folder] == "ignored", folder
     assert ".codectx/" not in skipped  # the index folder is silently skipped
 
@@ -243,3 +252,63 @@ def test_missing_workspace_is_a_clear_error(tmp_path: Path) -> None:
     _w(tmp_path, "file.py")
     with pytest.raises(DiscoveryError, match="not a folder"):
         discover(tmp_path / "file.py", load_settings(None))
+
+
+def test_discover_files_checks_single_paths_like_the_walk(tmp_path: Path) -> None:
+    _w(tmp_path, ".gitignore", "logs/\n*.tmp.py\n")
+    _w(tmp_path, "src/.gitignore", "local.py\n")
+    _w(tmp_path, "src/app.py")
+    _w(tmp_path, "src/local.py")
+    _w(tmp_path, "src/x.tmp.py")
+    _w(tmp_path, "logs/today.py")
+    _w(tmp_path, "node_modules/pkg/index.js", "x\n")
+    _w(tmp_path, ".env", "A=1\n")
+    _w(tmp_path, "blob.py", b"\0\0")
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.py"
+    outside.write_text("x = 1\n")
+    (tmp_path / "link.py").symlink_to(outside)
+    settings = load_settings(tmp_path)
+    paths = [
+        "src/app.py",
+        "./src/local.py",
+        "src/x.tmp.py",
+        "logs/today.py",
+        "node_modules/pkg/index.js",
+        ".env",
+        "blob.py",
+        "gone.py",
+        "../escape.py",
+        "link.py",
+        "src",
+    ]
+    found = discover_files(tmp_path, settings, paths)
+    assert [f.path for f in found.files] == ["src/app.py"]
+    assert {s.path: s.reason for s in found.skipped} == {
+        "src/local.py": "ignored",
+        "src/x.tmp.py": "ignored",
+        "logs/today.py": "ignored",
+        "node_modules/pkg/index.js": "ignored",
+        ".env": "secret-file",
+        "blob.py": "binary",
+        "gone.py": "missing",
+        "../escape.py": "outside-root",
+        "link.py": "symlink-outside-root",
+        "src": "not-a-file",
+    }
+    # The same verdicts as a full walk for the files the walk finds.
+    walked = discover(tmp_path, settings)
+    assert {f.path for f in walked.files} == {"src/app.py"}
+
+
+def test_known_unchanged_files_are_not_sniffed_again(tmp_path: Path) -> None:
+    path = _w(tmp_path, "a.py")
+    st = os.stat(path)
+    settings = load_settings(tmp_path)
+    # A file indexed before keeps its place without being reopened...
+    path.write_bytes(b"x = 1\0")  # same size, then restore the old mtime: content sniff would say binary
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    found = discover(tmp_path, settings, known={"a.py": (st.st_size, st.st_mtime_ns)})
+    assert [f.path for f in found.files] == ["a.py"]
+    # ...but any change of size or mtime brings the full check back.
+    found = discover(tmp_path, settings, known={"a.py": (st.st_size, st.st_mtime_ns + 1)})
+    assert found.files == [] and found.skipped[0].reason == "binary"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,11 @@ from codectx.settings import Settings, load_settings
 
 GH = "ghp_" + "Qz7" * 12
 AWS_ID = "AKIA" + "QX7MZ2KD4HFW6PLN"
-PEM = "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(["MIIEowIBAAKCAQEAq8Rz2LmN4vXw7TyB1cKd9Fh"] * 4) + "\n-----END RSA PRIVATE KEY-----"
+PEM = (
+    "-----BEGIN RSA PRIVATE KEY-----\n"
+    + "\n".join(["MIIEowIBAAKCAQEAq8Rz2LmN4vXw7TyB1cKd9Fh"] * 4)
+    + "\n-----END RSA PRIVATE KEY-----"
+)
 ENDPOINT = "http://127.0.0.1:9/v1/completions"
 
 
@@ -31,7 +36,13 @@ def _gate(tmp_path: Path, **privacy: Any) -> EgressGate:
 
 
 def _body(prompt: str) -> dict[str, Any]:
-    return {"model": "qwen", "prompt": prompt, "max_tokens": 16, "temperature": 0.2, "stop": ["<|endoftext|>"]}
+    return {
+        "model": "qwen",
+        "prompt": prompt,
+        "max_tokens": 16,
+        "temperature": 0.2,
+        "stop": ["<|endoftext|>"],
+    }
 
 
 def test_content_is_exact_compact_utf8_json(tmp_path: Path) -> None:
@@ -107,20 +118,32 @@ def test_max_request_bytes(tmp_path: Path) -> None:
 
 
 class _Exploding(Redactor):
-    def redact(self, text: str, origin: str = "", deadline: float | None = None) -> RedactionResult:
+    def redact(
+        self,
+        text: str,
+        origin: str = "",
+        deadline: float | None = None,
+        known: Iterable[tuple[str, str]] = (),
+    ) -> RedactionResult:
         raise RuntimeError("scanner crashed")
 
 
 class _Slow(Redactor):
-    def redact(self, text: str, origin: str = "", deadline: float | None = None) -> RedactionResult:
+    def redact(
+        self,
+        text: str,
+        origin: str = "",
+        deadline: float | None = None,
+        known: Iterable[tuple[str, str]] = (),
+    ) -> RedactionResult:
         time.sleep(0.05)
-        return super().redact(text, origin, deadline)
+        return super().redact(text, origin, deadline, known)
 
 
 def test_scanner_exception_fails_closed(tmp_path: Path) -> None:
     log = AuditLog(tmp_path / "audit.jsonl")
     gate = EgressGate(_settings(), log, redactor=_Exploding(key=b"k" * 32))
-    with pytest.raises(EgressBlocked, match="scanner crashed.*nothing was sent"):
+    with pytest.raises(EgressBlocked, match=r"scanner crashed.*nothing was sent"):
         gate.prepare(ENDPOINT, _body(f"t = '{GH}'"), [])
     assert list(log.entries()) == []
 
@@ -151,7 +174,9 @@ def test_undecodable_text_is_sent_as_valid_utf8(tmp_path: Path) -> None:
 
 def test_record_writes_chained_entry_without_values(tmp_path: Path) -> None:
     gate = _gate(tmp_path)
-    prepared = gate.prepare(ENDPOINT, _body(f"GH = '{GH}'\npassword = 'Tr0ub4dor&3'\n"), [SourceSpan("a.py", 3, 9)])
+    prepared = gate.prepare(
+        ENDPOINT, _body(f"GH = '{GH}'\npassword = 'Tr0ub4dor&3'\n"), [SourceSpan("a.py", 3, 9)]
+    )
     audit_id = gate.record(prepared, True, "200")
     (entry,) = list(gate.audit.entries())
     assert entry["id"] == audit_id

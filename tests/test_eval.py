@@ -8,12 +8,13 @@ import sys
 from pathlib import Path
 
 from codectx.retriever.eval import code_tasks, run_eval, text_tasks
+
 from tests.test_retriever_support import build_index, copy_repo
 
 
 def test_tasks_come_from_cross_file_calls_and_docstrings(tmp_path: Path) -> None:
     root = copy_repo("python", tmp_path)
-    settings, store = build_index(root)
+    _settings, store = build_index(root)
     tasks = code_tasks(store, root, limit=50, seed=0)
     kinds = {t.kind for t in tasks}
     assert kinds == {"cross_file_typed", "cross_file_untyped"}
@@ -50,12 +51,18 @@ def test_eval_cli_json(tmp_path: Path) -> None:
     build_index(root)
     done = subprocess.run(
         [sys.executable, "-m", "codectx", "eval", ".", "--json", "--lexical", "--limit", "20"],
-        cwd=root, capture_output=True, text=True, timeout=300,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert set(data["results"]) == {"cross_file_typed", "cross_file_untyped", "natural_language"}
     bad = subprocess.run(
-        [sys.executable, "-m", "codectx", "eval", ".", "--limit", "0"], cwd=root, capture_output=True, text=True
+        [sys.executable, "-m", "codectx", "eval", ".", "--limit", "0"],
+        cwd=root,
+        capture_output=True,
+        text=True,
     )
     assert bad.returncode == 2 and "--limit" in bad.stderr

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from codectx.backend.breaker import CircuitBreaker
 from codectx.backend.client import BackendClient
 from codectx.backend.errors import (
     BackendCircuitOpen,
@@ -52,7 +53,7 @@ async def test_connection_refused_is_unavailable_and_retried(tmp_path: Path) -> 
     started = time.monotonic()
     with pytest.raises(BackendUnavailable, match="cannot connect"):
         await client.complete("x")
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 30  # well inside backend.total_timeout_s
     # three attempts (1 + 2 retries), none of which sent a byte
     assert [r[1:] for r in gate.records] == [(False, "error: ConnectError")] * 3
     await client.aclose()
@@ -93,7 +94,7 @@ async def test_429_retry_after_beyond_total_timeout_fails_at_once(
     with pytest.raises(BackendRejected) as info:
         await client.complete("x")
     assert info.value.status == 429 and info.value.server_message == "busy"
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 3  # the total timeout: it did not wait out the 120 s
     await client.aclose()
 
 
@@ -125,7 +126,7 @@ async def test_stall_before_headers_hits_first_token_timeout(tmp_path: Path, ser
             async for _ in stream:
                 pass
     assert info.value.phase == "first_token"
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 20  # fired before the 20 s total timeout
     await client.aclose()
     assert server.wait_idle() == 0
 
@@ -141,7 +142,7 @@ async def test_stream_stalls_after_headers_first_token_timeout(
             async for _ in stream:
                 pass
     assert info.value.phase == "first_token"
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 20  # fired before the 20 s total timeout
     await client.aclose()
     assert server.wait_idle() == 0
 
@@ -159,7 +160,7 @@ async def test_stream_stalls_mid_way_total_timeout_and_no_retry(
                 got.append(delta)
     assert got == ["a", "b"]
     assert info.value.phase == "total"
-    assert 1.0 < time.monotonic() - started < 4
+    assert 1.0 < time.monotonic() - started < 20
     assert len(server.requests) == 1  # never retried after a token was delivered
     await client.aclose()
     assert server.wait_idle() == 0
@@ -225,18 +226,16 @@ async def test_error_event_inside_stream(tmp_path: Path, server: fs.FaultServer)
 async def test_circuit_breaker_fails_fast_then_probes(tmp_path: Path, server: fs.FaultServer) -> None:
     server.script = [fs.stall_before_headers()]
     server.default = fs.completion("back")
-    client, _ = client_for(
-        tmp_path, server.url, first_token_timeout_s=0.4, total_timeout_s=0.4, breaker_interval_s=1.0
-    )
+    client, _ = client_for(tmp_path, server.url, first_token_timeout_s=0.4, total_timeout_s=0.4)
+    now = [1000.0]
+    client.transport.breaker = CircuitBreaker(10.0, clock=lambda: now[0])  # a clock the test moves
     with pytest.raises(BackendTimeout):
         await client.complete("x")
-    started = time.monotonic()
     for _ in range(20):
-        with pytest.raises(BackendCircuitOpen):
+        with pytest.raises(BackendCircuitOpen, match=r"not retrying for 10\.0s"):
             await client.complete("x")
-    assert time.monotonic() - started < 0.5  # twenty keystrokes, no timeouts waited
-    assert len(server.requests) == 1
-    await asyncio.sleep(1.1)
+    assert len(server.requests) == 1  # twenty keystrokes, none reached the server
+    now[0] += 10.0
     assert (await client.complete("x")).text == "back"  # the probe closes the circuit
     assert (await client.complete("x")).text == "back"
     assert len(server.requests) == 3
@@ -275,7 +274,7 @@ async def test_cancelling_the_consumer_closes_the_stream_promptly(
     with pytest.raises(asyncio.CancelledError):
         await task
     # the client closed the socket; the server sees EOF without the client pool being closed
-    assert await asyncio.to_thread(server.wait_idle, 2.0) == 0
+    assert await asyncio.to_thread(server.wait_idle, 10.0) == 0
     assert client.transport.pool_connections() == 0
     await client.aclose()
 
@@ -314,7 +313,7 @@ async def test_tls_is_verified_and_a_custom_ca_is_honoured(
     srv.default = fs.completion("secure")
     try:
         client, gate = client_for(tmp_path, srv.url, retries=2)
-        with pytest.raises(BackendUnavailable, match="not trusted.*backend.ca_bundle"):
+        with pytest.raises(BackendUnavailable, match=r"not trusted.*backend\.ca_bundle"):
             await client.complete("x")
         assert len(gate.records) == 1  # a certificate failure is not retried
         await client.aclose()
@@ -324,3 +323,19 @@ async def test_tls_is_verified_and_a_custom_ca_is_honoured(
         assert srv.wait_idle() == 0
     finally:
         srv.stop()
+
+
+async def test_cancel_before_headers_is_still_audited(tmp_path: Path, server: fs.FaultServer) -> None:
+    server.default = fs.stall_before_headers()
+    client, gate = client_for(tmp_path, server.url)
+    task = asyncio.create_task(client.complete("x"))
+    while not server.requests:
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await client.aclose()  # waits for queued audit writes
+    assert gate.records == [(f"{server.url}/completions", True, "cancelled")]
+    assert server.wait_idle() == 0
+    # a cancelled request is not a server failure: the breaker stays closed
+    assert client.transport.breaker.state == "closed"

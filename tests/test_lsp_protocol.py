@@ -28,7 +28,7 @@ def backend() -> FixedBackend:
 
 
 def _no_index(url: str | None = None) -> dict:
-    opts: dict = {"codectx": {"lsp": {"index_on_open": False}}}
+    opts: dict = {"codectx": {"index": {"embed": False}, "lsp": {"index_on_open": False}}}
     if url:
         opts["codectx"]["backend"] = {"url": url}
     return opts
@@ -169,7 +169,7 @@ async def test_privacy_keys_only_from_user_level(tmp_path: Path, repo: Path, bac
             uri = open_doc(lsp, path)
             await lsp.text_document_completion_async(
                 types.CompletionParams(
-                    text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=15, character=4)
+                    text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=16, character=4)
                 )
             )
             assert evil.requests == []

@@ -12,7 +12,7 @@ from codectx.privacy.redact import Redactor
 from codectx.privacy.rules import default_rules
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-import secretgen  # noqa: E402
+import secretgen
 
 KEY = b"test-key-test-key-test-key-test!"
 POSITIVES = secretgen.positives()
@@ -182,7 +182,7 @@ def test_rescanning_redacted_text_finds_nothing(redactor: Redactor) -> None:
 
 
 def test_non_ascii_offsets_are_character_offsets(redactor: Redactor) -> None:
-    text = "# Привет, мир — ünïcödé\npassword = \"Sümmer2024!xx\"\n"
+    text = '# Привет, мир — ünïcödé\npassword = "Sümmer2024!xx"\n'
     (finding,) = redactor.redact(text).findings
     assert text[finding.start : finding.end] == "Sümmer2024!xx"
     assert finding.line == 1

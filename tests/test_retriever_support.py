@@ -36,7 +36,7 @@ def build_index(root: Path, embed: bool = False, **overrides: Any) -> tuple[Sett
         spec = importlib.util.spec_from_file_location("devindex", "/tmp/devindex.py")
         mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
         spec.loader.exec_module(mod)  # type: ignore[union-attr]
-        store = mod.build(root, root / ".codectx", embed)
+        mod.build(root, root / ".codectx", embed)
         values0: dict[str, Any] = {"index.index_dir": str(root / ".codectx"), "index.embed_backend": "torch"}
         values0.update(overrides)
         return load_settings(root, values0), IndexStore.open(root / ".codectx")

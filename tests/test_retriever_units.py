@@ -14,7 +14,21 @@ from codectx.retriever.tokens import ApproxTokenCounter, LocalTokenCounter, defa
 
 
 def _chunk(path: str, start: int, end: int, text: str, doc: str = "", symbol: str = "f") -> Chunk:
-    return Chunk(path, "python", "function", symbol, symbol, f"def {symbol}():", doc, start, end, 0, 0, text, "h" + text)
+    return Chunk(
+        path,
+        "python",
+        "function",
+        symbol,
+        symbol,
+        f"def {symbol}():",
+        doc,
+        start,
+        end,
+        0,
+        0,
+        text,
+        "h" + text,
+    )
 
 
 def test_weighted_rrf_weights_decide_between_lists() -> None:
@@ -54,7 +68,9 @@ def test_bm25_ranks_the_matching_document_first_and_excludes() -> None:
 
 def test_chunk_bm25_matches_identifier_parts() -> None:
     chunks = [
-        _chunk("a.py", 0, 3, "def readConfigFile(path):\n    return open(path).read()", symbol="readConfigFile"),
+        _chunk(
+            "a.py", 0, 3, "def readConfigFile(path):\n    return open(path).read()", symbol="readConfigFile"
+        ),
         _chunk("b.py", 0, 3, "def send(x):\n    return x", symbol="send"),
     ]
     hits = ChunkBM25(chunks).search("read the config file", 2)
@@ -125,7 +141,9 @@ def test_fallback_cursor_reads_the_call_being_typed() -> None:
 
 
 def test_strip_doc_and_first_sentence() -> None:
-    text = 'def area(r):\n    """Compute the area of a circle.\n\n    Uses pi.\n    """\n    return 3.14 * r * r'
+    text = (
+        'def area(r):\n    """Compute the area of a circle.\n\n    Uses pi.\n    """\n    return 3.14 * r * r'
+    )
     chunk = _chunk("g.py", 0, 5, text, doc="Compute the area of a circle.\n\nUses pi.", symbol="area")
     stripped = strip_doc(chunk)
     assert "Compute" not in stripped.text and "return 3.14" in stripped.text and stripped.doc == ""

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from codectx.retriever.errors import BadRequest
 from codectx.retriever.search import HybridSearcher
+
 from tests.test_retriever_support import build_index, copy_repo
 
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
@@ -19,8 +19,13 @@ ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
 def codectx(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "codectx", *args], cwd=cwd, input=stdin, capture_output=True, text=True,
-        env=ENV, timeout=300,
+        [sys.executable, "-m", "codectx", *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=300,
     )
 
 
@@ -83,7 +88,9 @@ def test_search_cli_json_fields_and_errors(tmp_path: Path) -> None:
     assert first["path"] == "pkg/util/helpers.py" and first["start_line"] <= first["end_line"]
     assert "def parse_port" in first["text"]
     missing = codectx("search", "x", str(tmp_path / "nowhere"), cwd=tmp_path)
-    assert missing.returncode == 2 and "codectx: error:" in missing.stderr and "Traceback" not in missing.stderr
+    assert (
+        missing.returncode == 2 and "codectx: error:" in missing.stderr and "Traceback" not in missing.stderr
+    )
 
 
 def test_search_on_missing_and_empty_index(tmp_path: Path) -> None:
@@ -105,7 +112,9 @@ def test_search_batch_mode(tmp_path: Path) -> None:
         json.dumps({"id": 7, "query": "format a url from host and port"}),
         json.dumps({"id": "bad", "query": 3}),
     ]
-    done = codectx("search", "--batch", "-", ".", "-k", "2", "--lexical", cwd=root, stdin="\n".join(lines) + "\n")
+    done = codectx(
+        "search", "--batch", "-", ".", "-k", "2", "--lexical", cwd=root, stdin="\n".join(lines) + "\n"
+    )
     assert done.returncode == 0, done.stderr
     out = [json.loads(x) for x in done.stdout.splitlines()]
     assert [o["id"] for o in out] == ["a", 7, "bad"]
@@ -119,29 +128,62 @@ def test_search_batch_mode(tmp_path: Path) -> None:
 def test_context_cli_explain_json_stdin_and_batch(tmp_path: Path) -> None:
     root = copy_repo("python", tmp_path)
     build_index(root)
-    explain = codectx("context", "app/main.py", "--line", "12", "--character", "20", "--explain", "--lexical",
-                      cwd=root)
+    explain = codectx(
+        "context", "app/main.py", "--line", "12", "--character", "20", "--explain", "--lexical", cwd=root
+    )
     assert explain.returncode == 0, explain.stderr
     assert "why: definition of `fmt`" in explain.stdout and "budget" in explain.stdout
-    tight = codectx("context", "app/main.py", "--line", "12", "--character", "20", "--explain", "--lexical",
-                    "--budget", "160", cwd=root)
+    tight = codectx(
+        "context",
+        "app/main.py",
+        "--line",
+        "12",
+        "--character",
+        "20",
+        "--explain",
+        "--lexical",
+        "--budget",
+        "160",
+        cwd=root,
+    )
     assert "left out for the budget" in tight.stdout
     edited = (root / "app/main.py").read_text() + "\ndef extra():\n    return load_settings(\n"
     n = len(edited.split("\n")) - 2
-    as_json = codectx("context", "app/main.py", "--line", str(n), "--character", "24", "--stdin", "--json",
-                      "--lexical", cwd=root, stdin=edited)
+    as_json = codectx(
+        "context",
+        "app/main.py",
+        "--line",
+        str(n),
+        "--character",
+        "25",
+        "--stdin",
+        "--json",
+        "--lexical",
+        cwd=root,
+        stdin=edited,
+    )
     data = json.loads(as_json.stdout)
     assert any(i["symbol"] == "load_settings" and i["reason"] == "definition" for i in data["items"])
     assert {"total", "prefix_used", "suffix_used", "context_used", "dropped"} <= set(data["budget"])
-    batch = "\n".join([
-        json.dumps({"id": 1, "path": "app/main.py", "line": 12, "character": 20}),
-        json.dumps({"id": 2, "path": "app/main.py", "text": "x = 1\n", "line": 9, "character": 0}),
-        json.dumps({"id": 3, "path": "../outside.py", "text": "", "line": 0, "character": 0}),
-    ])
+    batch = "\n".join(
+        [
+            json.dumps({"id": 1, "path": "app/main.py", "line": 12, "character": 20}),
+            json.dumps({"id": 2, "path": "app/main.py", "text": "x = 1\n", "line": 9, "character": 0}),
+            json.dumps({"id": 3, "path": "../outside.py", "text": "", "line": 0, "character": 0}),
+        ]
+    )
     done = codectx("context", "--batch", "-", ".", "--lexical", cwd=root, stdin=batch + "\n")
     out = [json.loads(x) for x in done.stdout.splitlines()]
     assert out[0]["id"] == 1 and out[0]["items"] and "budget" in out[0]
-    assert set(out[0]["items"][0]) == {"path", "start_line", "end_line", "symbol", "reason", "score", "tokens"}
+    assert set(out[0]["items"][0]) == {
+        "path",
+        "start_line",
+        "end_line",
+        "symbol",
+        "reason",
+        "score",
+        "tokens",
+    }
     assert "past the end" in out[1]["error"]
     assert "outside the workspace" in out[2]["error"]
     past = codectx("context", "app/main.py", "--line", "999", cwd=root)

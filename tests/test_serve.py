@@ -6,13 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
-
 from codectx.backend.serve import (
     ServeError,
     build_plan,
     cpu_supports_fp8_kv,
     load_profiles,
 )
+
 from codectx.cli import main
 
 PY = "/opt/vllm/bin/python"
@@ -108,7 +108,7 @@ def test_user_profiles_extend_and_override(tmp_path: Path) -> None:
     ("text", "message"),
     [
         ('[profiles.x]\nmodle = "m"\n', "unknown key 'modle'"),
-        ("[profiles.x]\nport = \"80\"\n", "'port' must be int"),
+        ('[profiles.x]\nport = "80"\n', "'port' must be int"),
         ('[profiles.x]\nextends = "x"\n', "extends itself"),
         ('[profiles.x]\nextends = "nope"\n', "unknown profile 'nope'"),
         ('[profiles.x]\nrouter_policy = "fastest"\n', "router_policy must be one of"),
@@ -123,7 +123,10 @@ def test_bad_user_profiles_are_clear_errors(tmp_path: Path, text: str, message: 
 
 
 def test_cli_dry_run_prints_commands_and_starts_nothing(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["backend", "serve", "--profile", "cpu-cluster", "--dry-run", "--model", "/m", "--port", "9400"]) == 0
+    assert (
+        main(["backend", "serve", "--profile", "cpu-cluster", "--dry-run", "--model", "/m", "--port", "9400"])
+        == 0
+    )
     out = capsys.readouterr().out
     assert out.count("vllm.entrypoints.openai.api_server") == 2
     assert "--worker-urls http://127.0.0.1:8100 http://127.0.0.1:8101 --policy cache_aware" in out
@@ -149,3 +152,26 @@ def test_cli_unknown_profile_and_missing_model(capsys: pytest.CaptureFixture[str
     assert "unknown profile 'nope'" in capsys.readouterr().err
     with pytest.raises(ServeError, match="names no model"):
         build_plan(load_profiles()["cpu-dev"], python=PY)
+
+
+def test_check_and_bench_on_a_dead_server_are_clear_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}/v1"  # nothing listens once closed
+    assert main(["backend", "check", "--backend-url", url, "--json"]) == 3
+    data = json.loads(capsys.readouterr().out)
+    assert data["ok"] is False and data["reachable"] is False
+    assert "cannot connect" in data["error"]
+    assert main(["backend", "bench", "--backend-url", url, "--concurrency", "1", "--requests", "1"]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("codectx: error:") and "Traceback" not in err
+    assert main(["backend", "bench", "--backend-url", url, "--concurrency", "1,x"]) == 2
+    assert "--concurrency" in capsys.readouterr().err
+
+
+def test_check_without_a_configured_server_says_how(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["backend", "check"]) == 3
+    out = capsys.readouterr().out
+    assert "CODECTX_BACKEND_URL" in out and "codectx backend serve" in out

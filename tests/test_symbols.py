@@ -156,3 +156,37 @@ def test_relative_import_never_resolves_outside_the_workspace(tmp_path: Path) ->
     assert js.imports[0].resolved == ""
     py = parse_file("a.py", "from .. import secret\n", "python", load_settings(None), tmp_path / "ws")
     assert all(i.resolved == "" for i in py.imports)
+
+
+def test_typescript_paths_and_base_url(tmp_path: Path) -> None:
+    (tmp_path / "web" / "src" / "components").mkdir(parents=True)
+    (tmp_path / "web" / "src" / "components" / "Button.tsx").write_text("")
+    (tmp_path / "web" / "src" / "lib").mkdir()
+    (tmp_path / "web" / "src" / "lib" / "index.ts").write_text("")
+    (tmp_path / "web" / "tsconfig.json").write_text(
+        '{\n  // comments and trailing commas are allowed\n  "compilerOptions": {\n'
+        '    "baseUrl": "src",\n    "paths": {"@/*": ["./*"], "@lib": ["lib"],},\n  },\n}\n'
+    )
+    text = (
+        'import { Button } from "@/components/Button";\nimport { x } from "@lib";\n'
+        'import y from "lib";\nimport React from "react";\n'
+    )
+    parsed = parse_file("web/src/app/page.tsx", text, "tsx", load_settings(None), tmp_path)
+    assert [(i.module, i.resolved) for i in parsed.imports] == [
+        ("@/components/Button", "web/src/components/Button.tsx"),
+        ("@lib", "web/src/lib/index.ts"),
+        ("lib", "web/src/lib/index.ts"),
+        ("react", ""),
+    ]
+
+
+def test_php_psr4_autoload(tmp_path: Path) -> None:
+    (tmp_path / "app" / "Support").mkdir(parents=True)
+    (tmp_path / "app" / "Support" / "Str.php").write_text("<?php class Str {}")
+    (tmp_path / "composer.json").write_text('{"autoload": {"psr-4": {"App\\\\": "app/"}}}')
+    text = "<?php\nuse App\\Support\\Str;\nuse Vendor\\Lib\\Thing as T;\n"
+    parsed = parse_file("app/Models/User.php", text, "php", load_settings(None), tmp_path)
+    assert [(i.module, i.names, i.resolved) for i in parsed.imports] == [
+        ("App\\Support\\Str", (("Str", "Str"),), "app/Support/Str.php"),
+        ("Vendor\\Lib\\Thing", (("Thing", "T"),), ""),
+    ]

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from codectx.backend.testmodel import SPECIAL_TOKENS, TestModelError, make_test_model
+
 from codectx.cli import main
 
 
@@ -58,7 +58,9 @@ def test_chat_template_renders_qwen_layout(model_dir: Path) -> None:
         tokenize=False,
         add_generation_prompt=True,
     )
-    assert rendered == "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n"
+    assert (
+        rendered == "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n"
+    )
 
 
 def test_generation_is_deterministic_per_seed(model_dir: Path, tmp_path: Path) -> None:

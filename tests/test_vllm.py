@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from codectx.backend.bench import BenchOptions, bench, metric, stop_token_ids
 from codectx.backend.client import BackendClient
 from codectx.backend.serve import cpu_supports_fp8_kv, read_cpuinfo
 from codectx.backend.testmodel import SPECIAL_TOKENS
+
 from codectx.cli import main
 from codectx.settings import Settings, load_settings
 from tests.vllm_engine import Engine, start_engines, vllm_model, vllm_server, wait_ready
@@ -65,11 +65,13 @@ async def test_fim_completion_through_the_client(vllm_server: Engine) -> None:
 async def test_streaming_delivers_incremental_deltas(vllm_server: Engine) -> None:
     arrivals: list[float] = []
     deltas: list[str] = []
-    async with BackendClient(engine_settings(vllm_server)) as client:
-        async with client.stream_complete(FIM, max_tokens=24, temperature=0.0, extra=LONG) as stream:
-            async for delta in stream:
-                deltas.append(delta)
-                arrivals.append(time.monotonic())
+    async with (
+        BackendClient(engine_settings(vllm_server)) as client,
+        client.stream_complete(FIM, max_tokens=24, temperature=0.0, extra=LONG) as stream,
+    ):
+        async for delta in stream:
+            deltas.append(delta)
+            arrivals.append(time.monotonic())
     assert len(deltas) >= 2
     assert "".join(deltas) == stream.text
     assert stream.finish_reason == "length"
@@ -110,7 +112,9 @@ async def test_special_stop_tokens_end_the_completion(vllm_server: Engine) -> No
                 raw, (at, token) = found, min(hit)
                 break
         assert raw is not None, "the test model emitted no special token in 12 prompts of 200 tokens"
-        stopped = await client.complete(prompt, max_tokens=200, temperature=0.0, extra={"stop_token_ids": ids})
+        stopped = await client.complete(
+            prompt, max_tokens=200, temperature=0.0, extra={"stop_token_ids": ids}
+        )
         # vLLM matches `stop` strings on text with special tokens already stripped: they never fire.
         ignored = await client.complete(prompt, max_tokens=200, temperature=0.0, stop=[token], extra=LONG)
     assert stopped.finish_reason == "stop"

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from codectx.backend.serve import (
     ProcessSpec,
+    ServePlan,
     build_plan,
     load_profiles,
     router_next_to,
@@ -34,7 +34,10 @@ from codectx.backend.serve import (
 )
 from codectx.backend.testmodel import make_test_model
 
-STARTUP_TIMEOUT_S = float(os.environ.get("CODECTX_VLLM_STARTUP_TIMEOUT", "420"))
+# Engine start-up is ~50 s on an idle machine and several minutes on a busy shared one.
+STARTUP_TIMEOUT_S = float(os.environ.get("VLLM_TEST_STARTUP_TIMEOUT", "600"))
+# For iterating on tests: reuse a running cpu-dev server instead of starting one per session.
+EXTERNAL_URL = os.environ.get("VLLM_TEST_SERVER_URL")
 
 
 def vllm_python() -> str:
@@ -65,7 +68,7 @@ class Engine:
     """One running OpenAI-compatible server (a vLLM engine, or vllm-router)."""
 
     spec: ProcessSpec
-    proc: subprocess.Popen[bytes]
+    proc: subprocess.Popen[bytes] | None  # None: a server this session did not start
     log: Path
     model_name: str
 
@@ -78,13 +81,16 @@ class Engine:
         return self.spec.url + "/v1"
 
     def alive(self) -> bool:
-        return self.proc.poll() is None
+        return self.proc is None or self.proc.poll() is None
 
     def stop(self) -> None:
-        stop_process(self.proc)
+        if self.proc is not None:
+            stop_process(self.proc)
 
 
-def wait_ready(engines: Sequence[Engine], timeout_s: float = STARTUP_TIMEOUT_S, path: str = "/v1/models") -> None:
+def wait_ready(
+    engines: Sequence[Engine], timeout_s: float = STARTUP_TIMEOUT_S, path: str = "/v1/models"
+) -> None:
     """Poll each engine until `path` answers 200; on failure raise with the logs."""
     deadline = time.monotonic() + timeout_s
     pending = list(engines)
@@ -92,8 +98,9 @@ def wait_ready(engines: Sequence[Engine], timeout_s: float = STARTUP_TIMEOUT_S, 
         while pending:
             for engine in list(pending):
                 if not engine.alive():
+                    code = engine.proc.returncode if engine.proc else None
                     raise RuntimeError(
-                        f"{engine.spec.role} exited with {engine.proc.returncode} while starting:\n"
+                        f"{engine.spec.role} exited with {code} while starting:\n"
                         f"{engine.spec.shell()}\n--- log ---\n{log_tail(engine.log)}"
                     )
                 try:
@@ -110,19 +117,13 @@ def wait_ready(engines: Sequence[Engine], timeout_s: float = STARTUP_TIMEOUT_S, 
                 time.sleep(1.0)
 
 
-def start_engines(
-    model_dir: Path,
-    log_dir: Path,
-    *,
-    replicas: int = 1,
-    extra_args: Sequence[str] = (),
-    profile_name: str = "cpu-dev",
-) -> list[Engine]:
-    """Start the cpu-dev plan on free loopback ports (replicas > 1: replicas, then the router, last)."""
+def engine_plan(
+    model_dir: Path, *, replicas: int = 1, extra_args: Sequence[str] = (), profile_name: str = "cpu-dev"
+) -> ServePlan:
+    """The cpu-dev (or named) profile's plan on free loopback ports."""
     python = vllm_python()
-    profile = load_profiles()[profile_name]
-    plan = build_plan(
-        profile,
+    return build_plan(
+        load_profiles()[profile_name],
         python=python,
         router=router_next_to(python),
         model=str(model_dir),
@@ -131,11 +132,17 @@ def start_engines(
         extra_args=extra_args,
         replica_ports=[free_port() for _ in range(replicas)],
     )
-    engines: list[Engine] = []
-    for i, spec in enumerate(plan.processes):
-        log = log_dir / f"{spec.role}-{i}.log"
-        engines.append(Engine(spec, start_process(spec, log), log, plan.served_model_name))
-    return engines
+
+
+def start(spec: ProcessSpec, log_dir: Path, model_name: str) -> Engine:
+    log = log_dir / f"{spec.role}-{spec.url.rsplit(':', 1)[1]}.log"
+    return Engine(spec, start_process(spec, log), log, model_name)
+
+
+def start_engines(model_dir: Path, log_dir: Path, *, extra_args: Sequence[str] = ()) -> list[Engine]:
+    """Start a single cpu-dev server (not yet ready: pass the result to wait_ready)."""
+    plan = engine_plan(model_dir, extra_args=extra_args)
+    return [start(spec, log_dir, plan.served_model_name) for spec in plan.processes]
 
 
 @pytest.fixture(scope="session")
@@ -148,6 +155,11 @@ def vllm_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def vllm_server(vllm_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
     """One vLLM CPU engine for the whole session, with prefix caching, on a free loopback port."""
+    if EXTERNAL_URL:
+        root = EXTERNAL_URL.removesuffix("/").removesuffix("/v1")
+        name = httpx.get(root + "/v1/models", trust_env=False).json()["data"][0]["id"]
+        yield Engine(ProcessSpec("server", (), {}, root), None, Path("/dev/null"), name)
+        return
     log_dir = tmp_path_factory.mktemp("vllm-logs")
     (engine,) = start_engines(vllm_model, log_dir)
     try:

@@ -217,7 +217,9 @@ class AuditLog:
                 return Verdict(False, count - 1, number, None, "not valid JSON")
             entry_id = entry.get("id")
             if entry.get("prev") != prev:
-                return Verdict(False, count - 1, number, entry_id, "prev hash does not match the entry before it")
+                return Verdict(
+                    False, count - 1, number, entry_id, "prev hash does not match the entry before it"
+                )
             if entry.get("hash") != entry_hash(entry):
                 return Verdict(False, count - 1, number, entry_id, "content does not match its hash (edited)")
             digest = str(entry.get("sha256", ""))

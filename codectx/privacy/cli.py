@@ -38,9 +38,15 @@ def _register_redact(sub: argparse._SubParsersAction) -> None:  # type: ignore[t
         "  codectx redact --check notes.md   # exit 1 if anything would be redacted",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("file", nargs="?", default="-", metavar="FILE", help="file to redact, '-' for stdin (default)")
-    p.add_argument("--strict", action="store_true", help="also redact high-entropy literals (more false positives)")
-    p.add_argument("--check", action="store_true", help="print nothing but a summary; exit 1 if secrets were found")
+    p.add_argument(
+        "file", nargs="?", default="-", metavar="FILE", help="file to redact, '-' for stdin (default)"
+    )
+    p.add_argument(
+        "--strict", action="store_true", help="also redact high-entropy literals (more false positives)"
+    )
+    p.add_argument(
+        "--check", action="store_true", help="print nothing but a summary; exit 1 if secrets were found"
+    )
     add_json(p)
     p.set_defaults(func=_redact)
 
@@ -65,7 +71,9 @@ def _read_input(name: str) -> tuple[str, str]:
     if len(data) > MAX_REDACT_BYTES:
         raise UsageError(f"{name or 'stdin'} is larger than {MAX_REDACT_BYTES // (1024 * 1024)} MiB")
     if b"\0" in data[:8192]:
-        raise UsageError(f"{name if name != '-' else 'standard input'} looks binary (NUL bytes); not redacting")
+        raise UsageError(
+            f"{name if name != '-' else 'standard input'} looks binary (NUL bytes); not redacting"
+        )
     return data.decode("utf-8", "surrogateescape"), origin
 
 

@@ -123,13 +123,20 @@ class EgressGate:
             if reason:
                 raise EgressBlocked(f"refused to send: {reason} (secret-bearing files never leave)")
         limit = int(self.settings.privacy.max_request_bytes)
+        if _text_size(body) > 2 * limit + 4096:
+            # Far over the limit: refuse before spending a scan on it (redaction only adds ~40 B a secret).
+            raise EgressBlocked(
+                f"request body is far over privacy.max_request_bytes ({limit:,} bytes); nothing was sent"
+            )
         deadline = time.monotonic() + float(self.settings.privacy.scan_timeout_s)
-        aliases = (
-            {s.path: self.alias(s.path) for s in spans} if self.settings.privacy.anonymize_paths else {}
-        )
+        aliases = {s.path: self.alias(s.path) for s in spans} if self.settings.privacy.anonymize_paths else {}
         try:
             walker = _Walker(self.redactor, bool(self.settings.privacy.redact), deadline, spans, aliases)
             cleaned = walker.walk(body, "")
+            if walker.secrets:
+                # A secret found in one field is redacted wherever else it appears in the body.
+                walker.propagating = True
+                cleaned = walker.walk(cleaned, "")
             content = json.dumps(cleaned, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
             if len(content) > limit:
                 raise EgressBlocked(
@@ -228,6 +235,8 @@ class _Walker:
         self.aliases = aliases
         self.events: list[RedactionEvent] = []
         self.stripped = 0
+        self.secrets: dict[str, str] = {}  # value -> rule, for this request only (never stored)
+        self.propagating = False
 
     def walk(self, value: Any, where: str) -> Any:
         if isinstance(value, str):
@@ -251,6 +260,8 @@ class _Walker:
         raise PrivacyError(f"{where or '<body>'}: cannot send a {type(value).__name__}")
 
     def _string(self, text: str, where: str) -> str:
+        if self.propagating:
+            return self._propagate(text, where)
         # Lone surrogates (undecodable bytes read with surrogateescape) cannot be UTF-8 encoded.
         text = text.encode("utf-8", "replace").decode("utf-8") if _has_surrogate(text) else text
         text, count = sanitize(text)
@@ -262,9 +273,33 @@ class _Walker:
             return text
         result = self.redactor.redact(text, "", self.deadline)
         for finding in result.findings:
+            self.secrets.setdefault(text[finding.start : finding.end], finding.rule)
             self.events.append(
                 RedactionEvent(
-                    finding.rule, where, finding.line, finding.length, finding.hmac8, self._file_at(text, finding.start)
+                    finding.rule,
+                    where,
+                    finding.line,
+                    finding.length,
+                    finding.hmac8,
+                    self._file_at(text, finding.start),
+                )
+            )
+        return result.text
+
+    def _propagate(self, text: str, where: str) -> str:
+        """Second pass: redact other occurrences of values found secret in any field."""
+        if not any(value in text for value in self.secrets):
+            return text
+        result = self.redactor.redact(text, "", self.deadline, known=self.secrets.items())
+        for finding in result.findings:
+            self.events.append(
+                RedactionEvent(
+                    finding.rule,
+                    where,
+                    finding.line,
+                    finding.length,
+                    finding.hmac8,
+                    self._file_at(text, finding.start),
                 )
             )
         return result.text
@@ -278,6 +313,17 @@ class _Walker:
             if pos != -1 and (best is None or pos > best[0]):
                 best = (pos, path)
         return best[1] if best else None
+
+
+def _text_size(value: Any) -> int:
+    """Characters of text in a JSON-like body (a cheap lower bound of its serialised size)."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, dict):
+        return sum(len(str(k)) + _text_size(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return sum(_text_size(v) for v in value)
+    return 0
 
 
 def _has_surrogate(text: str) -> bool:

@@ -58,9 +58,43 @@ def is_excluded_name(name: str) -> bool:
 
 
 _NOT_SECRET_WORDS = frozenset(
-    "password passwd pass pwd secret secrets token tokens none null nil undefined true false yes no "
-    "test testing string str required optional empty default unset unknown hidden masked bearer basic "
-    "admin root user username guest".split()
+    (
+        "password",
+        "passwd",
+        "pass",
+        "pwd",
+        "secret",
+        "secrets",
+        "token",
+        "tokens",
+        "none",
+        "null",
+        "nil",
+        "undefined",
+        "true",
+        "false",
+        "yes",
+        "no",
+        "test",
+        "testing",
+        "string",
+        "str",
+        "required",
+        "optional",
+        "empty",
+        "default",
+        "unset",
+        "unknown",
+        "hidden",
+        "masked",
+        "bearer",
+        "basic",
+        "admin",
+        "root",
+        "user",
+        "username",
+        "guest",
+    )
 )
 
 
@@ -134,7 +168,17 @@ def is_high_entropy(value: str, before: str) -> bool:
     lowered_before = before[-24:].lower()
     if any(
         mark in lowered_before
-        for mark in ("sha1-", "sha256-", "sha384-", "sha512-", "sha256:", "sha1:", "base64,", "ssh-", "ecdsa-")
+        for mark in (
+            "sha1-",
+            "sha256-",
+            "sha384-",
+            "sha512-",
+            "sha256:",
+            "sha1:",
+            "base64,",
+            "ssh-",
+            "ecdsa-",
+        )
     ):
         return False
     if value.startswith(("AAAAB3Nza", "AAAAC3Nza", "AAAAE2VjZHNh", "MII")) and "PUBLIC" in before.upper():

@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from codectx.settings import Settings
 
 TOKEN_PREFIX = "[REDACTED:"
+ECHO_MIN_CHARS = 8  # shorter values are too likely to occur innocently elsewhere
 # Our own tokens are never secrets: matches inside them are dropped (re-scans stay clean).
 _TOKEN = re2.compile(r"\[REDACTED:[a-z0-9-]+:[0-9a-f]{8}\]")
 _INTEGRITY = re2.compile(r"sha(?:1|224|256|384|512)-$")
@@ -129,11 +131,23 @@ class Redactor:
         """Findings in `text` without changing it."""
         return self.redact(text, origin, deadline).findings
 
-    def redact(self, text: str, origin: str = "", deadline: float | None = None) -> RedactionResult:
-        """`text` with every secret span replaced, and the findings (offsets into `text`)."""
+    def redact(
+        self,
+        text: str,
+        origin: str = "",
+        deadline: float | None = None,
+        known: Iterable[tuple[str, str]] = (),
+    ) -> RedactionResult:
+        """`text` with every secret span replaced, and the findings (offsets into `text`).
+
+        Once a value is found to be a secret, every other occurrence of it in the text (a password
+        repeated in a comment, say) is redacted too, and so are the `known` (value, rule) pairs
+        found elsewhere in the same request.
+        """
         if not text:
             return RedactionResult(text, [])
         hits = self._hits(text, origin, deadline)
+        hits += _echoes(text, hits, known, len(self.rules.rules))
         if not hits:
             return RedactionResult(text, [])
         lines = _Lines(text)
@@ -234,6 +248,21 @@ def _secret_span(match: Any, rule: Rule, bare: bool) -> tuple[int, int] | None:
     if rule.secret_groups:
         return None
     return match.start(), match.end()
+
+
+def _echoes(text: str, hits: list[_Hit], known: Iterable[tuple[str, str]], priority: int) -> list[_Hit]:
+    """Other occurrences of values already judged secret (at least ECHO_MIN_CHARS long)."""
+    values = {text[h.start : h.end]: h.rule for h in hits}
+    values.update(dict(known))
+    echoes = []
+    for value, rule in values.items():
+        if len(value) < ECHO_MIN_CHARS:
+            continue
+        pos = text.find(value)
+        while pos != -1:
+            echoes.append(_Hit(pos, pos + len(value), priority, rule))
+            pos = text.find(value, pos + len(value))
+    return echoes
 
 
 def _merge(hits: list[_Hit]) -> list[tuple[int, int, str]]:

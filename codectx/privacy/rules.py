@@ -57,7 +57,8 @@ class RuleSet:
         return [
             (i, rule)
             for i, rule in enumerate(self.rules)
-            if (strict or not rule.strict) and (not rule.keywords or not present.isdisjoint(self.keyword_ids[i]))
+            if (strict or not rule.strict)
+            and (not rule.keywords or not present.isdisjoint(self.keyword_ids[i]))
         ]
 
 

@@ -176,6 +176,8 @@ async function main() {
         "codectx.backend.url": backend.url,
         "codectx.backend.model": MODEL,
         "codectx.completion.debounceMs": 50,
+        "codectx.trace.server": "messages",
+        "[markdown]": { "editor.wordWrap": "off" },
       },
       null,
       2,
@@ -263,24 +265,33 @@ async function main() {
       await page.keyboard.press("Enter");
       await page.keyboard.type("def greet(name):", { delay: 20 });
       await page.keyboard.press("Enter");
-      const ghost = page.locator(".monaco-editor .ghost-text-decoration, .monaco-editor .ghost-text").first();
+      // Ghost text is rendered in elements whose class names contain "ghost-text" (the exact names vary by release).
+      const ghostText = () =>
+        page.evaluate(() =>
+          [...document.querySelectorAll('.monaco-editor [class*="ghost-text"]')]
+            .filter((el) => el.getClientRects().length > 0)
+            .map((el) => el.textContent ?? "")
+            .join(" "),
+        );
       let asked = Date.now();
+      let shown = "";
       await waitFor(
         "ghost text",
         async () => {
-          if (await ghost.isVisible()) return /hello/.test(await ghost.innerText());
-          // The first request may run out of its budget while the server warms up (embedding
-          // model); ask again now and then, as VS Code's explicit trigger does.
-          if (Date.now() - asked > 8000) {
+          shown = (await ghostText()).replace(/\u00a0/g, " ");
+          if (/hello/.test(shown)) return true;
+          // The first requests may run out of their budget while the server warms up (it loads
+          // the embedding model); edit again now and then, as a user who keeps typing would.
+          if (Date.now() - asked > 6000) {
             asked = Date.now();
-            await page.keyboard.press("Alt+Backslash");
+            await page.keyboard.type("x");
+            await page.keyboard.press("Backspace");
           }
           return false;
         },
         120_000,
         500,
       );
-      const shown = (await ghost.innerText()).replace(/\u00a0/g, " ");
       await page.keyboard.press("Tab");
       await waitFor("the suggestion in the document", async () => (await editorText()).includes(COMPLETION), 10_000);
       await page.keyboard.press("Control+S");
@@ -341,7 +352,10 @@ async function main() {
     const failed = results.some((r) => !r.ok) || results.length < 5;
     if (failed) {
       mkdirSync(opts.artifacts, { recursive: true });
-      if (page) await page.screenshot({ path: join(opts.artifacts, "final.png") }).catch(() => undefined);
+      if (page) {
+        await page.screenshot({ path: join(opts.artifacts, "final.png") }).catch(() => undefined);
+        writeFileSync(join(opts.artifacts, "page.html"), await page.content().catch(() => ""));
+      }
       writeFileSync(join(opts.artifacts, "code-server.log"), serverLog);
       for (const f of findFiles(logsDir, (p) => p.endsWith(".log"))) {
         cpSync(f, join(opts.artifacts, "logs", f.slice(logsDir.length + 1)), { recursive: true });

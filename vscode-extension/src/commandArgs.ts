@@ -71,6 +71,12 @@ function toLocation(v: Record<string, unknown>): LspLocation | undefined {
     return { uri: v.targetUri, range: (v.targetSelectionRange ?? v.targetRange) as LspRange };
   }
   if (typeof v.location === "object" && v.location !== null) return toLocation(v.location as Record<string, unknown>);
+  // A `codectx/search` result: zero-based start_line/end_line of a whole-line chunk.
+  if (typeof v.uri === "string" && Number.isInteger(v.start_line)) {
+    const start = v.start_line as number;
+    const end = Number.isInteger(v.end_line) ? Math.max(start, v.end_line as number) : start;
+    return { uri: v.uri, range: { start: { line: start, character: 0 }, end: { line: end + 1, character: 0 } } };
+  }
   return undefined;
 }
 
@@ -81,6 +87,11 @@ export function relativePath(uri: string, folders: readonly string[]): string {
     if (uri.startsWith(base)) return decodeURIComponent(uri.slice(base.length));
   }
   return decodeURIComponent(uri.replace(/^file:\/\//, ""));
+}
+
+function firstCodeLine(text: unknown): string | undefined {
+  if (typeof text !== "string") return undefined;
+  return text.split("\n").map((l) => l.trim()).find((l) => l !== "" && !l.startsWith("@"));
 }
 
 /** The `codectx.search` answer (a list of locations, or {results|items|locations: [...]}) as quick-pick rows. */
@@ -105,7 +116,7 @@ export function parseSearchResults(raw: unknown, folders: readonly string[]): Se
       location,
       label: symbol || `${rel}:${line}`,
       description: symbol ? `${rel}:${line}` : "",
-      detail: [typeof e.snippet === "string" ? e.snippet.split("\n")[0]?.trim() : undefined, score && `score ${score}`]
+      detail: [firstCodeLine(e.snippet ?? e.text), score && `score ${score}`]
         .filter(Boolean)
         .join("  ·  ") || undefined,
     });

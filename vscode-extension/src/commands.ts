@@ -32,9 +32,20 @@ export interface CommandDeps {
 }
 
 const SEARCH_DELAY_MS = 150;
+const AUDIT_ENTRIES = 100;
 
 function executeOnServer(client: LanguageClient, command: string, arg: unknown, token?: vscode.CancellationToken): Promise<unknown> {
   return client.sendRequest(ExecuteCommandRequest.type, { command, arguments: [arg] }, token);
+}
+
+/** `codectx/search` gives symbols and snippets; plain `codectx.search` (locations) is the fallback. */
+async function searchOnServer(client: LanguageClient, args: { query: string; k: number }, token: vscode.CancellationToken): Promise<unknown> {
+  try {
+    return await client.sendRequest("codectx/search", args, token);
+  } catch (err) {
+    if ((err as { code?: number }).code !== -32601) throw err; // anything but "method not found"
+    return executeOnServer(client, "codectx.search", args, token);
+  }
 }
 
 /** Run a handler; a failure becomes one error message instead of an unhandled rejection. */
@@ -80,7 +91,7 @@ async function searchCodebase(deps: CommandDeps): Promise<void> {
     const source = new vscode.CancellationTokenSource();
     inFlight = source;
     pick.busy = true;
-    executeOnServer(client, "codectx.search", args, source.token).then(
+    searchOnServer(client, args, source.token).then(
       (raw) => {
         if (source.token.isCancellationRequested) return;
         const hits = parseSearchResults(raw, folderUris());
@@ -166,8 +177,15 @@ function runCli(command: string, args: string[], cwd: string | undefined): Promi
 async function showAuditLog(deps: CommandDeps): Promise<void> {
   const cli = resolveCliCommand(deps.settings());
   const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
-  const text = await runCli(cli.command, [...cli.args, "audit"], folder);
-  await deps.documents.show("audit-log.txt", text.trim() ? text : "The audit log is empty: nothing has been sent.\n", "plaintext");
+  const shown = await runCli(cli.command, [...cli.args, "audit", "show", "--last", String(AUDIT_ENTRIES)], folder);
+  let verdict: string;
+  try {
+    verdict = (await runCli(cli.command, [...cli.args, "audit", "verify"], folder)).trim() || "hash chain verified";
+  } catch (err) {
+    verdict = `VERIFICATION FAILED: ${errorMessage(err)}`;
+  }
+  const body = shown.trim() ? shown : "The audit log is empty: nothing has been sent.\n";
+  await deps.documents.show("audit-log.txt", `codectx audit log (last ${AUDIT_ENTRIES} requests)\n${verdict}\n\n${body}`, "plaintext");
 }
 
 async function showMenu(deps: CommandDeps): Promise<void> {

@@ -4,6 +4,7 @@ import * as vscode from "vscode";
 import { registerCommands } from "./commands";
 import { completionMiddleware } from "./completions";
 import { ReadOnlyDocuments } from "./documents";
+import { HealthMonitor } from "./health";
 import { ApiKeyStore } from "./secrets";
 import { ServerManager } from "./server";
 import { type ExtensionSettings, type Inspect, needsRestart, readSettings } from "./settings";
@@ -57,11 +58,18 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     },
   });
 
+  const health = new HealthMonitor(
+    server,
+    () => status.current.backend,
+    () => settings.backendModel || undefined,
+    (h) => status.setBackend(h),
+  );
   running = server;
   context.subscriptions.push(
     log,
     status,
     documents,
+    health,
     ...registerCommands({
       server,
       documents,

@@ -128,3 +128,14 @@ export function healthFromMessage(message: string): BackendHealth | undefined {
   }
   return undefined;
 }
+
+/**
+ * Backend health after a `codectx.status` answer. The server only knows about a
+ * problem (`backend_problem`); a cleared problem means the backend answered again.
+ */
+export function healthFromStatus(raw: unknown, current: BackendHealth | undefined, model?: string): BackendHealth | undefined {
+  const problem = (raw as { backend_problem?: unknown } | null)?.backend_problem;
+  if (problem === true) return current && !current.reachable ? current : { reachable: false };
+  if (problem === false && current && !current.reachable) return { reachable: true, model };
+  return current;
+}

@@ -86,3 +86,14 @@ describe("refactor answers", () => {
     expect(errorMessage(42)).toBe("42");
   });
 });
+
+describe("codectx/search results", () => {
+  it("turns zero-based chunk lines into a whole-line range and shows the first code line", () => {
+    const [hit] = parseSearchResults(
+      { query: "q", results: [{ uri: "file:///work/proj/m.py", path: "m.py", start_line: 3, end_line: 7, symbol: "Thing.size", score: 0.5, text: "@decorator\n\n  def size(self):\n    return 1" }] },
+      ["file:///work/proj"],
+    );
+    expect(hit?.location.range).toEqual({ start: { line: 3, character: 0 }, end: { line: 8, character: 0 } });
+    expect(hit).toMatchObject({ label: "Thing.size", description: "m.py:4", detail: "def size(self):  ·  score 0.500" });
+  });
+});

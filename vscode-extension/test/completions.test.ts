@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { type CancellationLike, completionMiddleware, debounce } from "../src/completions";
+import { anchorAtLineStart, type CancellationLike, completionMiddleware, debounce } from "../src/completions";
 
 class Token implements CancellationLike {
   isCancellationRequested = false;
@@ -52,18 +52,23 @@ describe("completionMiddleware", () => {
       debounceMs: () => 1,
       answered: (n) => answered.push(n),
     });
+    const at = new Pos(15, 4);
     const next = (() => {
       calls++;
-      return Promise.resolve({ items: [{ insertText: "x" }] });
+      return Promise.resolve({ items: [{ insertText: "x", range: new Rng(at, at) }] });
     }) as unknown as Next;
+    const doc = { lineAt: () => ({ text: "    " }) };
     const ask = (token = new Token()) =>
-      mw.provideInlineCompletionItems!({} as never, {} as never, {} as never, token as never, next);
+      mw.provideInlineCompletionItems!(doc as never, at as never, {} as never, token as never, next);
     return { ask, answered, calls: () => calls, mw };
   }
 
   it("asks the server after the debounce and reports the answer", async () => {
     const t = setup({ enabled: true, paused: false });
-    expect(await t.ask()).toEqual({ items: [{ insertText: "x" }] });
+    const result = (await t.ask()) as { items: { insertText: string; range: Rng }[] };
+    // On a blank indented line the item is anchored at column 0 with the indentation.
+    expect(result.items[0]?.insertText).toBe("    x");
+    expect(result.items[0]?.range.start).toEqual(new Pos(15, 0));
     expect(t.calls()).toBe(1);
     expect(t.answered).toEqual([1]);
   });
@@ -88,5 +93,57 @@ describe("completionMiddleware", () => {
   it("keeps the suggest widget free of the server's AI items", () => {
     const t = setup({ enabled: true, paused: false });
     expect(t.mw.provideCompletionItem!({} as never, {} as never, {} as never, {} as never, () => [])).toBeNull();
+  });
+});
+
+class Pos {
+  constructor(
+    readonly line: number,
+    readonly character: number,
+  ) {}
+  isEqual(o: Pos) {
+    return o.line === this.line && o.character === this.character;
+  }
+  with(line?: number, character?: number) {
+    return new Pos(line ?? this.line, character ?? this.character);
+  }
+}
+
+class Rng {
+  constructor(
+    readonly start: Pos,
+    readonly end: Pos,
+  ) {}
+  get isEmpty() {
+    return this.start.isEqual(this.end);
+  }
+  with(start?: Pos) {
+    return new Rng(start ?? this.start, this.end);
+  }
+}
+
+describe("anchorAtLineStart", () => {
+  const at = new Pos(15, 4);
+
+  it("includes the indentation of a blank indented line and starts at column 0", () => {
+    const item = { insertText: "return 1", range: new Rng(at, at) };
+    anchorAtLineStart(item, at, "    ");
+    expect(item.insertText).toBe("    return 1");
+    expect(item.range.start).toEqual(new Pos(15, 0));
+    expect(item.range.end).toEqual(at);
+  });
+
+  it("leaves lines with code before the cursor, non-empty ranges and snippets alone", () => {
+    const cases: [{ insertText: unknown; range: Rng }, string][] = [
+      [{ insertText: "(x)", range: new Rng(at, at) }, "  f"],
+      [{ insertText: "return 1", range: new Rng(new Pos(15, 0), at) }, "    "],
+      [{ insertText: { value: "snippet" }, range: new Rng(at, at) }, "    "],
+      [{ insertText: "x", range: new Rng(at, at) }, ""],
+    ];
+    for (const [item, prefix] of cases) {
+      const before = { ...item };
+      anchorAtLineStart(item, at, prefix);
+      expect(item).toEqual(before);
+    }
   });
 });

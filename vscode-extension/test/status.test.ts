@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { applyProgress, healthFromMessage, renderStatus, type StatusState } from "../src/status";
+import { applyProgress, healthFromMessage, healthFromStatus, renderStatus, type StatusState } from "../src/status";
 
 const base: StatusState = { server: "running", completionsEnabled: true, completionsPaused: false };
 
@@ -73,5 +73,21 @@ describe("healthFromMessage", () => {
 
   it("ignores messages about other things", () => {
     expect(healthFromMessage("codectx: setting ignored: unknown key 'lsp.x'")).toBeUndefined();
+  });
+});
+
+describe("healthFromStatus", () => {
+  it("marks a reported backend problem as unreachable, keeping the known detail", () => {
+    expect(healthFromStatus({ backend_problem: true }, undefined)).toEqual({ reachable: false });
+    const known = { reachable: false, detail: "connection refused" };
+    expect(healthFromStatus({ backend_problem: true }, known)).toBe(known);
+  });
+
+  it("shows recovery once the problem is cleared, and leaves other states alone", () => {
+    expect(healthFromStatus({ backend_problem: false }, { reachable: false }, "m")).toEqual({ reachable: true, model: "m" });
+    const fine = { reachable: true, model: "m" };
+    expect(healthFromStatus({ backend_problem: false }, fine)).toBe(fine);
+    expect(healthFromStatus({ backend_problem: false }, undefined)).toBeUndefined();
+    expect(healthFromStatus(null, fine)).toBe(fine);
   });
 });

@@ -1,0 +1,252 @@
+"""Retriever benchmark: context and search quality on requests, click and flask; latency on Django.
+
+Pinned sdists are downloaded from PyPI (`pip download --no-deps --no-binary :all:`)
+into bench/data/sdists and unpacked under bench/data/src (never vendored). Each is
+indexed with the real pipeline, then the `codectx eval` tasks run for codectx and
+the BM25 baseline (recall@1/5/10, MRR@10, latency). Latency targets are measured on
+Django: hybrid search (query embedding included) and context assembly.
+
+Django's vectors: embedding its ~40k chunks takes over ten minutes on a 2-core
+machine, so by default they are random unit vectors (`--django-vectors placeholder`):
+the exact vector scan costs the same for any vectors, so latency is unaffected;
+quality is measured on the other three repositories with real vectors.
+`--django-vectors real` embeds them for real.
+
+    .venv/bin/python bench/bench_retriever.py [--limit 200] [--skip-django] [--samples 200]
+
+Prints a table and writes bench/results/retriever.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / "data"
+RESULTS = HERE / "results"
+QUALITY = {"requests": "2.32.3", "click": "8.1.7", "flask": "3.0.3"}
+LATENCY = {"django": "5.1.4"}
+TARGETS = {
+    "cross_file_typed": ("recall@5", 0.95),
+    "cross_file_untyped": ("recall@10", 0.60),
+    "natural_language": ("recall@10", 0.85),
+}
+
+
+def fetch(name: str, version: str) -> Path:
+    """The unpacked sdist of name==version (downloaded once)."""
+    sdists = DATA / "sdists"
+    sdists.mkdir(parents=True, exist_ok=True)
+    found = [p for p in sdists.glob("*") if p.name.lower().startswith(f"{name}-{version}".lower())]
+    if not found:
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                "--no-binary",
+                ":all:",
+                f"{name}=={version}",
+                "-d",
+                str(sdists),
+            ],
+            check=True,
+        )
+        found = [p for p in sdists.glob("*") if p.name.lower().startswith(f"{name}-{version}".lower())]
+    archive = found[0]
+    dest = DATA / "src"
+    dest.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(archive) as tar:
+        top = tar.getnames()[0].split("/")[0]
+        if not (dest / top).exists():
+            tar.extractall(dest, filter="data")
+    return dest / top
+
+
+def index(root: Path, embed: bool) -> tuple[Any, Any]:
+    from codectx.indexer.pipeline import index_workspace
+    from codectx.indexer.store import IndexStore
+
+    from codectx.settings import load_settings
+
+    index_dir = DATA / "index" / root.name
+    settings = load_settings(root, {"index.index_dir": str(index_dir), "index.embed": embed})
+    started = time.perf_counter()
+    index_workspace(root, settings)
+    print(f"  indexed {root.name} in {time.perf_counter() - started:.1f} s", flush=True)
+    return settings, IndexStore.open(index_dir)
+
+
+def placeholder_vectors(store: Any, model_id: str, dims: int = 384) -> None:
+    import numpy as np
+
+    have = store.vector_hashes(model_id)
+    missing = sorted(store.chunk_hashes() - have)
+    if missing:
+        rng = np.random.default_rng(0)
+        vecs = rng.standard_normal((len(missing), dims)).astype("float32")
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        store.add_vectors(model_id, missing, vecs)
+    if hasattr(store, "update_meta") and store.model_id != model_id:
+        store.update_meta(model_id=model_id)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
+
+
+def quality(limit: int, seed: int) -> dict[str, Any]:
+    from codectx.indexer.embedder import Embedder
+    from codectx.retriever.eval import format_report, run_eval
+
+    out: dict[str, Any] = {}
+    embedder = None
+    for name, version in QUALITY.items():
+        root = fetch(name, version)
+        settings, store = index(root, embed=True)
+        embedder = embedder or Embedder.from_settings(settings)
+        report = run_eval(store, settings, root, embedder=embedder, limit=limit, seed=seed)
+        print(format_report(report), flush=True)
+        out[name] = report
+    return out
+
+
+def pooled(reports: dict[str, Any]) -> dict[str, dict[str, dict[str, float]]]:
+    """Task-weighted averages over repositories."""
+    table: dict[str, dict[str, dict[str, float]]] = {}
+    for report in reports.values():
+        for kind, systems in report["results"].items():
+            for system, m in systems.items():
+                if not m.get("tasks"):
+                    continue
+                slot = table.setdefault(kind, {}).setdefault(system, {"tasks": 0})
+                n = m["tasks"]
+                for key in ("recall@1", "recall@5", "recall@10", "mrr@10"):
+                    slot[key] = slot.get(key, 0.0) + m[key] * n
+                slot["tasks"] += n
+    for systems in table.values():
+        for slot in systems.values():
+            for key in ("recall@1", "recall@5", "recall@10", "mrr@10"):
+                slot[key] = round(slot[key] / slot["tasks"], 4)
+    return table
+
+
+def latency(samples: int, seed: int, real_vectors: bool) -> dict[str, Any]:
+    from codectx.indexer.embedder import Embedder
+    from codectx.retriever.context import assemble_context
+    from codectx.retriever.eval import code_tasks, first_sentence
+    from codectx.retriever.search import HybridSearcher
+
+    root = fetch("django", LATENCY["django"])
+    settings, store = index(root, embed=real_vectors)
+    embedder = Embedder.from_settings(settings)
+    if not real_vectors:
+        placeholder_vectors(store, embedder.model_id, int(embedder.embed_query("x").shape[0]))
+    stats = store.stats(embedder.model_id)
+    rng = random.Random(seed)
+    chunks = [c for c in store.all_chunks() if c.doc and c.kind in ("function", "method")]
+    rng.shuffle(chunks)
+    queries = [first_sentence(c.doc) for c in chunks[: samples // 2]]
+    queries += [c.qualname or c.symbol for c in chunks[samples // 2 : samples]]
+    searcher = HybridSearcher(store, settings, embedder=embedder)
+    searcher.search("warm up the caches", k=10)
+    search_ms = []
+    for q in queries:
+        started = time.perf_counter()
+        searcher.search(q, k=10)
+        search_ms.append((time.perf_counter() - started) * 1000)
+    tasks = [t for t in code_tasks(store, root, samples, seed) if t.kind == "cross_file_typed"][:samples]
+    assemble_context(
+        store, settings, tasks[0].path, tasks[0].text, tasks[0].line, tasks[0].character, embedder=embedder
+    )
+    context_ms = []
+    for t in tasks:
+        started = time.perf_counter()
+        assemble_context(store, settings, t.path, t.text, t.line, t.character, embedder=embedder)
+        context_ms.append((time.perf_counter() - started) * 1000)
+    return {
+        "repo": f"django-{LATENCY['django']}",
+        "chunks": stats.chunks,
+        "vectors": "real" if real_vectors else "placeholder (random unit vectors, same scan cost)",
+        "search": {
+            "samples": len(search_ms),
+            "p50_ms": round(statistics.median(search_ms), 2),
+            "p95_ms": round(percentile(search_ms, 0.95), 2),
+        },
+        "context": {
+            "samples": len(context_ms),
+            "p50_ms": round(statistics.median(context_ms), 2),
+            "p95_ms": round(percentile(context_ms, 0.95), 2),
+        },
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--limit", type=int, default=200, help="tasks per kind and repository")
+    parser.add_argument("--samples", type=int, default=200, help="latency samples on Django")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--skip-quality", action="store_true")
+    parser.add_argument("--skip-django", action="store_true")
+    parser.add_argument("--django-vectors", choices=("placeholder", "real"), default="placeholder")
+    args = parser.parse_args()
+    result: dict[str, Any] = {"machine": f"{os.cpu_count()} cores", "limit": args.limit}
+    if not args.skip_quality:
+        reports = quality(args.limit, args.seed)
+        result["quality"] = reports
+        result["pooled"] = pooled(reports)
+        print("\npooled over requests, click, flask")
+        print(
+            f"{'task':22} {'system':8} {'tasks':>5} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR@10':>7}  target"
+        )
+        for kind, systems in result["pooled"].items():
+            for system, m in systems.items():
+                metric, goal = TARGETS[kind]
+                verdict = (
+                    f"{metric} >= {goal}: {'met' if m[metric] >= goal else 'MISSED'}"
+                    if system == "codectx"
+                    else ""
+                )
+                print(
+                    f"{kind:22} {system:8} {m['tasks']:>5} {m['recall@1']:>6.3f} {m['recall@5']:>6.3f} "
+                    f"{m['recall@10']:>6.3f} {m['mrr@10']:>7.3f}  {verdict}"
+                )
+    if not args.skip_django:
+        lat = latency(args.samples, args.seed, args.django_vectors == "real")
+        result["latency"] = lat
+        print(f"\nlatency on {lat['repo']} ({lat['chunks']} chunks, vectors: {lat['vectors']})")
+        for what, goal in (("search", 60), ("context", 50)):
+            m = lat[what]
+            print(
+                f"  {what:8} p50 {m['p50_ms']:7.1f} ms  p95 {m['p95_ms']:7.1f} ms  (target p95 <= {goal} ms: "
+                f"{'met' if m['p95_ms'] <= goal else 'MISSED'})"
+            )
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = RESULTS / "retriever.json"
+    out.write_text(json.dumps(result, indent=2))
+    print(f"\nwrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,236 @@
+"""The `codectx index` and `codectx status` commands."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from codectx.indexer.discovery import discover
+from codectx.indexer.embedder import resolve_model
+from codectx.indexer.pipeline import IndexReport, ProgressEvent, index_workspace
+from codectx.indexer.store import IndexStore
+
+from codectx.clikit import add_index_dir, add_json, print_json, settings_for, stderr, workspace_root
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    index = sub.add_parser(
+        "index",
+        help="build or update the local index of a workspace",
+        description="Index a workspace: discover source files (honouring .gitignore and .codectxignore, "
+        "never secret files), chunk them with tree-sitter, commit the full-text and symbol index, then "
+        "compute embeddings. Re-running only touches what changed; an interrupted run is completed by "
+        "the next one.",
+    )
+    index.add_argument("path", nargs="?", default=".", help="workspace folder (default: .)")
+    add_index_dir(index)
+    index.add_argument("--model", metavar="M", help="embedding model: all-MiniLM-L6-v2 or a folder path")
+    index.add_argument(
+        "--no-embed", action="store_true", help="only the full-text and symbol index; no vectors"
+    )
+    add_json(index)
+    index.set_defaults(func=_index)
+
+    status = sub.add_parser(
+        "status",
+        help="show what is indexed and how fresh it is",
+        description="Show the index of a workspace: files and chunks per language, vectors done and "
+        "pending, when it was last indexed and how many files changed since.",
+    )
+    status.add_argument("path", nargs="?", default=".", help="workspace folder (default: .)")
+    add_index_dir(status)
+    add_json(status)
+    status.set_defaults(func=_status)
+
+
+class _PlainProgress:
+    """One line per stage change and at most one every few seconds: for logs and pipes."""
+
+    def __init__(self) -> None:
+        self.stage = ""
+        self.last = 0.0
+        self.started = time.monotonic()
+
+    def __call__(self, ev: ProgressEvent) -> None:
+        now = time.monotonic()
+        if ev.stage == self.stage and now - self.last < 3 and ev.done != ev.total:
+            return
+        if ev.stage != self.stage:
+            self.started = now
+        self.stage, self.last = ev.stage, now
+        if ev.stage == "embed" and ev.done:
+            rate = ev.done / max(now - self.started, 1e-6)
+            eta = (ev.total - ev.done) / rate if rate else 0
+            stderr(f"embed: {ev.done}/{ev.total} chunks ({rate:.0f}/s, ETA {eta:.0f}s)")
+        elif ev.stage in ("parse", "embed"):
+            stderr(f"{ev.stage}: {ev.done}/{ev.total} {'files' if ev.stage == 'parse' else 'chunks'}")
+        elif ev.stage == "model":
+            stderr(f"{ev.message} (the first run prepares a faster ONNX copy; this can take a minute)")
+        elif ev.stage == "discover" and ev.total:
+            stderr(f"discover: {ev.total} files")
+
+
+class _RichProgress:
+    """A live display on a terminal: files parsed, chunks embedded, rate and ETA."""
+
+    def __init__(self) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
+        self.progress = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description:<10}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]}"),
+            TimeRemainingColumn(),
+            transient=False,
+            console=None,
+        )
+        self.tasks: dict[str, Any] = {}
+        self.started: dict[str, float] = {}
+
+    def __enter__(self) -> _RichProgress:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def __call__(self, ev: ProgressEvent) -> None:
+        if ev.stage == "done":
+            return
+        if ev.stage == "model":
+            self.progress.console.print(ev.message + " …")
+            return
+        label = ev.stage
+        if label not in self.tasks:
+            self.tasks[label] = self.progress.add_task(label, total=ev.total or None, rate="")
+            self.started[label] = time.monotonic()
+        rate = ""
+        elapsed = time.monotonic() - self.started[label]
+        if ev.done and elapsed > 0.5:
+            unit = "files" if label == "parse" else "chunks"
+            rate = f"{ev.done / elapsed:.0f} {unit}/s"
+        self.progress.update(self.tasks[label], completed=ev.done, total=ev.total or None, rate=rate)
+
+
+def _index(args: argparse.Namespace) -> int:
+    root = workspace_root(args.path)
+    if not root.is_dir():
+        from codectx.errors import UsageError
+
+        raise UsageError(f"not a folder: {args.path} (give the workspace folder)")
+    extra: dict[str, Any] = {"index.model": args.model}
+    if args.no_embed:
+        extra["index.embed"] = False
+    settings = settings_for(root, args, extra)
+    if args.json:
+        report = index_workspace(root, settings, None)
+        print_json(report.as_dict())
+        return 0
+    if sys.stderr.isatty():
+        with _RichProgress() as live:
+            report = index_workspace(root, settings, live)
+    else:
+        report = index_workspace(root, settings, _PlainProgress())
+    _print_report(report)
+    return 0
+
+
+def _print_report(r: IndexReport) -> None:
+    if r.rebuilt:
+        print(f"rebuilt the index: {r.rebuilt}")
+    if r.recovered:
+        print(f"recovered from an interrupted run ({r.recovered} files re-indexed)")
+    print(f"indexed {r.root} -> {r.index_dir}")
+    print(
+        f"files: {r.files} ({r.added} added, {r.updated} updated, {r.removed} removed, "
+        f"{r.unchanged} unchanged)"
+    )
+    langs = ", ".join(f"{lang} {n}" for lang, n in sorted(r.chunks_per_language.items(), key=lambda x: -x[1]))
+    print(f"chunks: {r.chunks} ({r.chunks_written} written this run){': ' + langs if langs else ''}")
+    if r.skipped:
+        print("skipped: " + ", ".join(f"{n} {why}" for why, n in sorted(r.skipped.items())))
+    if r.syntax_error_files:
+        print(
+            f"syntax errors (rest of the file still indexed): {len(r.syntax_error_files)} files, e.g. "
+            + ", ".join(r.syntax_error_files[:3])
+        )
+    if r.model_id:
+        print(
+            f"vectors ({r.model_id}{', ' + r.embed_backend if r.embed_backend else ''}): "
+            f"{r.vectors_embedded} embedded, {r.vectors_pending} pending"
+        )
+    else:
+        print("vectors: not computed (--no-embed)")
+    print("time: " + ", ".join(f"{stage} {secs:.1f}s" for stage, secs in r.timings.items()))
+    for line in r.errors:
+        stderr(f"codectx: warning: {line}")
+
+
+def _ago(ts: float | None) -> str:
+    if not ts:
+        return "never"
+    secs = max(0.0, time.time() - ts)
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if secs >= size:
+            return f"{secs / size:.0f} {unit} ago"
+    return f"{secs:.0f} s ago"
+
+
+def _status(args: argparse.Namespace) -> int:
+    root = workspace_root(args.path)
+    settings = settings_for(root, args)
+    store = IndexStore.open(settings.index_dir())
+    try:
+        model_id = resolve_model(settings.index.model)[1]
+    except Exception:
+        model_id = store.model_id
+    stats = store.stats(model_id)
+    records = store.file_records()
+    found = discover(root, settings) if root.is_dir() else None
+    changed = new = 0
+    deleted = len(records)
+    if found is not None:
+        seen = {sf.path: sf for sf in found.files}
+        deleted = sum(1 for p in records if p not in seen)
+        for path, sf in seen.items():
+            rec = records.get(path)
+            if rec is None:
+                new += 1
+            elif rec.size != sf.size or rec.mtime_ns != sf.mtime_ns:
+                changed += 1
+    fresh = {
+        "changed": changed,
+        "new": new,
+        "deleted": deleted,
+        "up_to_date": not (changed or new or deleted),
+    }
+    if args.json:
+        print_json({"root": str(root), **stats.as_dict(), "since_last_index": fresh})
+        return 0
+    print(f"index: {stats.index_dir} (schema {stats.schema_version})")
+    print(f"workspace: {root}")
+    print(f"last indexed: {_ago(stats.last_indexed)}")
+    print(f"files: {stats.files}, chunks: {stats.chunks}, symbols: {stats.symbols}")
+    for lang, n in sorted(stats.chunks_per_language.items(), key=lambda x: -x[1]):
+        print(f"  {lang:<12} {stats.files_per_language.get(lang, 0):>6} files {n:>7} chunks")
+    total = stats.vectors_done + stats.vectors_pending
+    print(
+        f"vectors ({stats.model_id or 'none'}): {stats.vectors_done}/{total} done, "
+        f"{stats.vectors_pending} pending"
+    )
+    if fresh["up_to_date"]:
+        print("up to date")
+    else:
+        print(f"since then: {changed} changed, {new} new, {deleted} deleted; run `codectx index` to update")
+    return 0

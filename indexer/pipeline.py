@@ -1,0 +1,354 @@
+"""Indexing a workspace: discover, parse, commit the lexical index, then fill in vectors.
+
+Stage 1 (lexical + symbols) is committed in batches and is searchable at once;
+stage 2 embeds only chunk contents that have no vector yet for the model, so
+unchanged, moved or duplicated chunks are never embedded twice, and a run
+interrupted anywhere is completed by the next one. Re-runs touch only what
+changed: size and mtime first, then the content hash.
+
+`index_workspace` is what the CLI and the language server call; `index_paths`
+re-indexes a few files (an editor's save). Both hold the index lock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codectx.indexer.discovery import SourceFile, discover, is_never_index, sniff
+from codectx.indexer.embedder import Embedder
+from codectx.indexer.errors import IndexCorrupt, IndexSchemaMismatch
+from codectx.indexer.lock import IndexLock
+from codectx.indexer.parse import parse_file
+from codectx.indexer.store import FileData, FileRecord, IndexStore
+
+from codectx.settings import Settings
+
+COMMIT_FILES = 400  # files per lexical commit: bigger is faster, smaller shows results sooner
+EMBED_COMMIT = 256  # vectors per commit: a kill loses at most this much embedding work
+
+
+@dataclass(frozen=True)
+class ProgressEvent:
+    stage: str  # discover, parse, model (loading the embedder), embed, done
+    done: int
+    total: int
+    message: str = ""
+
+
+ProgressFn = Callable[[ProgressEvent], None]
+
+
+@dataclass
+class IndexReport:
+    root: str
+    index_dir: str
+    files: int = 0  # indexed files after the run
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    chunks: int = 0  # chunks in the index after the run
+    chunks_written: int = 0
+    chunks_per_language: dict[str, int] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)  # reason -> count
+    errors: list[str] = field(default_factory=list)  # one line per file that could not be indexed
+    syntax_error_files: list[str] = field(default_factory=list)
+    model_id: str | None = None
+    embed_backend: str | None = None
+    vectors_embedded: int = 0
+    vectors_pending: int = 0
+    timings: dict[str, float] = field(default_factory=dict)  # stage -> seconds
+    rebuilt: str | None = None  # why the index was rebuilt from scratch, if it was
+    recovered: int = 0  # paths whose interrupted write was rolled back
+
+    def as_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return asdict(self)
+
+
+def _emit(progress: ProgressFn | None, stage: str, done: int, total: int, message: str = "") -> None:
+    if progress is not None:
+        progress(ProgressEvent(stage, done, total, message))
+
+
+def open_for_write(index_dir: Path, report: IndexReport) -> IndexStore:
+    """Open (or create) the index for writing; an incompatible or broken one is rebuilt."""
+    try:
+        store = IndexStore.open(index_dir, create=True)
+    except (IndexSchemaMismatch, IndexCorrupt) as exc:
+        report.rebuilt = str(exc).split(";")[0]
+        IndexStore.reset(index_dir)
+        store = IndexStore.open(index_dir, create=True)
+    recovered = store.recover()
+    report.recovered = len(recovered)
+    return store
+
+
+def _parse_one(
+    sf: SourceFile, settings: Settings, root: Path, report: IndexReport, data: bytes | None = None
+) -> FileData | None:
+    """Parse one file into rows; None (with an error line) if it cannot be read or parsed."""
+    try:
+        if data is None:
+            data = sf.abs_path.read_bytes()
+    except OSError as exc:
+        report.errors.append(f"{sf.path}: cannot read: {exc.strerror or exc}")
+        return None
+    text = read_source_bytes(data)
+    try:
+        parsed = parse_file(sf.path, text, sf.language, settings, root)
+    except Exception as exc:  # a parser bug on one file must not stop the run
+        report.errors.append(f"{sf.path}: cannot parse: {type(exc).__name__}: {exc}")
+        return None
+    if parsed.syntax_errors:
+        report.syntax_error_files.append(sf.path)
+    record = FileRecord(
+        path=sf.path,
+        size=sf.size,
+        mtime_ns=sf.mtime_ns,
+        content_hash=hashlib.sha256(data).hexdigest(),
+        language=sf.language,
+        n_chunks=len(parsed.chunks),
+        syntax_errors=parsed.syntax_errors,
+    )
+    return FileData(record, parsed.chunks, parsed.definitions, parsed.imports, parsed.references)
+
+
+def read_source_bytes(data: bytes) -> str:
+    """Text of a file's bytes, like discovery.read_source: BOM dropped, invalid UTF-8 replaced."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    return data.decode("utf-8", errors="replace")
+
+
+def _commit_lexical(
+    store: IndexStore,
+    changed: Sequence[SourceFile],
+    removed: Sequence[str],
+    known: set[str],
+    settings: Settings,
+    root: Path,
+    report: IndexReport,
+    progress: ProgressFn | None,
+) -> None:
+    batch: list[FileData] = []
+    pending_removed = list(removed)
+    for i, sf in enumerate(changed, 1):
+        item = _parse_one(sf, settings, root, report)
+        if item is not None:
+            batch.append(item)
+            if sf.path in known:
+                report.updated += 1
+            else:
+                report.added += 1
+            report.chunks_written += len(item.chunks)
+        if len(batch) >= COMMIT_FILES:
+            store.write_files(batch, pending_removed, known)
+            batch, pending_removed = [], []
+        if i % 50 == 0 or i == len(changed):
+            _emit(progress, "parse", i, len(changed), sf.path)
+    store.write_files(batch, pending_removed, known)
+    report.removed += len(removed)
+
+
+def embed_pending(
+    store: IndexStore,
+    embedder: Embedder,
+    report: IndexReport,
+    progress: ProgressFn | None = None,
+) -> None:
+    """Embed every chunk content that has no vector for the embedder's model, committing as it goes."""
+    model_id = embedder.model_id
+    pending = sorted(store.chunk_hashes() - store.vector_hashes(model_id))
+    report.model_id = model_id
+    if not pending:
+        return
+    _emit(progress, "model", 0, len(pending), f"loading embedding model {model_id}")
+    report.embed_backend = embedder.backend
+    chunks = store.chunks_with_hashes(pending)
+    todo = [h for h in pending if h in chunks]
+    done = 0
+    _emit(progress, "embed", 0, len(todo))
+    for start in range(0, len(todo), EMBED_COMMIT):
+        part = todo[start : start + EMBED_COMMIT]
+        base = done
+
+        def tick(n: int, _base: list[int] = [base]) -> None:  # noqa: B006 - running count per part
+            _base[0] += n
+            _emit(progress, "embed", _base[0], len(todo))
+
+        vectors = embedder.embed_documents([chunks[h] for h in part], tick)
+        store.add_vectors(model_id, part, vectors)
+        done += len(part)
+        report.vectors_embedded += len(part)
+
+
+def _finish(store: IndexStore, report: IndexReport, model_id: str | None, embedded: bool) -> None:
+    stats = store.stats(model_id)
+    report.files = stats.files
+    report.chunks = stats.chunks
+    report.chunks_per_language = stats.chunks_per_language
+    report.model_id = model_id
+    report.vectors_pending = stats.vectors_pending
+    meta: dict[str, Any] = {"last_indexed": time.time()}
+    if model_id and embedded:
+        meta["model_id"] = model_id
+    store.update_meta(**meta)
+
+
+def _embedder_for(settings: Settings, embedder: Embedder | None, embed: bool | None) -> Embedder | None:
+    if embed is None:
+        embed = bool(settings.index.embed)
+    if not embed:
+        return None
+    return embedder or Embedder.from_settings(settings)
+
+
+def index_workspace(
+    root: Path,
+    settings: Settings,
+    progress: ProgressFn | None = None,
+    *,
+    embed: bool | None = None,
+    embedder: Embedder | None = None,
+    lock_wait_s: float = 0.0,
+) -> IndexReport:
+    """Bring the index of `root` up to date: lexical stage first, then vectors.
+
+    `embed` overrides settings.index.embed; `embedder` reuses a loaded model (the language server).
+    """
+    root = Path(root).resolve()
+    index_dir = settings.index_dir()
+    report = IndexReport(root=str(root), index_dir=str(index_dir))
+    lock = IndexLock(index_dir)
+    lock.acquire(lock_wait_s)
+    try:
+        t0 = time.perf_counter()
+        store = open_for_write(index_dir, report)
+        _emit(progress, "discover", 0, 0)
+        found = discover(root, settings)
+        report.skipped = found.skipped_by_reason()
+        t1 = time.perf_counter()
+        report.timings["discover"] = t1 - t0
+        _emit(progress, "discover", len(found.files), len(found.files))
+
+        records = store.file_records()
+        current = {sf.path for sf in found.files}
+        removed = sorted(p for p in records if p not in current)
+        changed = []
+        for sf in found.files:
+            rec = records.get(sf.path)
+            if rec is not None and rec.size == sf.size and rec.mtime_ns == sf.mtime_ns:
+                report.unchanged += 1
+            else:
+                changed.append(sf)
+        _commit_lexical(store, changed, removed, set(records), settings, root, report, progress)
+        store.ensure_fts()
+        t2 = time.perf_counter()
+        report.timings["lexical"] = t2 - t1
+        store.update_meta(lexical_indexed=time.time())
+
+        emb = _embedder_for(settings, embedder, embed)
+        if emb is not None:
+            embed_pending(store, emb, report, progress)
+            report.timings["embed"] = time.perf_counter() - t2
+        store.compact()
+        _finish(store, report, emb.model_id if emb else store.model_id, emb is not None)
+        report.timings["total"] = time.perf_counter() - t0
+        _emit(progress, "done", report.files, report.files)
+        return report
+    finally:
+        lock.release()
+
+
+def _relative(root: Path, path: Path | str) -> str | None:
+    p = Path(path)
+    if not p.is_absolute():
+        p = root / p
+    try:
+        return p.resolve().relative_to(root).as_posix()
+    except ValueError:
+        return None
+
+
+def index_paths(
+    root: Path,
+    paths: Iterable[Path | str],
+    settings: Settings,
+    progress: ProgressFn | None = None,
+    *,
+    embed: bool | None = None,
+    embedder: Embedder | None = None,
+    lock_wait_s: float = 5.0,
+) -> IndexReport:
+    """Re-index a few files (absolute or workspace-relative): changed ones rewritten, missing ones dropped.
+
+    Files the index already knows are re-checked against the never-index list, the size cap and
+    the binary sniff; unknown files go through full discovery so ignore rules apply.
+    """
+    root = Path(root).resolve()
+    index_dir = settings.index_dir()
+    report = IndexReport(root=str(root), index_dir=str(index_dir))
+    lock = IndexLock(index_dir)
+    lock.acquire(lock_wait_s)
+    try:
+        t0 = time.perf_counter()
+        store = open_for_write(index_dir, report)
+        records = store.file_records()
+        wanted: list[str] = []
+        for path in paths:
+            rel = _relative(root, path)
+            if rel is None:
+                report.errors.append(f"{path}: outside the workspace {root}")
+            else:
+                wanted.append(rel)
+        unknown = [p for p in wanted if p not in records and (root / p).is_file()]
+        discovered: dict[str, SourceFile] = {}
+        if unknown:
+            found = discover(root, settings)
+            discovered = {sf.path: sf for sf in found.files}
+        changed: list[SourceFile] = []
+        removed: list[str] = []
+        for rel in wanted:
+            sf = discovered.get(rel) or _known_file(root, rel, records, settings)
+            if sf is None:
+                if rel in records:
+                    removed.append(rel)
+                continue
+            changed.append(sf)
+        _commit_lexical(store, changed, removed, set(records), settings, root, report, progress)
+        store.ensure_fts()
+        emb = _embedder_for(settings, embedder, embed)
+        if emb is not None:
+            embed_pending(store, emb, report, progress)
+        _finish(store, report, emb.model_id if emb else store.model_id, emb is not None)
+        report.timings["total"] = time.perf_counter() - t0
+        return report
+    finally:
+        lock.release()
+
+
+def _known_file(
+    root: Path, rel: str, records: dict[str, FileRecord], settings: Settings
+) -> SourceFile | None:
+    """A file already in the index, re-checked cheaply; None if it is gone or no longer indexable."""
+    record = records.get(rel)
+    if record is None or is_never_index(rel, settings):
+        return None
+    path = root / rel
+    try:
+        st = path.stat()
+        if not path.is_file() or st.st_size > settings.index.max_file_bytes:
+            return None
+        with path.open("rb") as fh:
+            if sniff(fh.read(8192), path.name) is not None:
+                return None
+    except OSError:
+        return None
+    return SourceFile(rel, path, st.st_size, st.st_mtime_ns, record.language)

