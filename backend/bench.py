@@ -20,20 +20,10 @@ from typing import Any
 
 from codectx.backend.client import BackendClient
 from codectx.backend.errors import BackendError
+from codectx.backend.families import Family, detect_family
+from codectx.backend.prompts import Snippet, build_fim_prompt
 from codectx.backend.testmodel import corpus_text
 
-# Qwen coder stop list (FACTS.md): without <|fim_pad|> and <|file_sep|> runs of pad tokens appear.
-QWEN_STOP = (
-    "<|endoftext|>",
-    "<|fim_prefix|>",
-    "<|fim_suffix|>",
-    "<|fim_middle|>",
-    "<|fim_pad|>",
-    "<|repo_name|>",
-    "<|file_sep|>",
-    "<|im_start|>",
-    "<|im_end|>",
-)
 HITS = "vllm:prefix_cache_hits_total"
 QUERIES = "vllm:prefix_cache_queries_total"
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{([^}]*)\})?\s+(\S+)")
@@ -94,38 +84,37 @@ def repo_text(seed: int = 0) -> RepoText:
     return RepoText(context, "src/pkg/editing.py", current)
 
 
-def fim_prompt(repo: RepoText, context_chars: int, cursor: int, window: int = 1500) -> str:
-    """Qwen repo-level FIM: retrieved files first (stable order), then the current file around `cursor`."""
-    parts = ["<|repo_name|>bench\n"]
+def fim_prompt(family: Family, repo: RepoText, context_chars: int, cursor: int, window: int = 1500) -> str:
+    """Repo-level FIM in the family's layout: retrieved files first (stable order), then the current file."""
+    snippets = []
     used = 0
     for path, content in repo.context:
         if used >= context_chars:
             break
         piece = content[: context_chars - used]
-        parts.append(f"<|file_sep|>{path}\n{piece}")
+        snippets.append(Snippet(path, 0, piece.count("\n"), piece))
         used += len(piece)
     # The prefix starts at a coarse anchor, not at cursor - window: a window sliding with
     # every keystroke would change the prompt's start and defeat vLLM's prefix cache.
     anchor = max(0, cursor - window) // 1024 * 1024
     prefix = repo.current[anchor:cursor]
     suffix = repo.current[cursor : cursor + window // 3]
-    parts.append(
-        f"<|file_sep|>{repo.current_path}\n<|fim_prefix|>{prefix}<|fim_suffix|>{suffix}<|fim_middle|>"
-    )
-    return "".join(parts)
+    return build_fim_prompt(
+        family, prefix=prefix, suffix=suffix, path=repo.current_path, repo="bench", snippets=snippets
+    ).text
 
 
 async def sized_prompts(
-    client: BackendClient, repo: RepoText, tokens: int, count: int, step: int = 40
+    client: BackendClient, family: Family, repo: RepoText, tokens: int, count: int, step: int = 40
 ) -> list[str]:
     """`count` prompts of at most about `tokens` tokens, the cursor moving `step` characters each time."""
     window = 1500
     cursors = [2000 + i * step for i in range(count)]
-    probe = fim_prompt(repo, 4000, 2000, window)
+    probe = fim_prompt(family, repo, 4000, 2000, window)
     chars_per_token = len(probe) / max(1, len(await client.tokenize(probe)))
     context_chars = max(0, int(tokens * chars_per_token) - 2 * window)
     for _ in range(4):
-        prompts = [fim_prompt(repo, context_chars, c, window) for c in cursors]
+        prompts = [fim_prompt(family, repo, context_chars, c, window) for c in cursors]
         longest = max(prompts, key=len)
         excess = len(await client.tokenize(longest)) - tokens
         if excess <= 0 or context_chars == 0:
@@ -134,19 +123,18 @@ async def sized_prompts(
     return prompts
 
 
-async def stop_token_ids(client: BackendClient, tokens: Sequence[str] = QWEN_STOP) -> list[int]:
-    """Ids of the special stop tokens the served tokenizer knows.
+async def stop_token_ids(client: BackendClient, tokens: Sequence[str]) -> list[int]:
+    """Ids of those stop tokens the served tokenizer knows as single tokens.
 
     vLLM matches `stop` strings against text from which special tokens are
     already stripped, so they never fire for `<|endoftext|>` and friends, and it
     accepts at most 4 of them; `stop_token_ids` has neither problem.
     """
-    ids = []
-    for token in tokens:
-        got = await client.tokenize(token)
-        if len(got) == 1:
-            ids.append(got[0])
-    return ids
+    return list((await client.special_token_ids(tokens)).values())
+
+
+async def served_family(client: BackendClient, settings: Any) -> Family:
+    return detect_family(await client.model(), settings.backend.family)
 
 
 async def server_limits(client: BackendClient) -> int | None:
@@ -192,10 +180,11 @@ async def check(settings: Any) -> CheckReport:
             if report.model not in report.models:
                 report.error = f"model '{report.model}' is not served (served: {', '.join(report.models)})"
                 return report
-            prompt = (
-                "<|fim_prefix|>def add(a, b):\n    return <|fim_suffix|>\n\nprint(add(1, 2))\n<|fim_middle|>"
-            )
-            stops = {"stop_token_ids": await stop_token_ids(client)}
+            family = await served_family(client, settings)
+            prompt = build_fim_prompt(
+                family, prefix="def add(a, b):\n    return ", suffix="\n\nprint(add(1, 2))\n", path="check.py"
+            ).text
+            stops = {"stop_token_ids": await stop_token_ids(client, family.stop)}
             async with client.stream_complete(prompt, max_tokens=8, temperature=0.0, extra=stops) as stream:
                 async for _ in stream:
                     pass
@@ -353,8 +342,9 @@ async def bench(settings: Any, options: BenchOptions) -> BenchReport:
             prompt_tokens = min(prompt_tokens, limit - options.max_tokens - 64)
         repo = repo_text(options.seed)
         total = options.requests * len(options.concurrency)
-        prompts = await sized_prompts(client, repo, prompt_tokens, total)
-        stop_ids = await stop_token_ids(client)
+        family = await served_family(client, settings)
+        prompts = await sized_prompts(client, family, repo, prompt_tokens, total)
+        stop_ids = await stop_token_ids(client, family.stop)
         before = await client.metrics_text()
         levels = []
         for i, level in enumerate(options.concurrency):

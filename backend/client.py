@@ -92,6 +92,8 @@ class BackendClient:
         self._transport = transport
         self._model: str | None = settings.backend.model
         self._token_ids: dict[tuple[str, tuple[str, ...]], dict[str, int]] = {}
+        self._model_info: dict[str, Any] | None = None
+        self._chars_per_token: dict[str, float] = {}
 
     @property
     def configured(self) -> bool:
@@ -137,11 +139,36 @@ class BackendClient:
     async def models(self) -> list[str]:
         data = (await self.transport.get("/v1/models")).json()
         try:
+            self._model_info = {str(m["id"]): m for m in data["data"] if isinstance(m, dict)}
             return [str(m["id"]) for m in data["data"]]
         except (KeyError, TypeError):
             raise BackendProtocolError(
                 f"/v1/models answered without a model list: {str(data)[:200]}"
             ) from None
+
+    async def context_limit(self) -> int | None:
+        """The served model's context length in tokens (vLLM's max_model_len), if the server says."""
+        if self._model_info is None:
+            try:
+                await self.models()
+            except (BackendProtocolError, BackendRejected, BackendOffline):
+                self._model_info = {}
+        info = (self._model_info or {}).get(await self.model(), {})
+        limit = info.get("max_model_len") if isinstance(info, dict) else None
+        return limit if isinstance(limit, int) and limit > 0 else None
+
+    async def chars_per_token(self) -> float:
+        """About how many characters of code make one token for the served model (measured once,
+        on a built-in sample, never on the user's code; 2.5 when the server cannot say)."""
+        model = await self.model()
+        if model not in self._chars_per_token:
+            try:
+                ids = await self.tokenize(CODE_SAMPLE)
+                ratio = len(CODE_SAMPLE) / max(1, len(ids))
+            except (BackendProtocolError, BackendRejected, BackendOffline):
+                ratio = 2.5
+            self._chars_per_token[model] = ratio
+        return self._chars_per_token[model]
 
     async def model(self) -> str:
         """backend.model, else the first model the server serves (asked once)."""
@@ -160,6 +187,7 @@ class BackendClient:
         except BackendRejected as exc:
             if exc.status == 404 and self.settings.backend.model is None:
                 self._model = None
+                self._model_info = None
                 self._token_ids.clear()
             raise
 
@@ -394,6 +422,32 @@ class TextStream:
                     yield delta
         self.total_s = time.monotonic() - self._started
 
+
+# Ordinary code for measuring a tokenizer's characters per token (no user code is ever used).
+CODE_SAMPLE = """def parse_config(path: str, defaults: dict[str, int] | None = None) -> dict[str, int]:
+    \"\"\"Read key = value lines, skipping comments and blank lines.\"\"\"
+    values = dict(defaults or {})
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            key, _, raw = line.partition("=")
+            try:
+                values[key.strip()] = int(raw.strip())
+            except ValueError:
+                raise ValueError(f"{path}:{number}: {raw!r} is not a number") from None
+    return values
+
+
+export function debounce(fn, waitMs) {
+  let timer = null;
+  return (...args) => {
+    if (timer !== null) clearTimeout(timer);
+    timer = setTimeout(() => { timer = null; fn(...args); }, waitMs);
+  };
+}
+"""
 
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
 

@@ -173,3 +173,34 @@ def stable_prefix(text: str, prefix: str, first: int, line: int, block_lines: in
     if not prefix.startswith(dropped):
         return prefix, first  # not a whole-line cut of this text: leave it alone
     return prefix[len(dropped) :], start
+
+
+def fit_prompt(
+    prefix: str, suffix: str, snippets: Sequence[Snippet], max_chars: int, overhead: int = 64
+) -> tuple[str, str, list[Snippet], int]:
+    """Shrink a prompt's parts to about `max_chars` (the server's context length, in characters).
+
+    Retrieved snippets go first (the last, lowest ranked, first), then the suffix
+    down to a quarter of the room, then whole lines from the start of the prefix.
+    Returns (prefix, suffix, snippets, lines dropped from the prefix's start).
+    """
+    kept = list(snippets)
+
+    def size() -> int:
+        return len(prefix) + len(suffix) + sum(len(s.text) + len(s.path) + 24 for s in kept) + overhead
+
+    while kept and size() > max_chars:
+        kept.pop()
+    if size() > max_chars:
+        room = max(0, max_chars - overhead)
+        suffix = suffix[: max(room // 4, room - len(prefix))]
+        cut = suffix.rfind("\n")
+        if len(suffix) > 0 and cut > 0:
+            suffix = suffix[:cut]
+    dropped = 0
+    while size() > max_chars and "\n" in prefix:
+        prefix = prefix.split("\n", 1)[1]
+        dropped += 1
+    if size() > max_chars:
+        prefix = prefix[len(prefix) - max(0, max_chars - overhead - len(suffix)) :]
+    return prefix, suffix, kept, dropped

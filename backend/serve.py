@@ -58,6 +58,7 @@ class Profile:
     replicas: int = 1
     gpus_per_replica: int = 0
     router_policy: str = "cache_aware"
+    router_args: tuple[str, ...] = ()
     replica_base_port: int = 8100
     source: str = "built-in"
 
@@ -76,6 +77,7 @@ _FIELDS = {
     "replicas": int,
     "gpus_per_replica": int,
     "router_policy": str,
+    "router_args": list,
     "replica_base_port": int,
 }
 
@@ -153,6 +155,7 @@ def load_profiles(user_file: Path | None = None) -> dict[str, Profile]:
     for name in raw:
         values = _resolve(name, raw, sources, ())
         values["args"] = tuple(str(a) for a in values.get("args", ()))
+        values["router_args"] = tuple(str(a) for a in values.get("router_args", ()))
         values["env"] = {str(k): str(v) for k, v in values.get("env", {}).items()}
         profile = Profile(name=name, source=sources[name], **values)
         _check(profile)
@@ -279,6 +282,7 @@ def build_plan(
         *(p.url for p in processes),
         "--policy",
         profile.router_policy,
+        *profile.router_args,
     )
     processes.append(ProcessSpec("router", router_argv, {}, f"http://{reach}:{listen}"))
     return ServePlan(

@@ -10,6 +10,11 @@ context" in the editor.
     service = CompletionService(settings, BackendClient(settings), context_provider=provider)
     result = await service.complete("pkg/mod.py", text, line, character)   # 0-based position
     new_code = await service.refactor("pkg/mod.py", text, (l0, c0, l1, c1), "use pathlib")
+    prose = await service.explain("pkg/mod.py", text, (l0, c0, l1, c1))
+    await service.warm_up()   # optional, at start-up: model name, stop-token ids, scanner warm-up
+
+The LSP passes its own `context=` (assembled in a thread) and `on_delta=` (raw
+text pieces as they stream); `result.sent` / `service.last` hold what was sent.
 
 `context_provider(path, text, line, character)` returns a ContextResult-like
 object (.items, .prefix, .suffix, .prefix_start_line, .suffix_end_line) or
@@ -32,6 +37,7 @@ from codectx.backend.prompts import (
     Snippet,
     build_fim_prompt,
     document_lines,
+    fit_prompt,
     split_document,
     stable_prefix,
 )
@@ -178,8 +184,24 @@ class CompletionService:
             context = self.context_provider(path, text, line, character)
         return context
 
+    async def max_prompt_chars(self) -> int | None:
+        """Room for the prompt in characters, from the server's context length (None: no limit known)."""
+        limit = await self.client.context_limit()
+        if limit is None:
+            return None
+        # 15% headroom: the user's code may tokenize less densely than the sample.
+        ratio = await self.client.chars_per_token() * 0.85
+        return max(256, int((limit - int(self.settings.backend.max_tokens) - 32) * ratio))
+
     def build_prompt(
-        self, family: Family, path: str, text: str, line: int, character: int, context: Any
+        self,
+        family: Family,
+        path: str,
+        text: str,
+        line: int,
+        character: int,
+        context: Any,
+        max_chars: int | None = None,
     ) -> tuple[FimPrompt, list[Any], list[dict[str, Any]], str, str]:
         """(prompt, sources for the gate, item summaries, prefix, suffix)."""
         if context is not None:
@@ -199,6 +221,10 @@ class CompletionService:
             )
             items = []
         snippets = [Snippet(i.path, i.start_line, i.end_line, i.text) for i in items]
+        if max_chars is not None:
+            prefix, suffix, snippets, dropped = fit_prompt(prefix, suffix, snippets, max_chars)
+            first += dropped
+            items = items[: len(snippets)]
         prompt = build_fim_prompt(
             family, prefix=prefix, suffix=suffix, path=path, repo=self.repo_name, snippets=snippets
         )
@@ -236,7 +262,10 @@ class CompletionService:
             model = PLACEHOLDER_MODEL
         family = detect_family(model, b.family) if model != PLACEHOLDER_MODEL else _configured(b.family)
         context = self._context(path, text, line, character, context)
-        prompt, sources, summaries, _, _ = self.build_prompt(family, path, text, line, character, context)
+        max_chars = await self.max_prompt_chars() if b.url and not offline else None
+        prompt, sources, summaries, _, _ = self.build_prompt(
+            family, path, text, line, character, context, max_chars
+        )
         stop, extra = await self.stop_options(family, ask_server=bool(b.url) and not offline)
         body = await self.client.completion_body(
             prompt.text, stop=stop, stream=True, model=model, extra=extra
@@ -282,7 +311,7 @@ class CompletionService:
         context_ms = (time.perf_counter() - started) * 1000
         model, family = await self.family()
         prompt, sources, summaries, prefix, suffix = self.build_prompt(
-            family, path, text, line, character, context
+            family, path, text, line, character, context, await self.max_prompt_chars()
         )
         if mode == "auto":
             mode = choose_mode(prefix, suffix)

@@ -4,6 +4,8 @@ Measures, in one run:
   * recall (a finding overlaps the secret) and full-redaction recall (>= 90% of the
     secret's characters removed) per kind, overall and under neutral names, on the
     labelled generator (bench/secretgen.py, fixed seed);
+  * the same on a held-out set (secretgen.heldout: other languages and shapes, written
+    after the rules were tuned on the main set; see the report for its first-run figures);
   * false positives on the generator's hard negatives (a case counts once if anything
     in it is flagged);
   * findings per 1,000 lines over a few MB of real source and docs (the installed
@@ -233,6 +235,7 @@ def gitleaks_probe() -> str:
 
 def main() -> int:
     positives = secretgen.positives()
+    heldout = secretgen.heldout()
     negatives = secretgen.negatives()
     corpus = real_corpus()
     pieces = list(snippets(corpus))
@@ -246,6 +249,7 @@ def main() -> int:
         "generator": {
             "seed": secretgen.SEED,
             "positives": len(positives),
+            "heldout": len(heldout),
             "negatives": len(negatives),
             "kinds": len({c.kind for c in positives}),
             "keyword_named": sum(c.naming == "keyword" for c in positives),
@@ -264,10 +268,12 @@ def main() -> int:
     for name, scan in tools.items():
         started = time.perf_counter()
         pos = score_positives(scan, positives)
+        held = score_positives(scan, heldout)
         neg = score_negatives(scan, negatives)
         real = score_real(scan, pieces)
         report["tools"][name] = {
             "positives": pos,
+            "heldout": held,
             "negatives": neg,
             "real": real,
             "seconds": time.perf_counter() - started,
@@ -289,7 +295,8 @@ def render(report: dict[str, Any]) -> str:
     out = [
         "# Redaction benchmark\n",
         f"Generator seed {gen['seed']}: {gen['positives']} positives over {gen['kinds']} kinds "
-        f"({gen['keyword_named']} keyword-named, {gen['neutral_named']} neutral), {gen['negatives']} hard negatives. "  # noqa: E501
+        f"({gen['keyword_named']} keyword-named, {gen['neutral_named']} neutral), {gen['heldout']} held-out "
+        f"positives, {gen['negatives']} hard negatives. "
         f"Real text: {report['real_corpus']['files']} files, {report['real_corpus']['bytes']:,} bytes, "
         f"{report['real_corpus']['snippets']} snippets of {SNIPPET_LINES} lines. gitleaks: {report['gitleaks']}.\n",  # noqa: E501
         "| metric | target | " + " | ".join(names) + " |",
@@ -311,6 +318,12 @@ def render(report: dict[str, Any]) -> str:
         ">= 0.90",
         lambda t: f"{t['positives']['by_naming']['neutral']['full_recall']:.3f}",
     )
+    row("held-out full-redaction recall", "", lambda t: f"{t['heldout']['full_recall']:.3f}")
+    row(
+        "held-out, generic passwords",
+        "",
+        lambda t: f"{t['heldout']['by_kind']['password']['full_recall']:.3f}",
+    )
     row(
         "hard negatives flagged",
         "0 (default)",
@@ -320,6 +333,12 @@ def render(report: dict[str, Any]) -> str:
     row("median ms / 200 lines", "<= 1", lambda t: f"{t['real']['median_ms_per_200_lines']:.3f}")
     row("p90 ms / 200 lines", "", lambda t: f"{t['real']['p90_ms_per_200_lines']:.3f}")
     row("lines / s", "", lambda t: f"{t['real']['lines_per_second']:,.0f}")
+    out.append(
+        "\nHeld-out set: its first measurement, before any rule was changed for it, was full-redaction "
+        "recall 0.961 (generic passwords 13/19 = 0.684: `auth=(user, pw)` tuples, SQL `WITH PASSWORD`, "
+        ".netrc, prose, a quoted value starting with `*`). Those shapes were then added as rules; the "
+        "figures above are after that change, so they are no longer unseen.\n"
+    )
     out.append("\n## Full-redaction recall per kind\n")
     out.append("| kind | n | " + " | ".join(names) + " |")
     out.append("|---|---|" + "---|" * len(names))

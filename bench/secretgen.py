@@ -748,3 +748,73 @@ def negatives(seed: int = SEED + 1) -> list[Case]:
     for i, line in enumerate(documented * 2):
         add("documented-example", ("ini", "python", "shell", "yaml")[i % 4], line)
     return out
+
+
+# ---- held-out set ------------------------------------------------------------------------------------
+# Written after the rules were tuned on `positives()`, in languages and shapes that set does not use,
+# and measured without changing the rules for it: the honest estimate of recall on unseen code.
+
+HELDOUT_FORMS: tuple[tuple[str, str, str, str], ...] = (
+    # (syntax label, filename, naming, line with {v})
+    ("ruby", "config.rb", "keyword", 'config.api_key = "{v}"'),
+    ("ruby", "config.rb", "neutral", 'VALUE = "{v}".freeze'),
+    ("php", "config.php", "keyword", "    'api_key' => '{v}',"),
+    ("php", "config.php", "keyword", "define('DB_PASSWORD', '{v}');"),
+    ("php", "config.php", "neutral", '$value = "{v}";'),
+    ("csharp", "Settings.cs", "keyword", 'var apiKey = "{v}";'),
+    ("csharp", "Settings.cs", "neutral", 'private const string Value = @"{v}";'),
+    ("rust", "main.rs", "keyword", 'let token = "{v}";'),
+    ("rust", "main.rs", "neutral", 'const VALUE: &str = "{v}";'),
+    ("kotlin", "App.kt", "keyword", 'val apiKey = "{v}"'),
+    ("kotlin", "App.kt", "neutral", 'val v = "{v}"'),
+    ("docker", "Dockerfile", "keyword", "ENV API_TOKEN={v}"),
+    ("docker", "Dockerfile", "neutral", "ARG VALUE={v}"),
+    ("compose", "docker-compose.yml", "keyword", "      - API_KEY={v}"),
+    ("compose", "docker-compose.yml", "keyword", "      DB_PASSWORD: {v}"),
+    ("actions", "deploy.yml", "keyword", "          token: {v}"),
+    ("actions", "deploy.yml", "neutral", "        run: ./deploy --key {v}"),
+    ("markdown", "README.md", "neutral", "Use {v} for the staging environment."),
+    ("markdown", "README.md", "keyword", "Our staging password is {v} (rotate monthly)."),
+    ("python", "client.py", "keyword", 'client = OpenAI(api_key="{v}")'),
+    ("python", "client.py", "neutral", 'resp = requests.get(url, headers={{"X-Custom": "{v}"}})'),
+    ("python", "client.py", "keyword", 'session.auth = ("deploy", "{v}")'),
+    ("js", "api.js", "neutral", 'const url = "https://api.partner.io/v1?key=" + "{v}";'),
+    ("properties", "application.properties", "keyword", "spring.datasource.password={v}"),
+    ("properties", "application.properties", "neutral", "partner.value={v}"),
+    ("sql", "init.sql", "keyword", "CREATE USER app WITH PASSWORD '{v}';"),
+    ("netrc", "netrc.txt", "keyword", "machine api.partner.io login deploy password {v}"),
+    ("git", "notes.txt", "neutral", "git clone https://{v}@github.com/acme/app.git"),
+)
+
+
+def heldout(seed: int = SEED + 2) -> list[Case]:
+    rng = random.Random(seed)
+    generators: list[tuple[str, Gen]] = [(kind, gen) for kind, (_, gen) in PROVIDERS.items()]
+    generators += [
+        ("password", _password),
+        ("jwt", _jwt),
+        ("aws-secret-access-key", CONTEXT_KINDS["aws-secret-access-key"][1]),
+    ]
+    cases = []
+    for i, (kind, gen) in enumerate(generators * 3):
+        syntax, filename, naming, line = HELDOUT_FORMS[(i * 7 + len(kind)) % len(HELDOUT_FORMS)]
+        if kind in ("password", "aws-secret-access-key") and naming == "neutral":
+            syntax, filename, naming, line = HELDOUT_FORMS[(i % 9) * 3 % len(HELDOUT_FORMS)]
+            if naming == "neutral":
+                syntax, filename, naming, line = HELDOUT_FORMS[0]
+        value = gen(rng)
+        head = "# setup\n" if syntax not in ("php", "csharp", "rust", "kotlin", "js", "sql") else "// setup\n"
+        line = line.replace("{{", "{").replace("}}", "}")
+        start = len(head) + line.index("{v}")
+        text = head + line.replace("{v}", value) + "\n"
+        cases.append(Case(kind, syntax, naming, filename, text, start, start + len(value)))
+    # Generic passwords in every keyword-named held-out shape: the hardest kind.
+    for syntax, filename, naming, line in HELDOUT_FORMS:
+        if naming != "keyword":
+            continue
+        value = _password(rng)
+        head = "// setup\n" if syntax in ("php", "csharp", "rust", "kotlin", "sql") else "# setup\n"
+        start = len(head) + line.index("{v}")
+        text = head + line.replace("{v}", value) + "\n"
+        cases.append(Case("password", syntax, naming, filename, text, start, start + len(value)))
+    return cases

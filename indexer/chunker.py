@@ -30,6 +30,7 @@ from codectx.indexer.grammar import (
     LangSpec,
     Node,
     classify,
+    holds_methods,
     last_line,
     leading_comment,
     python_docstring,
@@ -37,12 +38,16 @@ from codectx.indexer.grammar import (
 )
 from codectx.indexer.model import Chunk
 
-_WS = re.compile(r"\s+")
 _TRIVIAL = re.compile(r"[\s{}\[\]();,]+|\bend\b")
 # Class-likes that are chunks of their own; the rest (type aliases, macros) stay with module code.
 _OWN_CHUNK_KINDS = frozenset({"class", "interface", "struct", "enum", "trait", "impl", "module", "namespace"})
 _MD_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _MD_FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+def _is_trivia(node: Node) -> bool:
+    """Comments and Rust `#[...]` attributes: they belong to the definition that follows."""
+    return "comment" in node.type or node.type == "attribute_item"
 
 
 def _is_trivial(text: str) -> bool:
@@ -108,7 +113,7 @@ class _Chunker:
     def __init__(self, path: str, language: str, src: SourceText, budget: int) -> None:
         self.path = path
         self.language = language
-        self.spec: LangSpec = SPECS[language]
+        self.spec: LangSpec = SPECS.get(language, LangSpec())  # text files have no node tables
         self.src = src
         self.budget = budget
         self.chunks: list[Chunk] = []
@@ -154,7 +159,7 @@ class _Chunker:
             start, end = child.start_point[0], last_line(child)
             info = classify(child, self.language) if allow_defs else None
             if info is not None and self._own_chunk(info):
-                solid = [u for u in out if u.info is not None or "comment" not in u.node.type]
+                solid = [u for u in out if u.info is not None or not _is_trivia(u.node)]
                 prev_end = solid[-1].end if solid else floor - 1
                 # The doc may sit inside the previous node (grammars attach comments oddly); the
                 # span never reaches back into it.
@@ -274,7 +279,7 @@ class _Chunker:
         children = info.body.named_children if info.body is not None else info.node.named_children
         if info.container:
             inner = (*scope, *info.scope, info.name)
-            self.region(children, a, b, owner, inner, in_class=True, allow_defs=True)
+            self.region(children, a, b, owner, inner, holds_methods(info, self.language), allow_defs=True)
         else:
             self.region(children, a, b, owner, scope, in_class=False, allow_defs=False)
 
@@ -292,14 +297,7 @@ def chunk_tree(path: str, language: str, src: SourceText, root: Node, budget: in
 def chunk_text(path: str, language: str, text: str, budget: int) -> list[Chunk]:
     """Line-window chunks (kind "text") for files without a grammar; Markdown splits at headings."""
     src = SourceText(text)
-    chunker = _Chunker.__new__(_Chunker)
-    chunker.path, chunker.language, chunker.src, chunker.budget, chunker.chunks = (
-        path,
-        language,
-        src,
-        budget,
-        [],
-    )
+    chunker = _Chunker(path, language, src, budget)
     sections: list[tuple[int, str]] = [(0, "")]
     if language == "markdown":
         fenced = False

@@ -55,7 +55,7 @@ class _PlainProgress:
 
     def __call__(self, ev: ProgressEvent) -> None:
         now = time.monotonic()
-        if ev.stage == self.stage and now - self.last < 3 and ev.done != ev.total:
+        if ev.stage == self.stage and now - self.last < 3 and ev.done != ev.total and ev.stage != "commit":
             return
         if ev.stage != self.stage:
             self.started = now
@@ -66,6 +66,8 @@ class _PlainProgress:
             stderr(f"embed: {ev.done}/{ev.total} chunks ({rate:.0f}/s, ETA {eta:.0f}s)")
         elif ev.stage in ("parse", "embed"):
             stderr(f"{ev.stage}: {ev.done}/{ev.total} {'files' if ev.stage == 'parse' else 'chunks'}")
+        elif ev.stage == "commit":
+            stderr(f"commit: {ev.done}/{ev.total} files searchable")
         elif ev.stage == "model":
             stderr(f"{ev.message} (the first run prepares a faster ONNX copy; this can take a minute)")
         elif ev.stage == "discover" and ev.total:
@@ -110,6 +112,8 @@ class _RichProgress:
             return
         if ev.stage == "model":
             self.progress.console.print(ev.message + " …")
+            return
+        if ev.stage == "commit":
             return
         label = ev.stage
         if label not in self.tasks:

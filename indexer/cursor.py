@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from codectx.indexer.grammar import SPECS, DefInfo, Node, classify, last_line, signature_of, text_of
+from codectx.indexer.grammar import SPECS, DefInfo, Node, classify, find_all, last_line, signature_of
 from codectx.indexer.languages import get_parser, is_tree_sitter
 
 _SKIP_NAMES = frozenset({"self", "this", "cls", "super", "_", "$this"})
@@ -315,19 +315,13 @@ def _enclosing(root: Node, language: str, row: int, col: int) -> list[tuple[Node
 
 
 def _names_in(node: Node, language: str, row: int) -> tuple[str, ...]:
-    spec = SPECS[language]
-    distance: dict[str, int] = {}
-    stack = [node]
-    count = 0
-    while stack and count < 20000:
-        current = stack.pop()
-        count += 1
-        if current.type in spec.identifier_types:
-            name = text_of(current)
-            if name and name not in _SKIP_NAMES:
-                d = abs(current.start_point[0] - row)
-                if d < distance.get(name, 1 << 30):
-                    distance[name] = d
-            continue
-        stack.extend(current.named_children)
-    return tuple(sorted(distance, key=lambda n: (distance[n], n))[:200])
+    """Identifiers under `node`, nearest to `row` first (a query: the walk happens in C)."""
+    distance: dict[bytes, int] = {}
+    for ident in find_all(node, language, SPECS[language].identifier_types):
+        raw = ident.text or b""
+        d = abs(ident.start_point[0] - row)
+        if d < distance.get(raw, 1 << 30):
+            distance[raw] = d
+    names = sorted(distance, key=lambda n: (distance[n], n))
+    decoded = (n.decode("utf-8", errors="replace") for n in names)
+    return tuple(n for n in decoded if n and n not in _SKIP_NAMES)[:200]

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pathspec
 from codectx.indexer.errors import IndexerError
-from codectx.indexer.languages import language_for, language_from_shebang
+from codectx.indexer.languages import language_for, language_from_shebang, refine_language
 from codectx.indexer.skiprules import (
     GENERATED_HEADER,
     GENERATED_NAMES,
@@ -331,7 +331,8 @@ class _Walker:
             self.skip(rel, "too-large")
             return
         known = self.known.get(rel)
-        if known is not None and known[0] == st.st_size and known[1] == st.st_mtime_ns and language:
+        unchanged = known is not None and known[0] == st.st_size and known[1] == st.st_mtime_ns
+        if unchanged and language and not name.endswith(".h"):  # `.h` needs the head to tell C from C++
             # Unchanged since the caller last saw it indexable: the content sniff would agree.
             self.out.files.append(SourceFile(rel, path, st.st_size, st.st_mtime_ns, language))
             return
@@ -350,6 +351,7 @@ class _Walker:
         if reason is not None:
             self.skip(rel, reason)
             return
+        language = refine_language(language, rel, head)
         self.out.files.append(SourceFile(rel, path, st.st_size, st.st_mtime_ns, language))
 
 

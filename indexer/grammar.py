@@ -29,6 +29,7 @@ __all__ = [
     "find_all",
     "find_groups",
     "find_matching",
+    "holds_methods",
     "last_line",
     "leading_comment",
     "python_docstring",
@@ -156,7 +157,7 @@ def _plain_name(node: Node) -> tuple[str, tuple[str, ...]]:
         return "", ()
     if name.type in ("scope_resolution", "qualified_name", "scoped_identifier", "namespace_name"):
         return _split_path(text_of(name))
-    return text_of(name), ()
+    return text_of(name).strip("\"'"), ()  # TS `declare module "x"`
 
 
 def _type_name(node: Node | None) -> str:
@@ -164,7 +165,7 @@ def _type_name(node: Node | None) -> str:
     if node is None:
         return ""
     raw = text_of(node)
-    raw = re.sub(r"<.*", "", raw)
+    raw = re.sub(r"[<\[].*", "", raw)  # generics: Rust `Foo<T>`, Go `List[T]`
     words = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", raw.split("::")[-1])
     keep = [w for w in words if w not in ("mut", "const", "dyn", "impl")]
     return keep[-1] if keep else ""
@@ -218,6 +219,8 @@ def classify(node: Node, language: str) -> DefInfo | None:
             is_class,
             False,
         )
+    if kind in spec.assignments:
+        return _assigned_function(node, spec)
     if kind in spec.functions or kind in spec.signatures:
         if language in ("c", "cpp"):
             name, scope = _declarator_name(node)
@@ -279,9 +282,49 @@ def classify(node: Node, language: str) -> DefInfo | None:
     return None
 
 
+# Class-likes whose functions are plain functions, not methods.
+_NAMESPACE_KINDS = frozenset({"module", "namespace"})
+
+
+def holds_methods(info: DefInfo, language: str) -> bool:
+    """Whether functions defined directly inside `info` are its methods (a class, not a namespace).
+
+    Ruby modules are mixins: their functions are methods too.
+    """
+    if info.function:
+        return False
+    return language == "ruby" or info.kind not in _NAMESPACE_KINDS
+
+
 def _defines(node: Node, spec: LangSpec) -> bool:
     t = node.type
-    return t in spec.functions or t in spec.classes or t in spec.var_decls or t in spec.signatures
+    return (
+        t in spec.functions
+        or t in spec.classes
+        or t in spec.var_decls
+        or t in spec.signatures
+        or t in spec.assignments
+    )
+
+
+_JS_KEY = re.compile(r"^[A-Za-z_$][\w$]*$")
+
+
+def _assigned_function(node: Node, spec: LangSpec) -> DefInfo | None:
+    """`Foo.prototype.bar = function () {}` or `{ bar: () => {} }`: a function with a name."""
+    if node.type == "pair":
+        key, value = node.child_by_field_name("key"), node.child_by_field_name("value")
+    else:
+        key, value = node.child_by_field_name("left"), node.child_by_field_name("right")
+    if key is None or value is None or value.type not in spec.func_values | {"class"}:
+        return None
+    name, scope = _split_path(text_of(key).strip("\"'`"))
+    scope = tuple(p for p in scope if p not in ("this", "self"))
+    if not _JS_KEY.match(name) or not all(_JS_KEY.match(p) for p in scope):
+        return None
+    is_class = value.type == "class"
+    kind = "class" if is_class else "function"
+    return DefInfo(node, value, kind, name, scope, body_of(value), not is_class, is_class, False)
 
 
 def signature_of(info: DefInfo, source: bytes) -> str:

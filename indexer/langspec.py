@@ -18,6 +18,7 @@ class LangSpec:
     wrappers: frozenset[str] = frozenset()  # decorators, export, template: look inside
     var_decls: frozenset[str] = frozenset()  # `const f = () => ...` declarations
     func_values: frozenset[str] = frozenset()  # values that make a variable a function
+    assignments: frozenset[str] = frozenset()  # `a.b = function`, `{ key: function }`
     signatures: frozenset[str] = frozenset()  # bodiless declarations (interfaces, traits, overloads)
     constants: frozenset[str] = frozenset()  # module-level assignments worth a Definition
     comment_prefixes: tuple[str, ...] = ("//", "/*", "*")
@@ -46,9 +47,10 @@ SPECS: dict[str, LangSpec] = {
         functions=frozenset({"function_declaration", "generator_function_declaration", "method_definition"}),
         classes={"class_declaration": "class", "class": "class"},
         containers=frozenset({"class_declaration", "class"}),
-        wrappers=frozenset({"export_statement"}),
+        wrappers=frozenset({"export_statement", "expression_statement"}),
         var_decls=frozenset({"lexical_declaration", "variable_declaration"}),
         func_values=frozenset({"arrow_function", "function_expression", "function", "generator_function"}),
+        assignments=frozenset({"assignment_expression", "pair"}),
         identifier_types=frozenset(
             {
                 "identifier",
@@ -216,9 +218,10 @@ _TS = LangSpec(
     containers=frozenset(
         {"class_declaration", "class", "abstract_class_declaration", "internal_module", "module"}
     ),
-    wrappers=frozenset({"export_statement", "ambient_declaration"}),
+    wrappers=frozenset({"export_statement", "ambient_declaration", "expression_statement"}),
     var_decls=SPECS["javascript"].var_decls,
     func_values=SPECS["javascript"].func_values,
+    assignments=SPECS["javascript"].assignments,
     signatures=frozenset({"method_signature", "abstract_method_signature", "function_signature"}),
     attribute_prefixes=("@",),
     identifier_types=SPECS["javascript"].identifier_types | {"type_identifier"},

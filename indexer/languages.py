@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import posixpath
+import re
 import threading
 from typing import Any
 
@@ -186,6 +187,18 @@ def language_from_shebang(first_line: str) -> str | None:
     if prog == "env" and len(words) > 1:
         prog = words[1]
     return SHEBANGS.get(prog.rstrip("0123456789.") or prog) or SHEBANGS.get(prog)
+
+
+_CPP_MARKERS = re.compile(
+    rb"^\s*(?:class\s+\w+\s*[:{]|namespace\s+\w+|template\s*<|#include\s*<[a-z_]+>\s*$)", re.M
+)
+
+
+def refine_language(language: str, path: str, head: bytes) -> str:
+    """A better guess from a file's first bytes where its name is ambiguous (a `.h` file may be C++)."""
+    if language == "c" and path.endswith(".h") and _CPP_MARKERS.search(head):
+        return "cpp"
+    return language
 
 
 def is_tree_sitter(language: str) -> bool:

@@ -34,7 +34,7 @@ EMBED_COMMIT = 256  # vectors per commit: a kill loses at most this much embeddi
 
 @dataclass(frozen=True)
 class ProgressEvent:
-    stage: str  # discover, parse, model (loading the embedder), embed, done
+    stage: str  # discover, parse, commit (files searchable so far), model (loading the embedder), embed, done
     done: int
     total: int
     message: str = ""
@@ -137,10 +137,26 @@ def _commit_lexical(
     report: IndexReport,
     progress: ProgressFn | None,
 ) -> None:
+    """Parse changed files and commit them in batches; adds "parse" and "commit" timings."""
     batch: list[FileData] = []
     pending_removed = list(removed)
+    parse_s = commit_s = 0.0
+    done = 0
+
+    def commit() -> None:
+        nonlocal batch, pending_removed, commit_s
+        t = time.perf_counter()
+        store.write_files(batch, pending_removed, known)
+        commit_s += time.perf_counter() - t
+        if batch or pending_removed:
+            _emit(progress, "commit", done, len(changed))
+        batch, pending_removed = [], []
+
     for i, sf in enumerate(changed, 1):
+        t = time.perf_counter()
         item = _parse_one(sf, settings, root, report)
+        done = i
+        parse_s += time.perf_counter() - t
         if item is not None:
             batch.append(item)
             if sf.path in known:
@@ -149,12 +165,16 @@ def _commit_lexical(
                 report.added += 1
             report.chunks_written += len(item.chunks)
         if len(batch) >= COMMIT_FILES:
-            store.write_files(batch, pending_removed, known)
-            batch, pending_removed = [], []
+            commit()
         if i % 50 == 0 or i == len(changed):
             _emit(progress, "parse", i, len(changed), sf.path)
-    store.write_files(batch, pending_removed, known)
+    commit()
+    t = time.perf_counter()
+    store.ensure_fts()
+    commit_s += time.perf_counter() - t
     report.removed += len(removed)
+    report.timings["parse"] = report.timings.get("parse", 0.0) + parse_s
+    report.timings["commit"] = report.timings.get("commit", 0.0) + commit_s
 
 
 def embed_pending(
@@ -249,7 +269,6 @@ def index_workspace(
             else:
                 changed.append(sf)
         _commit_lexical(store, changed, removed, set(records), settings, root, report, progress)
-        store.ensure_fts()
         t2 = time.perf_counter()
         report.timings["lexical"] = t2 - t1
         store.update_meta(lexical_indexed=time.time())
@@ -323,7 +342,6 @@ def index_paths(
                 continue
             changed.append(sf)
         _commit_lexical(store, changed, removed, set(records), settings, root, report, progress)
-        store.ensure_fts()
         emb = _embedder_for(settings, embedder, embed)
         if emb is not None:
             embed_pending(store, emb, report, progress)

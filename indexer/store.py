@@ -449,6 +449,10 @@ class IndexStore:
             for row in batch.to_pylist():
                 yield _chunk_from_row(row)
 
+    def chunk_count(self) -> int:
+        """Chunks in the index (cheap: no rows read)."""
+        return int(self._table("chunks").count_rows())
+
     def file_records(self) -> dict[str, FileRecord]:
         columns = [f.name for f in FILES_SCHEMA if f.name not in ("imports", "references")]
         rows = self._scan("files", None, columns)

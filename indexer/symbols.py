@@ -19,6 +19,7 @@ from codectx.indexer.grammar import (
     classify,
     find_all,
     find_groups,
+    holds_methods,
     last_line,
     text_of,
 )
@@ -135,7 +136,11 @@ def _constant_defs(
     for name, _ in _constant_names(node, language):
         if node.type in ("type_definition", "alias_declaration"):
             kind = "type"
-        elif node.type.startswith("preproc") or (name.isupper() and len(name) > 1):
+        elif (
+            node.type in ("const_declaration", "const_item")
+            or node.type.startswith("preproc")
+            or (name.isupper() and len(name) > 1)
+        ):
             kind = "constant"
         else:
             kind = "variable"
@@ -161,7 +166,9 @@ def definitions(root: Node, language: str, path: str) -> list[Definition]:
     if spec is None:
         return []
     js_like = language in ("javascript", "typescript", "tsx")
-    types = spec.functions | spec.signatures | frozenset(spec.classes) | spec.wrappers
+    # Wrappers like `expression_statement` are many and their contents are captured anyway.
+    types = spec.functions | spec.signatures | frozenset(spec.classes) | spec.assignments
+    types |= spec.wrappers - {"expression_statement"}
     if js_like:
         types |= spec.var_decls
     out: list[Definition] = []
@@ -198,7 +205,7 @@ def definitions(root: Node, language: str, path: str) -> list[Definition]:
         elif info.function:
             inner = _Scope((*outer.names, *info.scope, info.name), False)
         else:
-            inner = _Scope((*outer.names, *info.scope, info.name), True)
+            inner = _Scope((*outer.names, *info.scope, info.name), holds_methods(info, language))
         # Every node from the wrapper (`export`, `const f =`) down to the definition is this scope.
         step: Node | None = info.node
         while step is not None and step.id != info.outer.id:

@@ -15,13 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lsprotocol import types
-
 from codectx.lsp import services
 from codectx.lsp.edits import Span, workspace_edit
 from codectx.lsp.errors import LspError
 from codectx.lsp.positions import Codec, clamp, split_lines
 from codectx.lsp.server import guarded
+from lsprotocol import types
 
 if TYPE_CHECKING:
     from codectx.lsp.server import CodectxServer
@@ -145,7 +144,7 @@ def register(server: CodectxServer) -> None:
     async def code_action(ls: CodectxServer, params: types.CodeActionParams) -> list[types.CodeAction]:
         """Lists actions; never calls the model, never blocks."""
         uri = params.text_document.uri
-        folder, _path, rel, text = ls.document(uri)
+        _folder, _path, rel, text = ls.document(uri)
         codec = Codec.of(ls.workspace.position_encoding)
         span = target_span(text, _language(rel), params.range, codec)
         only = list(params.context.only or []) or None
@@ -157,8 +156,12 @@ def register(server: CodectxServer) -> None:
             entries.append((name, spec, spec.title, spec.instruction))
         for diagnostic in params.context.diagnostics[:3]:
             spec = ACTIONS["fix"]
-            message = diagnostic.message.strip().splitlines()[0][:120] if diagnostic.message.strip() else "problem"
-            entries.append(("fix", spec, spec.title.format(message=message), spec.instruction.format(message=message)))
+            message = (
+                diagnostic.message.strip().splitlines()[0][:120] if diagnostic.message.strip() else "problem"
+            )
+            entries.append(
+                ("fix", spec, spec.title.format(message=message), spec.instruction.format(message=message))
+            )
         spec = ACTIONS["explain"]
         entries.append(("explain", spec, spec.title, spec.instruction))
         for name, spec, title, instruction in entries:
@@ -166,7 +169,7 @@ def register(server: CodectxServer) -> None:
                 continue
             data = {"uri": uri, "action": name, "instruction": instruction, **_span_data(span)}
             action = types.CodeAction(title=title, kind=spec.kind, data=data)
-            if name == "explain" or not resolvable:
+            if not resolvable:
                 action.command = types.Command(title=title, command="codectx.applyAction", arguments=[data])
             actions.append(action)
         return actions
@@ -176,9 +179,9 @@ def register(server: CodectxServer) -> None:
     async def code_action_resolve(ls: CodectxServer, action: types.CodeAction) -> types.CodeAction:
         """Asks the model for the edit (awaits the backend; bounded by backend timeouts)."""
         data = action.data if isinstance(action.data, dict) else {}
-        if data.get("action") == "explain":
-            return action  # its command shows the answer; nothing to edit
         edit, message = await resolve_edit(ls, data)
+        if data.get("action") == "explain":
+            return action  # the answer was shown as a message; nothing to edit
         if edit is None:
             raise LspError(message)
         action.edit = edit

@@ -53,13 +53,18 @@ def _is_loopback(host: str) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     handler: logging.Handler = (
-        logging.FileHandler(args.log_file, encoding="utf-8") if args.log_file else logging.StreamHandler(sys.stderr)
+        logging.FileHandler(args.log_file, encoding="utf-8")
+        if args.log_file
+        else logging.StreamHandler(sys.stderr)
     )
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     # Libraries (pygls, httpx, onnx quantization) log a lot at INFO; keep the log about codectx.
     level = getattr(logging, args.log_level)
-    logging.basicConfig(level=min(level, logging.WARNING) if args.log_level == "DEBUG" else logging.WARNING,
-                        handlers=[handler], force=True)
+    logging.basicConfig(
+        level=min(level, logging.WARNING) if args.log_level == "DEBUG" else logging.WARNING,
+        handlers=[handler],
+        force=True,
+    )
     logging.getLogger("codectx").setLevel(level)
 
     from codectx.lsp.server import build_server

@@ -11,12 +11,11 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from lsprotocol import types
-
 from codectx.lsp import actions, services
 from codectx.lsp.errors import LspError
 from codectx.lsp.positions import Codec, split_lines
 from codectx.lsp.server import CodectxServer, guarded
+from lsprotocol import types
 
 REINDEX = "codectx.reindex"
 SEARCH = "codectx.search"
@@ -34,7 +33,7 @@ def first_arg(args: tuple[Any, ...]) -> dict[str, Any]:
         return args[0]
     if isinstance(args[0], str):
         return {"query": args[0]}  # `codectx.search "words"` from a command line
-    raise LspError("command arguments must be one object, e.g. [{\"query\": \"...\"}]")
+    raise LspError('command arguments must be one object, e.g. [{"query": "..."}]')
 
 
 def folder_status(ls: CodectxServer) -> list[dict[str, Any]]:
@@ -72,7 +71,7 @@ def search_locations(results: list[Any], root: Path) -> list[types.Location]:
 async def run_search(ls: CodectxServer, args: dict[str, Any]) -> tuple[list[types.Location], list[Any], Any]:
     query = str(args.get("query") or "").strip()
     if not query:
-        raise LspError("codectx.search needs a query: [{\"query\": \"what to find\", \"k\": 10}]")
+        raise LspError('codectx.search needs a query: [{"query": "what to find", "k": 10}]')
     k = args.get("k")
     if k is not None and (not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 1000):
         raise LspError("k must be a whole number between 1 and 1000")
@@ -134,7 +133,7 @@ def register(server: CodectxServer) -> None:
     @server.command(REFACTOR)
     @guarded()
     async def refactor(ls: CodectxServer, *args: Any) -> types.WorkspaceEdit | None:
-        """Rewrites a range by a free-text instruction (awaits the backend). {"apply": true} also applies it."""
+        """Rewrites a range by a free-text instruction; awaits the backend. {"apply": true} applies it."""
         opts = first_arg(args)
         uri = str(opts.get("uri") or "")
         instruction = str(opts.get("instruction") or "").strip()
@@ -147,7 +146,9 @@ def register(server: CodectxServer) -> None:
         except Exception:
             raise LspError("range must be an LSP range {start: {line, character}, end: {...}}") from None
         _, _, rel, text = ls.document(uri)
-        span = actions.target_span(text, actions._language(rel), rng, Codec.of(ls.workspace.position_encoding))
+        span = actions.target_span(
+            text, actions._language(rel), rng, Codec.of(ls.workspace.position_encoding)
+        )
         data = {"uri": uri, "action": "refactor", "instruction": instruction, **actions._span_data(span)}
         edit, message = await actions.resolve_edit(ls, data)
         if edit is None:
@@ -159,7 +160,7 @@ def register(server: CodectxServer) -> None:
     @server.command(APPLY_ACTION)
     @guarded()
     async def apply_action(ls: CodectxServer, *args: Any) -> dict[str, Any]:
-        """Computes and applies a code action's edit (clients without resolve; explain). Awaits the backend."""
+        """Computes and applies an action's edit (clients without resolve). Awaits the backend."""
         data = first_arg(args)
         edit, message = await actions.resolve_edit(ls, data)
         if edit is not None:

@@ -11,20 +11,35 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from lsprotocol import types
-
 from codectx.lsp.positions import Codec, clamp, client_position, split_lines
 from codectx.lsp.server import guarded
+from lsprotocol import types
 
 if TYPE_CHECKING:
     from codectx.lsp.server import CodectxServer
 
 _WORD_BEFORE = re.compile(r"[A-Za-z0-9_$]*$")
+_INDENT = re.compile(r"[ \t]*")
 LABEL_CHARS = 60
 
 
 def _empty() -> types.CompletionList:
     return types.CompletionList(is_incomplete=True, items=[])
+
+
+def snippet_escape(text: str) -> str:
+    """Plain text as an LSP snippet that expands to exactly that text."""
+    return text.replace("\\", "\\\\").replace("$", "\\$").replace("}", "\\}")
+
+
+def relative_indent(text: str, base: str) -> str:
+    """Lines after the first with the current line's indentation removed.
+
+    Clients re-indent snippet lines by the current line's indentation
+    (insertTextMode adjustIndentation); the model's lines already carry it.
+    """
+    lines = text.split("\n")
+    return "\n".join([lines[0], *[ln[len(base) :] if ln.startswith(base) else ln for ln in lines[1:]]])
 
 
 def make_item(
@@ -36,6 +51,7 @@ def make_item(
     start = client_position(lines, line, column - len(typed), codec)
     end = client_position(lines, line, column, codec)
     new_text = typed + suggestion
+    base_indent = _INDENT.match(lines[line]).group(0)  # type: ignore[union-attr]
     first = new_text.strip().splitlines()[0] if new_text.strip() else new_text
     label = first if len(first) <= LABEL_CHARS else first[: LABEL_CHARS - 1] + "…"
     extra = len(suggestion.splitlines()) - 1
@@ -50,8 +66,14 @@ def make_item(
         sort_text="\x00codectx",
         filter_text=new_text,
         preselect=True,
-        insert_text_format=types.InsertTextFormat.PlainText,
-        text_edit=types.TextEdit(range=types.Range(start=start, end=end), new_text=new_text),
+        # A snippet, because editors such as Neovim 0.11 insert only the first word of a plain-text
+        # item and apply its full text only when expanding a snippet.
+        insert_text_format=types.InsertTextFormat.Snippet,
+        insert_text_mode=types.InsertTextMode.AdjustIndentation,
+        text_edit=types.TextEdit(
+            range=types.Range(start=start, end=end),
+            new_text=snippet_escape(relative_indent(new_text, base_indent)),
+        ),
         data={"source": "codectx", "requestId": request_id},
     )
 

@@ -36,6 +36,7 @@ from codectx.settings import (
 )
 
 SectionData = dict[str, dict[str, Any]]
+_UNSET = object()
 
 
 @dataclass
@@ -130,12 +131,22 @@ def build_settings(
         layers.append(env_layer(os.environ if environ is None else environ))
     except ConfigError as exc:
         problems.append(str(exc))
+    user_data: SectionData = {}
     for raw, source, trusted in (
         (editor_user, "editor settings", True),
         (editor_folder, "editor folder settings", False),
     ):
         data, issues = normalize(raw, source)
         problems.extend(issues)
+        if trusted:
+            user_data = data
+        else:
+            # Editors answer folder-scoped queries with user values merged in; a privacy key that
+            # merely repeats the user's own value is no attempt to override it.
+            data = {
+                section: {k: v for k, v in body.items() if user_data.get(section, {}).get(k, _UNSET) != v}
+                for section, body in data.items()
+            }
         clean, issues = validate(data, source, trusted)
         problems.extend(issues)
         if clean:

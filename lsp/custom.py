@@ -45,7 +45,7 @@ def register(server: CodectxServer) -> None:
     async def search(ls: CodectxServer, params: Any) -> dict[str, Any]:
         """{query, k?} → ranked results with text; the query is embedded in a worker thread."""
         args = _params(params)
-        locations, results, response = await run_search(ls, args)
+        _locations, results, response = await run_search(ls, args)
         return {
             "query": args.get("query"),
             "results": [

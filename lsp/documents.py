@@ -12,9 +12,8 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
-from lsprotocol import types
-
 from codectx.lsp.errors import DocumentUnusable
+from lsprotocol import types
 
 MAX_RECENT = 32
 
@@ -58,9 +57,16 @@ class RecentEdits:
         # Typing keeps touching the same lines: widen the newest entry instead of flooding.
         if self._edits:
             last = self._edits[0]
-            if last.uri == edit.uri and edit.start_line <= last.end_line + 3 and edit.end_line >= last.start_line - 3:
+            if (
+                last.uri == edit.uri
+                and edit.start_line <= last.end_line + 3
+                and edit.end_line >= last.start_line - 3
+            ):
                 self._edits[0] = RecentEdit(
-                    edit.uri, min(last.start_line, edit.start_line), max(last.end_line, edit.end_line), edit.time
+                    edit.uri,
+                    min(last.start_line, edit.start_line),
+                    max(last.end_line, edit.end_line),
+                    edit.time,
                 )
                 return
         self._edits.appendleft(edit)

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lsprotocol import types
-
 from codectx.lsp.errors import EditRefused
 from codectx.lsp.positions import Codec, client_position, offset, split_lines
+from lsprotocol import types
 
 
 @dataclass(frozen=True)
@@ -72,7 +71,13 @@ def check_parses(before: str, after: str, language: str | None) -> None:
 
 
 def workspace_edit(
-    uri: str, text: str, span: Span, replacement: str, codec: Codec, language: str | None, version: int | None = None
+    uri: str,
+    text: str,
+    span: Span,
+    replacement: str,
+    codec: Codec,
+    language: str | None,
+    version: int | None = None,
 ) -> types.WorkspaceEdit | None:
     """The smallest edit turning the selection into `replacement`; None when nothing changes."""
     lines = split_lines(text)
@@ -88,7 +93,8 @@ def workspace_edit(
     e_line, e_col = _line_col(joined, sel_start + end)
     edit = types.TextEdit(
         range=types.Range(
-            start=client_position(lines, s_line, s_col, codec), end=client_position(lines, e_line, e_col, codec)
+            start=client_position(lines, s_line, s_col, codec),
+            end=client_position(lines, e_line, e_col, codec),
         ),
         new_text=new_text,
     )

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lsprotocol import types
-
 from codectx.lsp.positions import Codec, clamp, client_position, split_lines
 from codectx.lsp.server import guarded
+from lsprotocol import types
 
 if TYPE_CHECKING:
     from codectx.lsp.server import CodectxServer

@@ -53,8 +53,10 @@ def split_lines(text: str) -> list[str]:
 def clamp(text_lines: list[str], position: types.Position, codec: Codec) -> tuple[int, int]:
     """(line, code-point column) of a client position, clamped into the document."""
     line = max(0, min(position.line, len(text_lines) - 1))
-    column = codec.to_index(text_lines[line], position.character) if position.line <= line else len(
-        text_lines[line]
+    column = (
+        codec.to_index(text_lines[line], position.character)
+        if position.line <= line
+        else len(text_lines[line])
     )
     return line, column
 

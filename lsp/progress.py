@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 if TYPE_CHECKING:
-    from pygls.lsp.server import LanguageServer
-
     from codectx.lsp.workspace import Folder, IndexProgress
+    from pygls.lsp.server import LanguageServer
 
 log = logging.getLogger(__name__)
 _ids = itertools.count(1)
@@ -51,7 +50,9 @@ class ProgressReporter:
             queue_or_none.put_nowait(None)
             self._queues.pop(key, None)
 
-    async def _pump(self, token: str, name: str, queue: asyncio.Queue[tuple[str, str, int | None] | None]) -> None:
+    async def _pump(
+        self, token: str, name: str, queue: asyncio.Queue[tuple[str, str, int | None] | None]
+    ) -> None:
         try:
             await self._server.work_done_progress.create_async(token)
         except Exception:

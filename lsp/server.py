@@ -15,12 +15,6 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from lsprotocol import types
-from pygls.exceptions import JsonRpcException
-from pygls.lsp.server import LanguageServer
-
-from codectx import __version__
-from codectx.errors import CodectxError
 from codectx.lsp.config import build_settings
 from codectx.lsp.documents import RecentEdits, check_usable
 from codectx.lsp.errors import UriRefused
@@ -28,6 +22,12 @@ from codectx.lsp.notices import Notices
 from codectx.lsp.progress import ProgressReporter
 from codectx.lsp.uris import uri_to_path
 from codectx.lsp.workspace import Folder, Workspaces
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pygls.lsp.server import LanguageServer
+
+from codectx import __version__
+from codectx.errors import CodectxError
 from codectx.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -58,9 +58,7 @@ class CodectxServer(LanguageServer):
     # --- settings ------------------------------------------------------------
 
     def settings_for_root(self, root: Path | None) -> Settings:
-        result = build_settings(
-            root, self.editor_settings, self.folder_settings.get(root) if root else None
-        )
+        result = build_settings(root, self.editor_settings, self.folder_settings.get(root) if root else None)
         for problem in result.problems:
             self.notices.once_ever(f"setting ignored: {problem}")
         return result.settings
@@ -90,7 +88,9 @@ class CodectxServer(LanguageServer):
         self.notices.once("index", message, types.MessageType.Error)
 
 
-def guarded(default: Callable[[], Any] | None = None) -> Callable[[Callable[..., Awaitable[T]]], Callable[..., Awaitable[T]]]:
+def guarded(
+    default: Callable[[], Any] | None = None,
+) -> Callable[[Callable[..., Awaitable[T]]], Callable[..., Awaitable[T]]]:
     """Turn user errors into JSON-RPC errors, and crashes into a logged, survivable failure.
 
     With `default`, any failure answers `default()` instead of an error (for
@@ -260,7 +260,9 @@ def register_lifecycle(server: CodectxServer) -> None:
 async def _warm_up(ls: CodectxServer) -> None:
     from codectx.lsp.services import warm_up
 
-    settings = next(iter(ls.workspaces.folders.values())).settings if ls.workspaces.folders else ls.default_settings
+    settings = (
+        next(iter(ls.workspaces.folders.values())).settings if ls.workspaces.folders else ls.default_settings
+    )
     loop = asyncio.get_running_loop()
     missing = await loop.run_in_executor(None, warm_up, settings)
     for problem in missing:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codectx.lsp.errors import ServiceUnavailable
+
 from codectx.settings import Settings
 
 if TYPE_CHECKING:
@@ -81,7 +82,9 @@ def searcher(folder: Folder) -> Any:
     store = folder.require_store()
     cached = folder.services.get("searcher")
     if cached is None or cached.store is not store:
-        cached = HybridSearcher(store, folder.settings, embedder_factory=lambda: embedder_for(folder.settings))
+        cached = HybridSearcher(
+            store, folder.settings, embedder_factory=lambda: embedder_for(folder.settings)
+        )
         folder.services["searcher"] = cached
     return cached
 
@@ -89,7 +92,9 @@ def searcher(folder: Folder) -> Any:
 async def search(folder: Folder, query: str, k: int | None = None, dense: bool = True) -> Any:
     """Hybrid search in a worker thread (it may embed the query)."""
     engine = searcher(folder)
-    return await asyncio.get_running_loop().run_in_executor(None, lambda: engine.search(query, k, dense=dense))
+    return await asyncio.get_running_loop().run_in_executor(
+        None, lambda: engine.search(query, k, dense=dense)
+    )
 
 
 def recent_edits(ls: CodectxServer, folder: Folder, uri: str) -> list[Any]:
@@ -123,7 +128,14 @@ def assemble(folder: Folder, rel: str, text: str, line: int, column: int, recent
     if store is None:
         return None  # no index yet: the backend cuts prefix/suffix from the document itself
     return assemble_context(
-        store, folder.settings, rel, text, line, column, recent=recent, embedder=_lazy_embedder(folder.settings)
+        store,
+        folder.settings,
+        rel,
+        text,
+        line,
+        column,
+        recent=recent,
+        embedder=_lazy_embedder(folder.settings),
     )
 
 
@@ -135,7 +147,9 @@ def _lazy_embedder(settings: Settings) -> Any:
         return None
 
 
-async def context(ls: CodectxServer, folder: Folder, uri: str, rel: str, text: str, line: int, column: int) -> Any:
+async def context(
+    ls: CodectxServer, folder: Folder, uri: str, rel: str, text: str, line: int, column: int
+) -> Any:
     recent = recent_edits(ls, folder, uri)
     return await asyncio.get_running_loop().run_in_executor(
         None, assemble, folder, rel, text, line, column, recent
@@ -251,7 +265,11 @@ async def refactor(
         if ctx is not None:
             record.items = [item.as_dict(text=False) for item in ctx.items]
         replacement = await service.refactor(
-            rel, text, (span.start_line, span.start_col, span.end_line, span.end_col), instruction, context=ctx
+            rel,
+            text,
+            (span.start_line, span.start_col, span.end_line, span.end_col),
+            instruction,
+            context=ctx,
         )
     except Exception as exc:
         record.status, record.error = "error", str(exc)

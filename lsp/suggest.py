@@ -14,10 +14,10 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
+from codectx.lsp import services
 from lsprotocol import types
 
 from codectx.errors import CodectxError
-from codectx.lsp import services
 
 if TYPE_CHECKING:
     from codectx.lsp.server import CodectxServer
@@ -103,5 +103,7 @@ class Suggester:
         else:
             log.error("suggestion crashed", exc_info=exc)
             self._ls.notices.once(
-                "backend", f"no AI suggestions: internal error {type(exc).__name__}: {exc}", types.MessageType.Error
+                "backend",
+                f"no AI suggestions: internal error {type(exc).__name__}: {exc}",
+                types.MessageType.Error,
             )

@@ -46,9 +46,9 @@ def folder_for(path: Path, folders: Iterable[Path]) -> Path:
     best: Path | None = None
     for folder in folders:
         root = _resolved(folder)
-        if real == root or root in real.parents:
-            if best is None or len(root.parts) > len(best.parts):
-                best = root
+        inside = real == root or root in real.parents
+        if inside and (best is None or len(root.parts) > len(best.parts)):
+            best = root
     if best is None:
         raise UriRefused(f"{path} is outside the workspace folders; codectx ignores it")
     return best

@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codectx.errors import CodectxError
 from codectx.lsp.errors import ServiceUnavailable
 from codectx.lsp.uris import folder_for, relative_posix, uri_to_path
+
+from codectx.errors import CodectxError
 from codectx.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -55,8 +56,13 @@ class IndexProgress:
 
 
 _FIELDS = ("stage", "files", "files_total", "chunks", "vectors", "vectors_total")
-_ALIASES = {"total_files": "files_total", "vectors_done": "vectors", "total_vectors": "vectors_total",
-            "chunks_total": "chunks", "phase": "stage"}
+_ALIASES = {
+    "total_files": "files_total",
+    "vectors_done": "vectors",
+    "total_vectors": "vectors_total",
+    "chunks_total": "chunks",
+    "phase": "stage",
+}
 
 
 def progress_from(*args: Any, **kwargs: Any) -> dict[str, Any]:
@@ -86,9 +92,8 @@ def progress_from(*args: Any, **kwargs: Any) -> dict[str, Any]:
             continue
         for name, value in items:
             name = _ALIASES.get(name, name)
-            if name == "stage" and isinstance(value, str):
-                values[name] = value
-            elif name in _FIELDS and isinstance(value, int) and not isinstance(value, bool):
+            is_count = name in _FIELDS and isinstance(value, int) and not isinstance(value, bool)
+            if (name == "stage" and isinstance(value, str)) or is_count:
                 values[name] = value
     return values
 
@@ -148,7 +153,9 @@ def _run_index(folder: Folder, paths: list[Path] | None, on_progress: Callable[.
     embedder = embedder_for(folder.settings)
     if paths:
         return index_paths(folder.root, paths, folder.settings, progress=on_progress, embedder=embedder)
-    return index_workspace(folder.root, folder.settings, progress=on_progress, embedder=embedder, lock_wait_s=2.0)
+    return index_workspace(
+        folder.root, folder.settings, progress=on_progress, embedder=embedder, lock_wait_s=2.0
+    )
 
 
 class Workspaces:

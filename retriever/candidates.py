@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 TIERS = {"definition": 0, "scope": 1, "recent": 2, "retrieved": 3}
 MAX_NAMES = 48
 PER_NAME = 2
+MAX_IMPORTED = 40
+IMPORTED_SCORE = 0.6
 SEARCH_K = 8
 QUERY_LINES = 60
 WINDOW = 20
@@ -109,7 +111,8 @@ def _definition_candidates(
     resolver = DefinitionResolver(searcher.store, path, language, imports, local_types(scope_text))
     typed = info.callee
     out: list[Candidate] = []
-    for position, name in enumerate(_names(info, scope_text)):
+    names = _names(info, scope_text)
+    for position, name in enumerate(names):
         is_chain = len(split_chain(name)) > 1
         resolutions = resolver.resolve(name, exclude=own)
         taken = 0
@@ -139,6 +142,28 @@ def _definition_candidates(
             taken += 1
             if taken >= PER_NAME or res.how != "name":
                 break
+    # Names the file imports but this scope does not use yet: what the next line may call.
+    used = set(names)
+    for position, local in enumerate(n for n in resolver.by_name if n not in used):
+        if position >= MAX_IMPORTED:
+            break
+        for res in resolver.resolve(local, exclude=own)[:1]:
+            d = res.definition
+            chunk = chunk_for_definition(searcher.chunks_for_file(d.path), d)
+            if chunk is None or _overlaps(chunk.path, chunk.start_line, chunk.end_line, path, own):
+                continue
+            out.append(
+                Candidate(
+                    chunk.path,
+                    chunk.start_line,
+                    chunk.end_line,
+                    d.qualname or d.name,
+                    "definition",
+                    IMPORTED_SCORE * (1.0 - 0.002 * position),
+                    chunk.text,
+                    f"definition of `{local}`, imported by this file but not used in this scope yet",
+                )
+            )
     return out
 
 

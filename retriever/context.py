@@ -178,6 +178,7 @@ def _engine(store: Any, settings: Settings, embedder: Any) -> HybridSearcher:
     cached: HybridSearcher | None = getattr(snap, "context_searcher", None)
     if cached is None or cached.settings is not settings or cached.embedder() is not embedder:
         cached = HybridSearcher(snap, settings, embedder=embedder)
+        snap.preload()  # completion asks again and again: keep chunks and imports in memory
         snap.context_searcher = cached  # type: ignore[attr-defined]
     return cached
 

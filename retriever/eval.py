@@ -36,7 +36,7 @@ from codectx.retriever.bm25 import ChunkBM25
 from codectx.retriever.context import assemble_context
 from codectx.retriever.fusion import weighted_rrf
 from codectx.retriever.search import HybridSearcher
-from codectx.retriever.tokens import ApproxTokenCounter
+from codectx.retriever.tokens import default_counter
 
 from codectx.settings import Settings
 
@@ -202,15 +202,21 @@ def _hidden_doc_search(
     searcher: HybridSearcher, bm25: ChunkBM25, embedder: Any, task: TextTask, depth: int
 ) -> tuple[list[tuple[str, int, int]], float]:
     """Hybrid search with the gold chunk's docstring hidden; returns spans and the search latency."""
+    import numpy as np
+
     gold = task.gold
     stripped = strip_doc(gold)
-    vector = embedder.embed_query(task.query) if embedder is not None else None
     started = time.perf_counter()
-    lists, chunks, dense_used = searcher.ranked_lists(
-        task.query, depth, vector=vector, dense=vector is not None
-    )
+    lists, chunks, _ = searcher.ranked_lists(task.query, depth, dense=False)
+    dense_hits = []
+    vector = None
+    if embedder is not None and searcher.progress()[0] > 0:
+        vector = embedder.embed_query(task.query)
+        dense_hits = searcher.store.vector_search(vector, depth + 1, embedder.model_id)
     elapsed = (time.perf_counter() - started) * 1000
     chunks[gold.id] = gold
+    for hit in dense_hits:
+        chunks.setdefault(hit.chunk.id, hit.chunk)
     if "fts" in lists:
         gold_score = bm25.score_chunk(task.query, stripped)
         fts = [i for i in lists["fts"] if i != gold.id]
@@ -218,16 +224,15 @@ def _hidden_doc_search(
             (n for n, i in enumerate(fts) if bm25.score_chunk(task.query, chunks[i]) < gold_score), len(fts)
         )
         lists["fts"] = _reinsert(fts, gold.id, position if gold_score > 0 and position < depth else -1)
-    if dense_used and embedder is not None:
-        import numpy as np
-
-        gold_vec = embedder.embed_documents([stripped])[0]
-        q = np.asarray(vector, dtype=np.float32)
-        gold_sim = float(np.dot(q, gold_vec))
-        dense = [i for i in lists["dense"] if i != gold.id]
-        sims = embedder.embed_documents([chunks[i] for i in dense]) if dense else np.zeros((0, len(q)))
-        position = next((n for n, v in enumerate(sims) if float(np.dot(q, v)) < gold_sim), len(dense))
-        lists["dense"] = _reinsert(dense, gold.id, position if position < depth else -1)
+    if vector is not None:
+        gold_sim = float(
+            np.dot(np.asarray(vector, dtype=np.float32), embedder.embed_documents([stripped])[0])
+        )
+        others = [h for h in dense_hits if h.chunk.id != gold.id][:depth]
+        position = next((n for n, h in enumerate(others) if h.score < gold_sim), len(others))
+        lists["dense"] = _reinsert(
+            [h.chunk.id for h in others], gold.id, position if position < depth else -1
+        )
     fused = weighted_rrf(lists, searcher.weights(task.query), limit=10)
     return [(chunks[f.key].path, chunks[f.key].start_line, chunks[f.key].end_line) for f in fused], elapsed
 
@@ -249,7 +254,7 @@ def run_eval(
     bm25 = ChunkBM25(chunks)
     index_of = {c.id: n for n, c in enumerate(chunks)}
     searcher = HybridSearcher(store, settings, embedder=embedder)
-    counter = ApproxTokenCounter()
+    counter = default_counter()
     results: dict[str, dict[str, Metrics]] = {k: {"codectx": Metrics(), "bm25": Metrics()} for k in kinds}
 
     if {"cross_file_typed", "cross_file_untyped"} & set(kinds):

@@ -2,15 +2,18 @@
 
 Context assembly looks up dozens of names per keystroke; one LanceDB scan
 costs ~10 ms, so the symbol table, per-file imports and per-file chunks are
-cached here. The cache is dropped when a table's version moves (checked at
-most once per `CHECK_INTERVAL_S`), so a re-index (didSave) is seen within
-that interval.
+cached here (`preload` reads all of them in two scans, for long-lived
+processes). When a table's version moves (checked at most once per
+`CHECK_INTERVAL_S`) only the files whose record changed are re-read, so a
+re-index (didSave) is seen within that interval.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
+from dataclasses import fields
 from typing import Any
 
 from codectx.indexer.model import Chunk, Definition, Import
@@ -43,6 +46,8 @@ class IndexSnapshot:
         self._progress: tuple[int, int] | None = None
         self._dense: dict[str, tuple[list[str], Any]] = {}
         self._by_hash: dict[str, Chunk] = {}
+        self._stamps: dict[str, float] = {}
+        self._loaded = False  # every file's chunks and imports are in memory
 
     def refresh(self, force: bool = False) -> None:
         now = time.monotonic()
@@ -51,14 +56,63 @@ class IndexSnapshot:
         versions = _versions(self.store)
         with self._lock:
             self._checked = now
-            if force or not versions or versions != self._versions:
-                self._versions = versions
-                self._by_name = None
+            if not force and versions and versions == self._versions:
+                return
+            self._versions = versions
+            self._by_name = None
+            self._progress = None
+            self._dense = {}
+            self._by_hash = {}
+            if self._loaded and not force:
+                self._reload_changed()
+            else:
+                self._loaded = False
                 self._imports = {}
                 self._chunks = {}
-                self._progress = None
-                self._dense = {}
-                self._by_hash = {}
+
+    def _files(self) -> dict[str, tuple[float, list[Import]]]:
+        rows = self.store._scan("files", None, ["path", "indexed_at", "imports"])
+        return {r["path"]: (float(r["indexed_at"] or 0.0), _imports_from_json(r["imports"])) for r in rows}
+
+    def _chunks_of(self, paths: list[str] | None) -> dict[str, list[Chunk]]:
+        names = [f.name for f in fields(Chunk)]
+        out: dict[str, list[Chunk]] = {p: [] for p in paths or []}
+        batches = [None] if paths is None else [paths[i : i + 500] for i in range(0, len(paths), 500)]
+        for batch in batches:
+            where = None if batch is None else "path IN (" + ", ".join(_sql(p) for p in batch) + ")"
+            for row in self.store._scan("chunks", where, names):
+                out.setdefault(row["path"], []).append(Chunk(**{n: row[n] for n in names}))
+        for chunks in out.values():
+            chunks.sort(key=lambda c: (c.start_line, c.start_byte))
+        return out
+
+    def preload(self) -> None:
+        """Read every file's chunks and imports into memory (two scans), if the store allows."""
+        if self._loaded or not hasattr(self.store, "_scan"):
+            return
+        versions = _versions(self.store)
+        files = self._files()
+        chunks = self._chunks_of(None)
+        with self._lock:
+            self._versions = versions
+            self._checked = time.monotonic()
+            self._stamps = {p: stamp for p, (stamp, _i) in files.items()}
+            self._imports = {p: imports for p, (_s, imports) in files.items()}
+            self._chunks = {p: chunks.get(p, []) for p in files}
+            self._loaded = True
+
+    def _reload_changed(self) -> None:
+        """After a re-index, re-read only the files whose record changed (called under the lock)."""
+        files = self._files()
+        changed = [p for p, (stamp, _i) in files.items() if self._stamps.get(p) != stamp]
+        for gone in set(self._stamps) - set(files):
+            self._chunks.pop(gone, None)
+            self._imports.pop(gone, None)
+        fresh = self._chunks_of(changed) if changed else {}
+        for p in changed:
+            self._chunks[p] = fresh.get(p, [])
+            self._imports[p] = files[p][1]
+        self._stamps = {p: stamp for p, (stamp, _i) in files.items()}
 
     def _load_symbols(self) -> dict[str, list[Definition]]:
         scan = getattr(self.store, "_scan", None)
@@ -87,6 +141,8 @@ class IndexSnapshot:
 
     def file_imports(self, path: str) -> list[Import]:
         self.refresh()
+        if self._loaded:
+            return self._imports.get(path, [])
         found = self._imports.get(path)
         if found is None:
             try:
@@ -100,6 +156,8 @@ class IndexSnapshot:
 
     def chunks_for_file(self, path: str) -> list[Chunk]:
         self.refresh()
+        if self._loaded:
+            return self._chunks.get(path, [])
         found = self._chunks.get(path)
         if found is None:
             found = list(self.store.chunks_for_file(path))
@@ -174,6 +232,25 @@ class IndexSnapshot:
     # Pass-through so the snapshot can stand in for the store.
     def fts_search(self, *args: Any, **kwargs: Any) -> Any:
         return self.store.fts_search(*args, **kwargs)
+
+
+def _sql(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _imports_from_json(raw: str | None) -> list[Import]:
+    if not raw:
+        return []
+    return [
+        Import(
+            module=d["module"],
+            names=tuple((n, a) for n, a in d.get("names", ())),
+            alias=d.get("alias", ""),
+            resolved=d.get("resolved", ""),
+            line=d.get("line", 0),
+        )
+        for d in json.loads(raw)
+    ]
 
 
 def snapshot_of(store: Any) -> IndexSnapshot:

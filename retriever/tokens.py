@@ -33,11 +33,8 @@ class ApproxTokenCounter:
     """
 
     def count(self, text: str) -> int:
-        total = 0
-        for match in _PIECE.finditer(text):
-            size = match.end() - match.start()
-            total += 1 + (size - 1) // 6 if size > 6 else 1
-        return total
+        pieces = _PIECE.findall(text)
+        return len(pieces) + sum((len(p) - 1) // 6 for p in pieces if len(p) > 6)
 
 
 class LocalTokenCounter:

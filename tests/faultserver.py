@@ -146,8 +146,9 @@ def sse(
     return run
 
 
-def models(*names: str) -> Behaviour:
-    return json_reply({"object": "list", "data": [{"id": n, "object": "model"} for n in names]})
+def models(*names: str, max_model_len: int | None = None) -> Behaviour:
+    data = [{"id": n, "object": "model", "max_model_len": max_model_len} for n in names]
+    return json_reply({"object": "list", "data": data})
 
 
 def tokenize() -> Behaviour:

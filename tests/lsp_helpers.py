@@ -54,11 +54,14 @@ class FixedBackend:
     def url(self) -> str:
         assert self._server is not None
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        name = host.decode() if isinstance(host, bytes) else str(host)
+        return f"http://{name}:{port}/v1"
 
     def completions(self) -> list[dict[str, Any]]:
         with self._lock:
-            return [r for r in self.requests if r["path"].endswith("/completions") and "messages" not in r["body"]]
+            return [
+                r for r in self.requests if r["path"].endswith("/completions") and "messages" not in r["body"]
+            ]
 
     def start(self) -> FixedBackend:
         backend = self
@@ -94,7 +97,9 @@ class FixedBackend:
                     self._json(400, {"error": {"message": "bad json"}})
                     return
                 with backend._lock:
-                    backend.requests.append({"path": self.path, "body": body, "raw": raw, "time": time.time()})
+                    backend.requests.append(
+                        {"path": self.path, "body": body, "raw": raw, "time": time.time()}
+                    )
                 if self.path.endswith("/chat/completions"):
                     text = backend.chat(body)
                     kind = "chat"
@@ -142,14 +147,19 @@ class FixedBackend:
                     pieces = [text[i : i + 4] for i in range(0, len(text), 4)] or [""]
                     for piece in pieces:
                         if kind == "chat":
-                            delta: dict[str, Any] = {"index": 0, "delta": {"content": piece}, "finish_reason": None}
+                            delta: dict[str, Any] = {
+                                "index": 0,
+                                "delta": {"content": piece},
+                                "finish_reason": None,
+                            }
                         else:
                             delta = {"index": 0, "text": piece, "finish_reason": None}
                         self._event({"id": "cmpl-fixed", "model": backend.model, "choices": [delta]})
                         if backend.chunk_delay_s:
                             time.sleep(backend.chunk_delay_s)
                     final: dict[str, Any] = {"index": 0, "finish_reason": "stop"}
-                    final.update({"delta": {}} if kind == "chat" else {"text": ""})
+                    ending: dict[str, Any] = {"delta": {}} if kind == "chat" else {"text": ""}
+                    final.update(ending)
                     self._event(
                         {
                             "id": "cmpl-fixed",
@@ -214,9 +224,10 @@ def summary(values):
 def main():
     left = 1
     right = 2
-    
-    print(summary([left, right]))
-''',
+'''
+    + "    \n"  # the indented blank line where completion tests put the cursor (line 16)
+    + """    print(summary([left, right]))
+""",
     "README.md": "# calc\n\nA tiny arithmetic package used by the language-server tests.\n",
 }
 
@@ -285,7 +296,7 @@ async def lsp_session(
     """Start `python -m codectx lsp`, initialize it on `root`, yield the client, shut down cleanly."""
     from pytest_lsp import make_test_lsp_client
 
-    lsp = make_test_lsp_client()
+    lsp: Any = make_test_lsp_client()
     lsp.registrations = []
 
     @lsp.feature(types.CLIENT_REGISTER_CAPABILITY)
@@ -350,12 +361,16 @@ async def wait_for(predicate: Callable[[], Any], timeout: float = 60.0, interval
         await asyncio.sleep(interval)
 
 
-def open_doc(lsp: Any, path: Path, text: str | None = None, language: str = "python", version: int = 1) -> str:
+def open_doc(
+    lsp: Any, path: Path, text: str | None = None, language: str = "python", version: int = 1
+) -> str:
     uri = path.as_uri()
     lsp.text_document_did_open(
         types.DidOpenTextDocumentParams(
             text_document=types.TextDocumentItem(
-                uri=uri, language_id=language, version=version,
+                uri=uri,
+                language_id=language,
+                version=version,
                 text=path.read_text("utf-8") if text is None else text,
             )
         )
@@ -370,3 +385,27 @@ def progress_events(lsp: Any) -> list[Any]:
 def index_finished(lsp: Any) -> bool:
     """True once some indexing progress has ended."""
     return any(isinstance(v, types.WorkDoneProgressEnd) for v in progress_events(lsp))
+
+
+def apply_text_edits(text: str, edits: list[Any]) -> str:
+    """Apply LSP TextEdits (UTF-16 positions; ASCII test files) to text, last first."""
+    lines = text.split("\n")
+
+    def index(pos: Any) -> int:
+        return sum(len(x) + 1 for x in lines[: pos.line]) + pos.character
+
+    for edit in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
+        start, end = index(edit.range.start), index(edit.range.end)
+        text = text[:start] + edit.new_text + text[end:]
+    return text
+
+
+def edits_for(edit: Any, uri: str) -> list[Any]:
+    """The TextEdits a WorkspaceEdit makes to one document (changes or documentChanges)."""
+    if edit.changes:
+        return list(edit.changes.get(uri, []))
+    out: list[Any] = []
+    for change in edit.document_changes or []:
+        if getattr(change, "text_document", None) is not None and change.text_document.uri == uri:
+            out.extend(change.edits)
+    return out

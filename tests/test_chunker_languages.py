@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import re
 from pathlib import Path
 
 import pytest
@@ -396,3 +397,83 @@ def test_references_carry_chains() -> None:
     assert not any(r.line in (2, 3, 4, 5, 6) for r in refs)
     go = _parse("go").references
     assert any(r.name == "Clean" and r.chain == "util.Clean" for r in go)
+
+
+@pytest.mark.parametrize(
+    ("language", "text", "chunks", "definitions"),
+    [
+        (
+            "typescript",
+            "namespace Geo {\n  export function area(r: number) { return r * r; }\n}\n"
+            'declare module "x" {\n  export function f(): void;\n}\n',
+            [("module", "Geo", 0, 0), ("function", "Geo.area", 1, 1), ("module", "x", 3, 5)],
+            [("module", "Geo"), ("function", "Geo.area"), ("module", "x"), ("function", "x.f")],
+        ),
+        (
+            "rust",
+            "mod inner {\n    pub fn f() {}\n}\n/// Doc.\n#[derive(Debug)]\npub struct T<A> { a: A }\n",
+            [("module", "inner", 0, 0), ("function", "inner.f", 1, 1), ("struct", "T", 3, 5)],
+            [("module", "inner"), ("function", "inner.f"), ("struct", "T")],
+        ),
+        (
+            "go",
+            "package x\ntype List[T any] struct { items []T }\n"
+            "func (l *List[T]) Push(v T) { l.items = append(l.items, v) }\nconst (\n  A = 1\n)\n",
+            [("struct", "List", 1, 1), ("method", "List.Push", 2, 2)],
+            [("struct", "List"), ("method", "List.Push"), ("constant", "A")],
+        ),
+        (
+            "ruby",
+            "module M\n  def helper; 1; end\nend\n",
+            [("module", "M", 0, 0), ("method", "M.helper", 1, 1)],
+            [("module", "M"), ("method", "M.helper")],
+        ),
+        (
+            "python",
+            "class Outer:\n    class Inner:\n        def m(self):\n            pass\n\n"
+            "    @staticmethod\n    def s():\n        return 1\n",
+            [
+                ("class", "Outer", 0, 0),
+                ("class", "Outer.Inner", 1, 1),
+                ("method", "Outer.Inner.m", 2, 3),
+                ("method", "Outer.s", 5, 7),
+            ],
+            [
+                ("class", "Outer"),
+                ("class", "Outer.Inner"),
+                ("method", "Outer.Inner.m"),
+                ("method", "Outer.s"),
+            ],
+        ),
+    ],
+)
+def test_scoping_edge_cases(
+    language: str, text: str, chunks: list[tuple[str, str, int, int]], definitions: list[tuple[str, str]]
+) -> None:
+    parsed = parse_file("x", text, language, load_settings(None))
+    assert [(c.kind, c.qualname, c.start_line, c.end_line) for c in parsed.chunks if c.qualname] == chunks
+    assert [(d.kind, d.qualname) for d in parsed.definitions] == definitions
+    assert parsed.syntax_errors == 0
+
+
+@pytest.mark.parametrize("budget", [100, 400, 1500])
+@pytest.mark.parametrize("language", sorted(EXPECTED))
+def test_no_code_is_lost_and_budget_holds(language: str, budget: int) -> None:
+    folder, rel, *_ = EXPECTED[language]
+    text = (FIXTURES / folder / rel).read_text()
+    parsed = parse_file(rel, text, language, load_settings(None, {"index.chunk_max_chars": budget}))
+    covered: set[int] = set()
+    for chunk in parsed.chunks:
+        covered.update(range(chunk.start_line, chunk.end_line + 1))
+        own = "\n".join(text.split("\n")[chunk.start_line : chunk.end_line + 1])
+        if chunk.start_line != chunk.end_line:
+            assert len(re.sub(r"\s", "", own)) <= budget, (chunk.qualname, chunk.start_line)
+    lines = text.split("\n")
+    # Bare scope openers carry no code of their own; their names live on in the members' qualnames.
+    openers = re.compile(r"^\s*(impl|namespace|companion object)\b")
+    lost = [
+        i
+        for i, line in enumerate(lines)
+        if i not in covered and re.sub(r"[\s{}\[\]();,]|\bend\b", "", line) and not openers.match(line)
+    ]
+    assert lost == [], [lines[i] for i in lost]

@@ -342,3 +342,23 @@ def test_cli_reads_unsaved_text_from_stdin(
     assert capsys.readouterr().out == "b * 2\n"
     prompt = server.requests[-1].json()["prompt"]
     assert "def unsaved(b):\n    return <|fim_suffix|>" in prompt and "def add" not in prompt
+
+
+async def test_prompt_is_fitted_to_a_small_server(tmp_path: Path, server: fs.FaultServer) -> None:
+    """cpu-dev serves 1024 tokens: the prompt must fit rather than be rejected."""
+    server.routes["/v1/models"] = fs.models("qwen-small", max_model_len=512)
+    server.default = fs.sse(["1"])
+    settings = make_settings(tmp_path, server.url, **{"backend.max_tokens": 64})
+    big = "".join(f"v{i} = {i}\n" for i in range(2000))
+    items = [Item(f"lib{i}.py", 0, 99, "z = 1\n" * 100) for i in range(3)]
+    ctx = Context(items, prefix=big, suffix=big, prefix_start_line=0, suffix_end_line=4000)
+    async with BackendClient(settings) as client:
+        service = CompletionService(settings, client, None, lambda *a: ctx)
+        await service.complete("big.py", big + big, 2000, 0)
+        ratio = await client.chars_per_token()  # measured on a built-in sample via /tokenize
+    prompt = [r.json()["prompt"] for r in server.requests if r.path == "/v1/completions"][-1]
+    assert len(prompt) <= (512 - 64 - 32) * ratio * 0.85 + 200
+    tokenized = [r.json()["prompt"] for r in server.requests if r.path == "/tokenize"]
+    assert not any("v1999" in t for t in tokenized)  # no user code was sent to be counted
+    assert "v1999 = 1999\n<|fim_suffix|>" in prompt  # the code right at the cursor survives
+    assert service.last is not None and service.last.items == []

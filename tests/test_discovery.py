@@ -312,3 +312,11 @@ def test_known_unchanged_files_are_not_sniffed_again(tmp_path: Path) -> None:
     # ...but any change of size or mtime brings the full check back.
     found = discover(tmp_path, settings, known={"a.py": (st.st_size, st.st_mtime_ns + 1)})
     assert found.files == [] and found.skipped[0].reason == "binary"
+
+
+def test_cpp_headers_are_told_from_c_headers(tmp_path: Path) -> None:
+    _w(tmp_path, "c_api.h", "#include <stdio.h>\nint add(int a, int b);\n")
+    _w(tmp_path, "shape.h", "#pragma once\nnamespace geo {\nclass Shape {\n};\n}\n")
+    _w(tmp_path, "vec.h", "#include <vector>\nstd::vector<int> v;\n")
+    found = discover(tmp_path, load_settings(tmp_path))
+    assert {f.path: f.language for f in found.files} == {"c_api.h": "c", "shape.h": "cpp", "vec.h": "cpp"}

@@ -239,3 +239,27 @@ def test_workspace_config_cannot_turn_redaction_off(tmp_path: Path) -> None:
     prepared = gate.prepare(ENDPOINT, _body(f"t = '{GH}'"), [])
     assert GH not in prepared.content.decode()
     assert settings.privacy.max_request_bytes == 262_144
+
+
+def test_secret_found_in_one_field_is_redacted_in_every_field(tmp_path: Path) -> None:
+    gate = _gate(tmp_path)
+    body = {
+        "messages": [
+            {"role": "system", "content": "deploy notes: Hunter2!Orchid_1234 rotates monthly"},
+            {"role": "user", "content": 'password = "Hunter2!Orchid_1234"'},
+        ]
+    }
+    prepared = gate.prepare(ENDPOINT, body, [])
+    assert b"Hunter2" not in prepared.content
+    fields = sorted(e.field for e in prepared.findings)
+    assert fields == ["messages[0].content", "messages[1].content"]
+    assert len({e.hmac8 for e in prepared.findings}) == 1
+
+
+def test_final_bytes_rescan_catches_secrets_across_json_structure(tmp_path: Path) -> None:
+    # Key and value are separate strings, so only the scan of the serialised body sees "password": "...".
+    gate = _gate(tmp_path)
+    prepared = gate.prepare(ENDPOINT, {"prompt": "x", "metadata": {"password": "Tr0ub4dor&3x"}}, [])
+    assert b"Tr0ub4dor" not in prepared.content
+    assert json.loads(prepared.content)["metadata"]["password"].startswith("[REDACTED:keyword-assignment:")
+    assert [e.field for e in prepared.findings] == ["<body>"]

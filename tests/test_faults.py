@@ -339,3 +339,15 @@ async def test_cancel_before_headers_is_still_audited(tmp_path: Path, server: fs
     assert server.wait_idle() == 0
     # a cancelled request is not a server failure: the breaker stays closed
     assert client.transport.breaker.state == "closed"
+
+
+async def test_chat_stream_deltas(tmp_path: Path, server: fs.FaultServer) -> None:
+    server.script = [fs.sse(["```py\n", "x = 1\n", "```"], chat=True)]
+    client, _ = client_for(tmp_path, server.url)
+    async with client.stream_chat([{"role": "user", "content": "hi"}], max_tokens=20) as stream:
+        got = [delta async for delta in stream]
+    assert got == ["```py\n", "x = 1\n", "```"] and stream.finish_reason == "stop"
+    assert stream.usage is not None and stream.usage.completion_tokens == 3
+    assert server.requests[-1].path == "/v1/chat/completions"
+    assert server.requests[-1].json()["messages"] == [{"role": "user", "content": "hi"}]
+    await client.aclose()

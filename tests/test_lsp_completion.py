@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ def repo(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def backend() -> FixedBackend:
+def backend() -> Iterator[FixedBackend]:
     server = FixedBackend().start()
     yield server
     server.stop()
@@ -169,15 +170,19 @@ async def test_newer_request_supersedes_and_cancel_closes_stream(tmp_path: Path,
 
             # $/cancelRequest: the client gives up; the server closes the backend stream.
             before = slow.disconnects
-            third = lsp.protocol.send_request_async(
-                types.TEXT_DOCUMENT_COMPLETION, completion_params(uri), msg_id="to-cancel"
+            third = asyncio.ensure_future(
+                lsp.protocol.send_request_async(
+                    types.TEXT_DOCUMENT_COMPLETION, completion_params(uri), msg_id="to-cancel"
+                )
             )
             await wait_for(lambda: len(slow.completions()) >= 3, timeout=10)
             lsp.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id="to-cancel"))
             with pytest.raises(JsonRpcException):  # answered "request cancelled"
                 await asyncio.wait_for(third, timeout=10)
             await wait_for(lambda: slow.disconnects > before, timeout=10)
-            shown = await lsp.workspace_execute_command_async(types.ExecuteCommandParams(command="codectx.status"))
+            shown = await lsp.workspace_execute_command_async(
+                types.ExecuteCommandParams(command="codectx.status")
+            )
             assert shown["folders"]
     finally:
         slow.stop()

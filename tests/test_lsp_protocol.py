@@ -6,6 +6,7 @@ stdio) and talks LSP to it with pytest-lsp's client.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ def repo(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def backend() -> FixedBackend:
+def backend() -> Iterator[FixedBackend]:
     server = FixedBackend().start()
     yield server
     server.stop()
@@ -63,7 +64,8 @@ async def test_bad_uris_are_refused_without_crashing(tmp_path: Path, repo: Path,
         )
         result = await lsp.text_document_completion_async(
             types.CompletionParams(
-                text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=0, character=5)
+                text_document=types.TextDocumentIdentifier(uri=uri),
+                position=types.Position(line=0, character=5),
             )
         )
         assert result is not None and list(result.items) == []
@@ -74,7 +76,10 @@ async def test_bad_uris_are_refused_without_crashing(tmp_path: Path, repo: Path,
                     arguments=[
                         {
                             "uri": uri,
-                            "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 5}},
+                            "range": {
+                                "start": {"line": 0, "character": 0},
+                                "end": {"line": 0, "character": 5},
+                            },
                             "instruction": "rename x",
                         }
                     ],
@@ -82,7 +87,9 @@ async def test_bad_uris_are_refused_without_crashing(tmp_path: Path, repo: Path,
             )
         assert "local files" in str(err.value) or "outside the workspace" in str(err.value)
         # Still alive and serving.
-        status = await lsp.workspace_execute_command_async(types.ExecuteCommandParams(command="codectx.status"))
+        status = await lsp.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="codectx.status")
+        )
         assert status["folders"][0]["root"] == str(repo.resolve())
 
 
@@ -99,7 +106,10 @@ async def test_symlink_escaping_workspace_is_refused(tmp_path: Path, repo: Path)
                     arguments=[
                         {
                             "uri": link.as_uri(),
-                            "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 3}},
+                            "range": {
+                                "start": {"line": 0, "character": 0},
+                                "end": {"line": 0, "character": 3},
+                            },
                             "instruction": "x",
                         }
                     ],
@@ -118,7 +128,8 @@ async def test_binary_and_huge_documents_get_no_completion(
             uri = open_doc(lsp, path, text)
             result = await lsp.text_document_completion_async(
                 types.CompletionParams(
-                    text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=0, character=3)
+                    text_document=types.TextDocumentIdentifier(uri=uri),
+                    position=types.Position(line=0, character=3),
                 )
             )
             assert list(result.items) == []
@@ -140,7 +151,9 @@ async def test_handler_crash_does_not_take_server_down(tmp_path: Path, repo: Pat
             await lsp.code_action_resolve_async(
                 types.CodeAction(title="x", data={"uri": (repo / "calc/ops.py").as_uri(), "sl": "bad"})
             )
-        status = await lsp.workspace_execute_command_async(types.ExecuteCommandParams(command="codectx.status"))
+        status = await lsp.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="codectx.status")
+        )
         assert status["folders"]
 
 
@@ -149,7 +162,9 @@ async def test_invalid_settings_reported_once_and_defaults_used(tmp_path: Path, 
     async with lsp_session(tmp_path, repo, opts) as lsp:
         await wait_for(lambda: any("debounce_ms" in m.message for m in lsp.messages), timeout=20)
         lsp.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=opts))
-        status = await lsp.workspace_execute_command_async(types.ExecuteCommandParams(command="codectx.status"))
+        status = await lsp.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="codectx.status")
+        )
         assert status["folders"]
         about_debounce = [m for m in lsp.messages if "debounce_ms" in m.message]
         assert len(about_debounce) == 1, [m.message for m in lsp.messages]
@@ -169,9 +184,68 @@ async def test_privacy_keys_only_from_user_level(tmp_path: Path, repo: Path, bac
             uri = open_doc(lsp, path)
             await lsp.text_document_completion_async(
                 types.CompletionParams(
-                    text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=16, character=4)
+                    text_document=types.TextDocumentIdentifier(uri=uri),
+                    position=types.Position(line=16, character=4),
                 )
             )
             assert evil.requests == []
     finally:
         evil.stop()
+
+
+async def test_tcp_mode_serves_lsp(tmp_path: Path, repo: Path) -> None:
+    """`codectx lsp --tcp 127.0.0.1:PORT` (debugging) speaks the same protocol over a socket."""
+    import asyncio
+    import socket
+    import subprocess
+
+    import psutil
+    from pytest_lsp import make_test_lsp_client
+
+    from tests.lsp_helpers import SERVER_COMMAND, capabilities, server_env
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [*SERVER_COMMAND, "--tcp", f"127.0.0.1:{port}"],
+        env=server_env(tmp_path),
+        cwd=repo,
+        stderr=subprocess.PIPE,
+    )
+    client = make_test_lsp_client()
+    try:
+        # Wait for the socket to listen without connecting: pygls serves exactly one connection.
+        server = psutil.Process(proc.pid)
+        for _ in range(1200):
+            if any(c.status == psutil.CONN_LISTEN for c in server.net_connections(kind="tcp")):
+                break
+            await asyncio.sleep(0.1)
+        await client.start_tcp("127.0.0.1", port)
+        result = await asyncio.wait_for(
+            client.initialize_async(
+                types.InitializeParams(
+                    capabilities=capabilities(),
+                    workspace_folders=[types.WorkspaceFolder(uri=repo.as_uri(), name="repo")],
+                    initialization_options=_no_index(),
+                )
+            ),
+            timeout=60,
+        )
+        assert result.server_info.name == "codectx"
+        await client.shutdown_async(None)
+        client.exit(None)
+    finally:
+        await client.stop()
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def test_tcp_argument_errors_are_clear() -> None:
+    import subprocess
+
+    from tests.lsp_helpers import SERVER_COMMAND
+
+    done = subprocess.run([*SERVER_COMMAND, "--tcp", "nonsense"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "codectx: error: --tcp expects HOST:PORT" in done.stderr and "Traceback" not in done.stderr

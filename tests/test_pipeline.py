@@ -7,12 +7,12 @@ import os
 from pathlib import Path
 
 import pytest
-
 from codectx.indexer.embedder import Embedder
 from codectx.indexer.errors import IndexLocked
 from codectx.indexer.lock import IndexLock
 from codectx.indexer.pipeline import ProgressEvent, index_paths, index_workspace
 from codectx.indexer.store import IndexStore
+
 from codectx.settings import load_settings
 
 FILES = {
@@ -31,7 +31,8 @@ class Client:
         self.closed = True
 ''',
     "app/util.py": "def slugify(title: str) -> str:\n    return title.lower().replace(' ', '-')\n",
-    "web/cart.ts": "export function addItem(cart: string[], item: string): string[] {\n  return [...cart, item];\n}\n",
+    "web/cart.ts": "export function addItem(cart: string[], item: string): string[] {\n"
+    "  return [...cart, item];\n}\n",
     "svc/add.go": "package svc\n\nfunc Add(a, b int) int {\n\treturn a + b\n}\n",
     "README.md": "# Demo\n\nA small project used by the tests.\n",
 }
@@ -167,7 +168,9 @@ def test_bad_files_never_stop_the_run(ws: Path) -> None:
     assert "fine" in {d.name for d in store.symbols_in_file("app/broken.py")}
     assert store.chunks_for_file("app/latin1.py")
     if os.geteuid() != 0:  # root reads anything
-        assert any(line.startswith("app/locked.py") for line in report.errors) or "unreadable" in report.skipped
+        assert (
+            any(line.startswith("app/locked.py") for line in report.errors) or "unreadable" in report.skipped
+        )
     assert store.stats().files >= len(FILES) + 2
 
 

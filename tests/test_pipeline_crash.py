@@ -11,7 +11,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from codectx.indexer.store import IndexStore
 
 pytestmark = pytest.mark.slow
@@ -100,7 +99,7 @@ def test_kill_during_parse_and_commit_then_rerun_equals_clean_build(tmp_path: Pa
     for path in root.rglob("*.py"):
         path.write_text(path.read_text().replace("Handle case", "Process case"))
     # Killed after the first lexical commit (pipeline.COMMIT_FILES = 400), during the second batch.
-    code, out = run_index(root, "--no-embed", kill_on=progress_at("parse", 450))
+    code, out = run_index(root, "--no-embed", kill_on=progress_at("commit", 400))
     assert code == -signal.SIGKILL, out
     store = IndexStore.open(root / ".codectx")
     assert store.fts_search("process case", 5) and store.fts_search("handle case", 5)  # half rewritten

@@ -154,3 +154,19 @@ def test_split_document_positions() -> None:
     assert prefix == text and suffix == ""
     prefix, _, first, _ = split_document("x\n" * 1000, 500, 0, prefix_chars=50, suffix_chars=10)
     assert len(prefix) <= 50 and first > 400
+
+
+def test_fit_prompt_drops_snippets_then_suffix_then_prefix_lines() -> None:
+    from codectx.backend.prompts import fit_prompt
+
+    prefix = "".join(f"p{i} = {i}\n" for i in range(100)) + "x = "
+    suffix = "".join(f"s{i} = {i}\n" for i in range(100))
+    snips = [Snippet(f"f{i}.py", 0, 1, "y" * 200) for i in range(5)]
+    same = fit_prompt(prefix, suffix, snips, 100_000)
+    assert same == (prefix, suffix, snips, 0)
+    p, s, kept, dropped = fit_prompt(prefix, suffix, snips, len(prefix) + len(suffix) + 600)
+    assert kept == snips[:2] and (p, s, dropped) == (prefix, suffix, 0)  # lowest ranked go first
+    p, s, kept, dropped = fit_prompt(prefix, suffix, snips, 800)
+    assert kept == [] and p.endswith("p99 = 99\nx = ") and prefix.endswith(p)
+    assert dropped == prefix[: len(prefix) - len(p)].count("\n")
+    assert suffix.startswith(s) and len(p) + len(s) + 64 <= 800

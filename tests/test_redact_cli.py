@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,14 +21,20 @@ HOME = os.environ["HOME"]
 """
 
 
-def _run(args: list[str], stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, "-m", "codectx", *args],
-        input=stdin,
-        capture_output=True,
-        env=dict(os.environ),
-        timeout=120,
-    )
+class _Stdin:
+    def __init__(self, data: bytes) -> None:
+        self.buffer = io.BytesIO(data)
+
+
+def _run(
+    args: list[str], capsysbinary: pytest.CaptureFixture[bytes], stdin: bytes = b"", monkeypatch: Any = None
+) -> tuple[int, bytes, bytes]:
+    """The real command line in this process (a fresh interpreter would re-import every package)."""
+    if monkeypatch is not None:
+        monkeypatch.setattr(sys, "stdin", _Stdin(stdin))
+    code = main(args)
+    out, err = capsysbinary.readouterr()
+    return code, out, err
 
 
 def test_redacts_a_file_keeping_everything_else(
@@ -59,18 +65,20 @@ def test_json_lists_findings_without_values(tmp_path: Path, capsys: pytest.Captu
     assert SOURCE[first["start"] : first["end"]] == TOKEN
 
 
-def test_stdin_and_invalid_utf8_survive() -> None:
+def test_stdin_and_invalid_utf8_survive(capsysbinary: pytest.CaptureFixture[bytes], monkeypatch: Any) -> None:
     data = b"caf\xe9 = 1\ntoken = 'npm_" + b"a1B2c3" * 6 + b"'\n\xff\xfe tail\n"
-    result = _run(["redact", "-"], stdin=data)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith(b"caf\xe9 = 1\ntoken = '[REDACTED:npm-token:")
-    assert result.stdout.endswith(b"'\n\xff\xfe tail\n")  # undecodable bytes come back unchanged
+    code, out, _ = _run(["redact", "-"], capsysbinary, data, monkeypatch)
+    assert code == 0
+    assert out.startswith(b"caf\xe9 = 1\ntoken = '[REDACTED:npm-token:")
+    assert out.endswith(b"'\n\xff\xfe tail\n")  # undecodable bytes come back unchanged
 
 
-def test_invisible_characters_are_stripped() -> None:
-    result = _run(["redact"], stdin="x = 1\u202e\u200b\n".encode())
-    assert result.stdout == b"x = 1\n"
-    assert b"stripped 2 invisible" in result.stderr
+def test_invisible_characters_are_stripped(
+    capsysbinary: pytest.CaptureFixture[bytes], monkeypatch: Any
+) -> None:
+    code, out, err = _run(["redact"], capsysbinary, "x = 1\u202e\u200b\n".encode(), monkeypatch)
+    assert code == 0 and out == b"x = 1\n"
+    assert b"stripped 2 invisible" in err
 
 
 def test_strict_adds_entropy_findings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -96,19 +104,21 @@ def test_check_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     ("setup", "message"),
     [("missing", "no such file"), ("folder", "is a folder"), ("binary", "looks binary")],
 )
-def test_clear_errors(tmp_path: Path, setup: str, message: str) -> None:
+def test_clear_errors(
+    tmp_path: Path, setup: str, message: str, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
     target = tmp_path / "t"
     if setup == "folder":
         target.mkdir()
     elif setup == "binary":
         target.write_bytes(b"\x7fELF\x00\x00\x01")
-    result = _run(["redact", str(target)])
-    assert result.returncode == 2
-    assert message in result.stderr.decode()
-    assert b"Traceback" not in result.stderr
+    code, out, err = _run(["redact", str(target)], capsysbinary)
+    assert code == 2 and out == b""
+    assert err.startswith(b"codectx: error:") and message.encode() in err
 
 
-def test_help_mentions_tokens() -> None:
-    result = _run(["redact", "--help"])
-    assert result.returncode == 0
-    assert b"[REDACTED:<rule>:<tag>]" in result.stdout
+def test_help_mentions_tokens(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["redact", "--help"])
+    assert exit_info.value.code == 0
+    assert "[REDACTED:<rule>:<tag>]" in capsys.readouterr().out

@@ -215,3 +215,51 @@ def test_rule_file_is_consistent() -> None:
     for rule in rules.rules:
         by_id[rule.id] += 1
         assert rule.secret_groups or rule.check == "format", rule.id
+
+
+def test_a_found_secret_is_redacted_wherever_it_repeats(redactor: Redactor) -> None:
+    text = '# old one was Hunter2!Orchid_1234\npassword = "Hunter2!Orchid_1234"\nlog("Hunter2!Orchid_1234")\n'
+    result = redactor.redact(text, "app.py")
+    assert "Hunter2" not in result.text
+    assert len({f.hmac8 for f in result.findings}) == 1 and len(result.findings) == 3
+    # Values from elsewhere in the same request are honoured too.
+    other = redactor.redact(
+        "print('Hunter2!Orchid_1234')", known=[("Hunter2!Orchid_1234", "keyword-assignment")]
+    )
+    assert "Hunter2" not in other.text
+
+
+@pytest.mark.parametrize(
+    ("text", "filename", "secret"),
+    [
+        ("machine api.partner.io login deploy password Winter4932_Boh\n", ".netrc", "Winter4932_Boh"),
+        ("CREATE USER app WITH PASSWORD '8kdEnfBUSWJHFqn,R98j';\n", "init.sql", "8kdEnfBUSWJHFqn,R98j"),
+        ("Our staging password is dzRTwiB0qwEWODqy (rotate monthly).\n", "README.md", "dzRTwiB0qwEWODqy"),
+        ('session.auth = ("deploy", "Winter661*csf")\n', "client.py", "Winter661*csf"),
+        ('get(url, auth=HTTPBasicAuth("deploy", "Falcon1079~G9z"))\n', "client.py", "Falcon1079~G9z"),
+        ('client = OpenAI(api_key="*u8Yp8%FVV,n8bO*3")\n', "client.py", "*u8Yp8%FVV,n8bO*3"),
+    ],
+)
+def test_password_shapes_without_assignment(
+    redactor: Redactor, text: str, filename: str, secret: str
+) -> None:
+    result = redactor.redact(text, filename)
+    (finding,) = result.findings
+    assert text[finding.start : finding.end] == secret
+    assert secret not in result.text
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "if password is None:",
+        "password = getpass.getpass()",
+        "username, password = prefix.split(':', 1)",
+        "semantic_infer_token=129_599,",
+        "The password is required.",
+        "Token: '#d8dee9',",
+        "auth = (user, password)",
+    ],
+)
+def test_code_that_mentions_passwords_is_not_flagged(redactor: Redactor, line: str) -> None:
+    assert redactor.redact(line, "module.py").findings == []

@@ -26,24 +26,11 @@ def copy_repo(name: str, dest: Path) -> Path:
 
 def build_index(root: Path, embed: bool = False, **overrides: Any) -> tuple[Settings, Any]:
     """Index `root` with the real pipeline; returns its settings and the opened store."""
-    import os
-
-    from codectx.indexer.store import IndexStore
-
-    if os.environ.get("RETRIEVER_DEV_INDEX"):  # TEMPORARY, dev only
-        import importlib.util
-
-        spec = importlib.util.spec_from_file_location("devindex", "/tmp/devindex.py")
-        mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-        spec.loader.exec_module(mod)  # type: ignore[union-attr]
-        mod.build(root, root / ".codectx", embed)
-        values0: dict[str, Any] = {"index.index_dir": str(root / ".codectx"), "index.embed_backend": "torch"}
-        values0.update(overrides)
-        return load_settings(root, values0), IndexStore.open(root / ".codectx")
     try:
         from codectx.indexer.pipeline import index_workspace
     except ImportError:
         pytest.skip("the indexer pipeline (codectx.indexer.pipeline) is not available yet")
+    from codectx.indexer.store import IndexStore
 
     values: dict[str, Any] = {
         "index.index_dir": str(root / ".codectx"),

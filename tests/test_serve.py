@@ -175,3 +175,38 @@ def test_check_without_a_configured_server_says_how(capsys: pytest.CaptureFixtur
     assert main(["backend", "check"]) == 3
     out = capsys.readouterr().out
     assert "CODECTX_BACKEND_URL" in out and "codectx backend serve" in out
+
+
+def test_run_plan_stops_every_process_when_one_exits(tmp_path: Path) -> None:
+    import os
+    import sys
+
+    from codectx.backend.serve import ProcessSpec, ServePlan, run_plan
+
+    pid_file = tmp_path / "sleeper.pid"
+    sleeper = ProcessSpec(
+        "replica",
+        (
+            sys.executable,
+            "-c",
+            f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(120)",
+        ),
+        {},
+        "http://127.0.0.1:1",
+    )
+    failing = ProcessSpec(
+        "router",
+        (
+            sys.executable,
+            "-c",
+            f"import os, time\nwhile not os.path.exists({str(pid_file)!r}): time.sleep(0.05)\n"
+            "raise SystemExit(3)",
+        ),
+        {},
+        "http://127.0.0.1:2",
+    )
+    plan = ServePlan(load_profiles()["cpu-cluster"], "/m", "m", (sleeper, failing), "http://127.0.0.1:2/v1")
+    assert run_plan(plan) == 3
+    pid = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from codectx.indexer.errors import IndexNotFound, IndexSchemaMismatch
 from codectx.indexer.model import Chunk, Definition, Import, Reference
 from codectx.indexer.store import JOURNAL_FILE, FileData, FileRecord, IndexStore, filter_sql
@@ -47,11 +46,15 @@ def store(tmp_path: Path) -> IndexStore:
                 "src/users.py",
                 [
                     chunk("src/users.py", "def getUserName(uid):\n    return lookup(uid)", "getUserName"),
-                    chunk("src/users.py", "def delete_account(uid):\n    purge(uid)", "delete_account", start=3),
+                    chunk(
+                        "src/users.py", "def delete_account(uid):\n    purge(uid)", "delete_account", start=3
+                    ),
                 ],
                 definitions=[
                     Definition("getUserName", "getUserName", "function", "src/users.py", "python", 0, 1),
-                    Definition("delete_account", "delete_account", "function", "src/users.py", "python", 3, 4),
+                    Definition(
+                        "delete_account", "delete_account", "function", "src/users.py", "python", 3, 4
+                    ),
                 ],
                 imports=[Import("..db", (("lookup", "lookup"),), resolved="db.py", line=0)],
                 references=[Reference("lookup", 1, 11, "lookup")],
@@ -127,16 +130,18 @@ def test_vector_search_partial_index_and_filters(store: IndexStore) -> None:
     chunks = {c.symbol: c for c in store.all_chunks()}
     # Only two of three chunks have vectors: a partial index.
     store.add_vectors(
-        "m", [chunks["getUserName"].content_hash, chunks["SendMail"].content_hash], np.eye(3, dtype=np.float32)[:2]
+        "m",
+        [chunks["getUserName"].content_hash, chunks["SendMail"].content_hash],
+        np.eye(3, dtype=np.float32)[:2],
     )
     stats = store.stats("m")
     assert (stats.vectors_done, stats.vectors_pending) == (2, 1)
     hits = store.vector_search(np.array([0.1, 1.0, 0.0]), 5, "m")
     assert [h.chunk.symbol for h in hits] == ["SendMail", "getUserName"]
     assert hits[0].score > hits[1].score
-    assert [h.chunk.symbol for h in store.vector_search(np.array([0.1, 1.0, 0.0]), 5, "m", languages=["python"])] == [
-        "getUserName"
-    ]
+    assert [
+        h.chunk.symbol for h in store.vector_search(np.array([0.1, 1.0, 0.0]), 5, "m", languages=["python"])
+    ] == ["getUserName"]
     assert store.vector_search(np.ones(3), 5, "other-model") == []
 
 
@@ -153,8 +158,10 @@ def test_recover_drops_rows_of_an_interrupted_write(store: IndexStore) -> None:
     # A writer died after writing chunk rows of a file but before its record.
     (store.index_dir / JOURNAL_FILE).write_text(json.dumps(["half.py", "src/users.py"]))
     store._table("chunks").add(
-        [{**{k: getattr(c, k) for k in c.__dataclass_fields__}, "id": c.id, "search": c.text}
-         for c in [chunk("half.py", "def half():\n    pass", "half")]]
+        [
+            {**{k: getattr(c, k) for k in c.__dataclass_fields__}, "id": c.id, "search": c.text}
+            for c in [chunk("half.py", "def half():\n    pass", "half")]
+        ]
     )
     reopened = IndexStore.open(store.index_dir)
     assert sorted(reopened.recover()) == ["half.py", "src/users.py"]

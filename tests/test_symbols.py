@@ -190,3 +190,20 @@ def test_php_psr4_autoload(tmp_path: Path) -> None:
         ("App\\Support\\Str", (("Str", "Str"),), "app/Support/Str.php"),
         ("Vendor\\Lib\\Thing", (("Thing", "T"),), ""),
     ]
+
+
+def test_javascript_assigned_functions_are_definitions() -> None:
+    text = (
+        "function Foo(a) {\n  this.a = a;\n}\n\n"
+        "Foo.prototype.bar = function (x) {\n  return this.a + x;\n};\n\n"
+        "module.exports = {\n  helper: function (y) {\n    return y * 2;\n  },\n};\n"
+    )
+    parsed = parse_file("f.js", text, "javascript", load_settings(None))
+    assert [(c.kind, c.qualname, c.start_line, c.end_line) for c in parsed.chunks] == [
+        ("function", "Foo", 0, 2),
+        ("method", "Foo.prototype.bar", 4, 6),
+        ("module", "", 8, 12),
+    ]
+    assert ("function", "helper") in [(d.kind, d.qualname) for d in parsed.definitions]
+    near = identifiers_near(text, "javascript", 10, 6)
+    assert near.enclosing is not None and near.enclosing.name == "helper"

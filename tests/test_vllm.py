@@ -99,7 +99,7 @@ async def test_stop_string_is_honoured(vllm_server: Engine) -> None:
 async def test_special_stop_tokens_end_the_completion(vllm_server: Engine) -> None:
     """The Qwen FIM stop list: special tokens stop generation, and never appear in the text."""
     async with BackendClient(engine_settings(vllm_server)) as client:
-        ids = await stop_token_ids(client)
+        ids = await stop_token_ids(client, SPECIAL_TOKENS)
         assert len(ids) == len(SPECIAL_TOKENS)
         raw = None
         for i in range(12):

@@ -64,13 +64,19 @@ def _run(args: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProc
         args, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=timeout, check=False
     )
     if result.returncode != 0:
-        pytest.fail(f"{' '.join(args)} failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
+        output = f"{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+        pytest.fail(f"{' '.join(args)} failed ({result.returncode}):\n{output}")
     return result
 
 
 def _bin(workdir: Path, name: str) -> list[str]:
     """A tool from node_modules, run by Node 24 (the shims' `env node` could find another Node)."""
-    pkg_bins = {"tsc": "typescript/bin/tsc", "eslint": "eslint/bin/eslint.js", "vitest": "vitest/vitest.mjs", "vsce": "@vscode/vsce/vsce"}
+    pkg_bins = {
+        "tsc": "typescript/bin/tsc",
+        "eslint": "eslint/bin/eslint.js",
+        "vitest": "vitest/vitest.mjs",
+        "vsce": "@vscode/vsce/vsce",
+    }
     return [str(NODE), str(workdir / "node_modules" / pkg_bins[name])]
 
 
@@ -121,7 +127,9 @@ def test_vsix_contents(vsix: Path) -> None:
         manifest: dict[str, Any] = json.loads(z.read("extension/package.json"))
     assert "extension/dist/extension.js" in names
     # Bundled: no sources, tests or dependencies ship.
-    assert not [n for n in names if n.startswith(("extension/src/", "extension/node_modules/", "extension/test/"))]
+    assert not [
+        n for n in names if n.startswith(("extension/src/", "extension/node_modules/", "extension/test/"))
+    ]
     assert manifest["main"] == "./dist/extension.js"
     assert manifest["capabilities"]["untrustedWorkspaces"]["supported"] == "limited"
     props = manifest["contributes"]["configuration"]["properties"]
@@ -184,4 +192,4 @@ def test_end_to_end_in_code_server(vsix: Path, workdir: Path, tmp_path: Path) ->
         + f"\n--- log ---\n{result.stderr[-6000:]}"
     )
     names = {r["name"] for r in report["results"]}
-    assert len(names) == 5
+    assert len(names) == 6

@@ -145,11 +145,21 @@ def start_engines(model_dir: Path, log_dir: Path, *, extra_args: Sequence[str] =
     return [start(spec, log_dir, plan.served_model_name) for spec in plan.processes]
 
 
+# Test modules import these fixtures, and pytest then registers one fixture per module:
+# the engine itself is shared through this cache and stopped when its last user is done.
+_SHARED: dict[str, object] = {}
+_USERS: list[int] = [0]
+
+
 @pytest.fixture(scope="session")
 def vllm_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny test model, generated once per session into a temporary folder."""
     vllm_python()
-    return make_test_model(tmp_path_factory.mktemp("vllm-model") / "model").path
+    if "model" not in _SHARED:
+        _SHARED["model"] = make_test_model(tmp_path_factory.mktemp("vllm-model") / "model").path
+    model = _SHARED["model"]
+    assert isinstance(model, Path)
+    return model
 
 
 @pytest.fixture(scope="session")
@@ -160,10 +170,21 @@ def vllm_server(vllm_model: Path, tmp_path_factory: pytest.TempPathFactory) -> I
         name = httpx.get(root + "/v1/models", trust_env=False).json()["data"][0]["id"]
         yield Engine(ProcessSpec("server", (), {}, root), None, Path("/dev/null"), name)
         return
-    log_dir = tmp_path_factory.mktemp("vllm-logs")
-    (engine,) = start_engines(vllm_model, log_dir)
+    if "engine" not in _SHARED:
+        (engine,) = start_engines(vllm_model, tmp_path_factory.mktemp("vllm-logs"))
+        try:
+            wait_ready([engine])
+        except BaseException:
+            engine.stop()
+            raise
+        _SHARED["engine"] = engine
+    shared = _SHARED["engine"]
+    assert isinstance(shared, Engine)
+    _USERS[0] += 1
     try:
-        wait_ready([engine])
-        yield engine
+        yield shared
     finally:
-        engine.stop()
+        _USERS[0] -= 1
+        if _USERS[0] == 0:
+            shared.stop()
+            del _SHARED["engine"]

@@ -10,7 +10,7 @@ from typing import Any
 from codectx.clikit import add_json, print_json, print_jsonl, settings_for
 from codectx.errors import UsageError
 from codectx.privacy.audit import AuditLog
-from codectx.privacy.errors import AuditChainBroken, PrivacyError
+from codectx.privacy.errors import AuditChainBroken
 from codectx.privacy.redact import Redactor
 from codectx.privacy.sanitize import sanitize
 
@@ -204,10 +204,7 @@ def _audit_verify(args: argparse.Namespace) -> int:
 
 
 def _audit_payload(args: argparse.Namespace) -> int:
-    try:
-        data = _log(args).payload(args.id)
-    except PrivacyError:
-        raise
+    data = _log(args).payload(args.id)
     sys.stdout.buffer.write(data + (b"" if data.endswith(b"\n") else b"\n"))
     sys.stdout.flush()
     return 0

@@ -138,13 +138,13 @@ class EgressGate:
                 walker.propagating = True
                 cleaned = walker.walk(cleaned, "")
             content = json.dumps(cleaned, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            if self.settings.privacy.redact:
+                content = self._rescan(content, deadline, walker)
             if len(content) > limit:
                 raise EgressBlocked(
                     f"request body is {len(content):,} bytes, over privacy.max_request_bytes ({limit:,}); "
                     "nothing was sent"
                 )
-            if self.settings.privacy.redact:
-                content = self._rescan(content, deadline, walker)
             if time.monotonic() > deadline:
                 raise ScanTimeout("the secret scan ran past its time limit")
         except EgressBlocked:
@@ -210,9 +210,7 @@ class EgressGate:
         payload = prepared.content if self.settings.privacy.keep_payloads else None
         try:
             written = self.audit.append(entry, payload)
-        except AuditError:
-            raise
-        except OSError as exc:
+        except OSError as exc:  # AuditLog turns its own I/O errors into AuditError; this is a backstop
             raise AuditError(f"cannot write the audit log: {exc}") from None
         return str(written["id"])
 

@@ -14,14 +14,18 @@ from collections import Counter
 CONFIG_SUFFIXES = (
     ".env", ".ini", ".cfg", ".conf", ".config", ".properties", ".yaml", ".yml", ".toml",
     ".sh", ".bash", ".zsh", ".envrc", ".tfvars", ".netrc", ".pgpass", ".npmrc", ".pypirc",
-    ".md", ".txt", ".rst",
+    ".md", ".txt", ".rst", ".sql", ".netrc",
 )  # fmt: skip
-CONFIG_NAMES = ("dockerfile", ".env", ".envrc", ".netrc", ".npmrc", ".pypirc", "makefile")
+CONFIG_NAMES = ("dockerfile", ".env", ".envrc", ".netrc", "netrc", ".npmrc", ".pypirc", "makefile")
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _DOTTED = re.compile(r"[A-Za-z_$@][\w$]*(?:(?:\.|->|::)[A-Za-z_$][\w$]*)+\Z")
 _DIGITS = re.compile(r"[0-9]+\Z")
 _DIGEST_PREFIX = re.compile(r"(?:sha|md)[0-9]*[-:]", re.IGNORECASE)
+_NUMBER = re.compile(
+    r"[0-9][0-9_]{0,15}(?:\.[0-9_]+)?(?:[eE][+-]?[0-9]+)?[jJlLfFuU]?\Z"  # 129_599, 1e-5, 10L
+    r"|0[xX][0-9a-fA-F_]{1,16}\Z"
+)
 _COLOR = re.compile(r"#[0-9a-fA-F]{3,8}\Z")
 _HEX = re.compile(r"[0-9a-fA-F]+\Z")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
@@ -115,8 +119,10 @@ def is_reference(value: str, bare: bool = False) -> bool:
 
     `bare`: the value stood unquoted, so `config.secret` is a dotted reference (unless it looks random).
     """
-    if value[:1] in "$%@&*" or value.startswith(("{", "[", "(")):
+    if value.startswith(("$", "{")) or (value.startswith("%") and value.endswith("%")):
         return True
+    if bare and (value[:1] in "%@&*" or value.startswith(("[", "(")) or "(" in value):
+        return True  # a pointer, a list, or a call's result
     if _ENV_LOOKUP.search(value):
         return True
     if bare and value.startswith("!"):
@@ -132,7 +138,7 @@ def is_weak_literal(value: str) -> bool:
         return True
     if all(c.isalpha() or c in "_.-'" for c in value):
         return True
-    if _DIGITS.match(value) and len(value) < 10:
+    if (_DIGITS.match(value) and len(value) < 10) or _NUMBER.match(value):
         return True
     if _COLOR.match(value):
         return True

@@ -82,6 +82,10 @@ vim.lsp.handlers["window/showMessage"] = function(_, result)
   table.insert(out.messages, result.message)
 end
 
+-- As Neovim's docs recommend for LSP completion (and as lsp/EDITORS.md says): nothing is
+-- inserted until an item is chosen with <C-n>/<C-p> and accepted with <C-y>.
+vim.opt.completeopt = { "menuone", "noselect", "popup" }
+
 vim.lsp.config("codectx", {
   cmd = vim.json.decode(env.CODECTX_NVIM_CMD),
   filetypes = { "python" },

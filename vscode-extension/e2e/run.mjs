@@ -2,8 +2,8 @@
 // Installs the built .vsix into a fresh profile, opens a fixture workspace and checks, through
 // the UI and the logs, that the extension activates and starts the real `codectx lsp`, that
 // indexing progress shows in the status bar, that an inline suggestion appears and Tab accepts
-// it, that "Refactor Selection..." changes the file in one undo step, and that "Show Context
-// Sent" shows what was sent. Prints one JSON line of results; exit 0 only if every check passed.
+// it, that "Refactor Selection..." changes the file in one undo step, that "Show Context
+// Sent" shows what was sent, and that "Show Audit Log" lists it. Prints one JSON line of results; exit 0 only if every check passed.
 // Screenshots and logs land in the artifacts folder on failure.
 //
 // Usage: node e2e/run.mjs --vsix FILE --codectx CMD --code-server BIN [--work DIR] [--artifacts DIR]
@@ -36,6 +36,7 @@ const { values: opts } = parseArgs({
 });
 
 const T0 = Date.now();
+const CHECKS = 6;
 const say = (msg) => process.stderr.write(`[e2e ${((Date.now() - T0) / 1000).toFixed(1)}s] ${msg}\n`);
 const results = [];
 let page;
@@ -113,22 +114,27 @@ async function runCommand(title) {
 async function openFromExplorer(name) {
   const row = page.locator(".explorer-folders-view .monaco-list-row").filter({ hasText: name }).first();
   await row.waitFor({ state: "visible", timeout: 30_000 });
-  await row.click();
+  // A double click opens a pinned editor and moves the focus into it.
+  await row.dblclick();
   const tab = page.locator(".tabs-container .tab").filter({ hasText: name }).first();
   await tab.waitFor({ state: "visible", timeout: 15_000 });
   await focusEditor();
 }
 
+const FOCUSED_LINES = ".monaco-editor.focused .view-lines";
+
 /** Put the keyboard focus in the active editor (VS Code may use EditContext rather than a textarea). */
 async function focusEditor() {
-  const lines = page.locator(".editor-group-container.active .monaco-editor .view-lines").first();
-  await lines.waitFor({ state: "visible", timeout: 15_000 });
-  await lines.click({ position: { x: 5, y: 5 } });
+  const focused = page.locator(FOCUSED_LINES).first();
+  if (await focused.isVisible()) return;
+  const lines = page.locator(".editor-group-container.active .editor-instance .monaco-editor .view-lines").filter({ visible: true }).first();
+  await lines.click({ position: { x: 5, y: 5 }, timeout: 15_000 });
+  await focused.waitFor({ state: "visible", timeout: 15_000 });
 }
 
 /** The visible text of the active editor (Monaco renders spaces as non-breaking). */
 async function editorText() {
-  const text = await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().innerText();
+  const text = await page.locator(FOCUSED_LINES).first().innerText({ timeout: 5000 });
   return text.replace(/\u00a0/g, " ");
 }
 
@@ -229,8 +235,9 @@ async function main() {
         }
       }).observe(document, { subtree: true, childList: true, characterData: true });
     });
-    await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(ws)}`);
-    await page.locator(".monaco-workbench").waitFor({ timeout: 60_000 });
+    page.setDefaultTimeout(60_000);
+    await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(ws)}`, { timeout: 180_000 });
+    await page.locator(".monaco-workbench").waitFor({ timeout: 120_000 });
 
     await check("extension activates and starts the server", async () => {
       await waitFor("the codectx status-bar item", () => statusText(), 60_000);
@@ -348,8 +355,22 @@ async function main() {
       if (!/Exact payload|```/.test(text + tail)) throw new Error("no payload section in the document");
       return `names ${sent}; sha256 ${sha ? (known.has(sha) ? "matches a body the backend received" : "present") : "absent"}`;
     });
+
+    await check("Show Audit Log lists the requests and verifies the chain", async () => {
+      await runCommand("codectx: Show Audit Log");
+      const tab = page.locator(".tabs-container .tab").filter({ hasText: "audit-log.txt" }).first();
+      // Two runs of the codectx CLI (show, verify): slow to start on a busy machine.
+      await tab.waitFor({ state: "visible", timeout: 240_000 });
+      const text = await waitFor("the audit log document", async () => {
+        const t = await editorText();
+        return /codectx audit log/.test(t) && t;
+      }, 20_000);
+      if (/VERIFICATION FAILED/.test(text)) throw new Error(`audit chain not verified: ${text.slice(0, 300)}`);
+      if (!text.includes(`${backend.url}/chat/completions`)) throw new Error(`the refactor request is not listed: ${text.slice(0, 600)}`);
+      return text.split("\n")[1];
+    });
   } finally {
-    const failed = results.some((r) => !r.ok) || results.length < 5;
+    const failed = results.some((r) => !r.ok) || results.length < CHECKS;
     if (failed) {
       mkdirSync(opts.artifacts, { recursive: true });
       if (page) {
@@ -384,7 +405,7 @@ async function main() {
 let exitCode = 1;
 try {
   await main();
-  exitCode = results.length >= 5 && results.every((r) => r.ok) ? 0 : 1;
+  exitCode = results.length >= CHECKS && results.every((r) => r.ok) ? 0 : 1;
 } catch (err) {
   results.push({ name: "setup", ok: false, detail: String(err?.stack ?? err) });
   say(`setup failed: ${err?.stack ?? err}`);

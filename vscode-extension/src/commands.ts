@@ -33,6 +33,7 @@ export interface CommandDeps {
 
 const SEARCH_DELAY_MS = 150;
 const AUDIT_ENTRIES = 100;
+const CLI_TIMEOUT_MS = 120_000;
 
 function executeOnServer(client: LanguageClient, command: string, arg: unknown, token?: vscode.CancellationToken): Promise<unknown> {
   return client.sendRequest(ExecuteCommandRequest.type, { command, arguments: [arg] }, token);
@@ -163,9 +164,11 @@ async function showContextSent(deps: CommandDeps): Promise<void> {
 
 function runCli(command: string, args: string[], cwd: string | undefined): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(command, args, { cwd, timeout: 30_000, maxBuffer: 32 * 1024 * 1024 }, (err, stdout, stderr) => {
+    execFile(command, args, { cwd, timeout: CLI_TIMEOUT_MS, maxBuffer: 32 * 1024 * 1024 }, (err, stdout, stderr) => {
       if (err) {
-        const detail = stderr.trim().split("\n").at(-1) || err.message;
+        const detail = err.killed
+          ? `no answer within ${CLI_TIMEOUT_MS / 1000} s`
+          : stderr.trim().split("\n").at(-1) || err.message;
         reject(new Error(`${[command, ...args].join(" ")} failed: ${detail}`));
       } else {
         resolve(stdout);
@@ -175,6 +178,12 @@ function runCli(command: string, args: string[], cwd: string | undefined): Promi
 }
 
 async function showAuditLog(deps: CommandDeps): Promise<void> {
+  await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: "codectx: reading the audit log" }, () =>
+    readAuditLog(deps),
+  );
+}
+
+async function readAuditLog(deps: CommandDeps): Promise<void> {
   const cli = resolveCliCommand(deps.settings());
   const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
   const shown = await runCli(cli.command, [...cli.args, "audit", "show", "--last", String(AUDIT_ENTRIES)], folder);

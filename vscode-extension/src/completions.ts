@@ -87,7 +87,7 @@ export function completionMiddleware(control: CompletionControl): Middleware {
       control.answered(countItems(result));
       const items = Array.isArray(result) ? result : (result?.items ?? []);
       const prefix = document.lineAt(position.line).text.slice(0, position.character);
-      for (const item of items) anchorAtLineStart(item as InlineItemLike, position, prefix);
+      for (const item of items) anchorAtLineStart(item, position, prefix);
       return result;
     },
     provideCompletionItem: (): vscode.ProviderResult<vscode.CompletionItem[]> => null,

@@ -111,7 +111,8 @@ export function toServerSettings(s: ExtensionSettings, apiKey?: string): { codec
   if (s.neverSend.length > 0) privacy.never_send = s.neverSend;
   if (!s.redact) privacy.redact = false;
   const sections: ServerSections = {
-    lsp: { completion: s.completionEnabled },
+    // The extension debounces keystrokes itself (codectx.completion.debounceMs); a second wait in the server would only add latency.
+    lsp: { completion: s.completionEnabled, debounce_ms: 0 },
   };
   if (Object.keys(backend).length > 0) sections.backend = backend;
   if (Object.keys(privacy).length > 0) sections.privacy = privacy;

@@ -81,7 +81,7 @@ describe("readSettings", () => {
 
 describe("toServerSettings", () => {
   it("mirrors the server's sections and leaves unset values out", () => {
-    expect(toServerSettings(DEFAULTS)).toEqual({ codectx: { lsp: { completion: true } } });
+    expect(toServerSettings(DEFAULTS)).toEqual({ codectx: { lsp: { completion: true, debounce_ms: 0 } } });
   });
 
   it("maps every extension setting onto its server key", () => {
@@ -91,7 +91,7 @@ describe("toServerSettings", () => {
     );
     expect(out).toEqual({
       codectx: {
-        lsp: { completion: false },
+        lsp: { completion: false, debounce_ms: 0 },
         backend: { url: "http://h/v1", model: "m", api_key: "k3y" },
         privacy: { never_send: ["*.pem"], redact: false },
       },

@@ -1,0 +1,154 @@
+"""Indexing benchmark on the Django 5.1.4 sdist: cold index by stage, re-runs, embedding throughput.
+
+Measures, in one process: the cold lexical + symbol index (discovery, parse+chunk, commit), files/s
+and chunks/s, peak RSS; a no-op re-run; a one-file edit re-run (with its embedding, the embedder
+already loaded as in the language server), and the same re-runs as `codectx index` subprocesses;
+then embedding throughput of codectx's embedder against plain sentence-transformers on the same
+sample of chunks, side by side. Prints a table and writes JSON to bench/results/.
+
+    python bench/bench_index.py [--sample 2000] [--full-embed]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from codectx.indexer.embedder import Embedder, embedding_text
+from codectx.indexer.pipeline import index_workspace
+from codectx.indexer.store import IndexStore
+from common import DATA, fetch_sdist, machine, peak_rss_mb, table, write_results
+
+from codectx.settings import load_settings
+
+TARGETS = {"lexical_s": 60.0, "noop_s": 3.0, "edit_s": 2.0, "embed_speedup": 1.3}
+
+
+def cli_time(root: Path, *args: str) -> float:
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "codectx", "index", str(root), *args],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sample", type=int, default=2000, help="chunks for the embedding comparison")
+    parser.add_argument("--full-embed", action="store_true", help="also embed the whole sdist (slow)")
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+    src = fetch_sdist("django", "5.1.4")
+    work = DATA / "work" / "django"
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(src, work, symlinks=True)
+    cache = Path(tempfile.mkdtemp(prefix="codectx-bench-cache-"))
+    settings = load_settings(work, environ={})
+    results: dict[str, object] = {"machine": machine(), "sdist": "django==5.1.4"}
+
+    cold = index_workspace(work, settings, embed=False)
+    lexical_s = cold.timings["discover"] + cold.timings["lexical"]
+    results["cold"] = {
+        "files": cold.files,
+        "chunks": cold.chunks,
+        "timings_s": cold.timings,
+        "skipped": cold.skipped,
+        "files_per_s": cold.files / lexical_s,
+        "chunks_per_s": cold.chunks / lexical_s,
+        "peak_rss_mb": peak_rss_mb(),
+        "errors": len(cold.errors),
+    }
+
+    noop = index_workspace(work, settings, embed=False)
+    results["noop_s"] = noop.timings["total"]
+    results["noop_cli_s"] = cli_time(work, "--no-embed")
+
+    embedder = Embedder(backend="onnx-int8", cache_dir=cache)
+    embedder.embed_query("warm up")  # prepare + load once, like the language server
+    target = work / "django" / "utils" / "text.py"
+    target.write_text(target.read_text() + "\n\ndef bench_edit(value):\n    return value[::-1]\n")
+    edit = index_workspace(work, settings, embedder=embedder)
+    results["edit"] = {
+        "total_s": edit.timings["total"],
+        "updated": edit.updated,
+        "vectors_embedded": edit.vectors_embedded,
+    }
+    # The lexical stage left everything else pending; measure the edit as the CLI sees it without that.
+    target.write_text(target.read_text() + "\n\ndef bench_edit2(value):\n    return value * 2\n")
+    results["edit_cli_no_embed_s"] = cli_time(work, "--no-embed")
+
+    store = IndexStore.open(work / ".codectx")
+    chunks = list(store.all_chunks())
+    chunks.sort(key=lambda c: (c.path, c.start_line))
+    step = max(1, len(chunks) // args.sample)
+    sample = chunks[::step][: args.sample]
+    texts = [embedding_text(c) for c in sample]
+    from sentence_transformers import SentenceTransformer
+
+    plain = SentenceTransformer(str(embedder.model_path), device="cpu")
+    plain.encode(texts[:8])
+    t = time.perf_counter()
+    ref = plain.encode(texts, batch_size=32, normalize_embeddings=True)
+    plain_s = time.perf_counter() - t
+    t = time.perf_counter()
+    ours = embedder.embed_texts(texts)
+    ours_s = time.perf_counter() - t
+    cos = (np.asarray(ref) * ours).sum(axis=1)
+    results["embed"] = {
+        "chunks": len(texts),
+        "backend": embedder.backend,
+        "plain_st_per_s": len(texts) / plain_s,
+        "codectx_per_s": len(texts) / ours_s,
+        "speedup": plain_s / ours_s,
+        "cosine_min": float(cos.min()),
+        "cosine_mean": float(cos.mean()),
+    }
+    if args.full_embed:
+        full = index_workspace(work, settings, embedder=embedder)
+        results["full_embed"] = {"s": full.timings.get("embed"), "vectors": full.vectors_embedded}
+    results["peak_rss_mb"] = peak_rss_mb()
+    results["load_avg_at_end"] = os.getloadavg()
+
+    emb = results["embed"]
+    assert isinstance(emb, dict)
+    rows = [
+        ("files / chunks", f"{cold.files} / {cold.chunks}", ""),
+        ("discover", f"{cold.timings['discover']:.1f} s", ""),
+        ("parse + chunk", f"{cold.timings['parse']:.1f} s", ""),
+        ("lexical commit (+FTS)", f"{cold.timings['commit']:.1f} s", ""),
+        ("lexical+symbol stage", f"{lexical_s:.1f} s", f"< {TARGETS['lexical_s']:.0f} s"),
+        ("files/s, chunks/s", f"{cold.files / lexical_s:.0f}, {cold.chunks / lexical_s:.0f}", ""),
+        ("no-op re-run (library)", f"{results['noop_s']:.2f} s", f"< {TARGETS['noop_s']:.0f} s"),
+        ("no-op re-run (CLI process)", f"{results['noop_cli_s']:.2f} s", ""),
+        ("one-file edit incl. embedding", f"{edit.timings['total']:.2f} s", f"< {TARGETS['edit_s']:.0f} s"),
+        ("one-file edit (CLI, --no-embed)", f"{results['edit_cli_no_embed_s']:.2f} s", ""),
+        ("embed plain sentence-transformers", f"{emb['plain_st_per_s']:.1f} chunks/s", ""),
+        (f"embed codectx ({emb['backend']})", f"{emb['codectx_per_s']:.1f} chunks/s", ""),
+        (
+            "embed speedup",
+            f"{emb['speedup']:.2f}x (cos min {emb['cosine_min']:.3f})",
+            f">= {TARGETS['embed_speedup']}x",
+        ),
+        ("peak RSS", f"{results['peak_rss_mb']:.0f} MB", ""),
+    ]
+    print(table(rows))
+    print(f"written {write_results('index', results)}")
+    shutil.rmtree(cache, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,106 @@
+"""The embedder with the real bundled model: text layout, both backends, agreement, caching."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from codectx.indexer.embedder import MAX_CHARS, Embedder, embedding_text, resolve_model
+from codectx.indexer.errors import EmbedderError
+from codectx.indexer.model import Chunk
+
+TEXTS = [
+    "def parse_config(path):\n    with open(path) as fh:\n        return toml.load(fh)",
+    "class Cache:\n    def get(self, key):\n        return self._data.get(key)",
+    "func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {\n\ts.mux.ServeHTTP(w, r)\n}",
+    "x" * 10,
+    "export function debounce(fn, ms) { let t; return (...a) => { clearTimeout(t); "
+    "t = setTimeout(() => fn(...a), ms); }; }\n" * 8,
+]
+
+
+def make_chunk(text: str, **kw: str) -> Chunk:
+    fields = {"path": "pkg/mod.py", "qualname": "", "signature": "", "doc": "", **kw}
+    return Chunk(
+        path=fields["path"],
+        language="python",
+        kind="function",
+        symbol=fields["qualname"].rsplit(".", 1)[-1],
+        qualname=fields["qualname"],
+        signature=fields["signature"],
+        doc=fields["doc"],
+        start_line=0,
+        end_line=1,
+        start_byte=0,
+        end_byte=len(text),
+        text=text,
+        content_hash="h",
+    )
+
+
+@pytest.fixture(scope="module")
+def torch_embedder() -> Embedder:
+    return Embedder(backend="torch", batch_size=2)
+
+
+def test_embedding_text_puts_identity_first() -> None:
+    body = "    x = 1\n" * 2000
+    chunk = make_chunk(
+        body, qualname="Client.send", signature="def send(self, msg):", doc="Send one message."
+    )
+    text = embedding_text(chunk)
+    assert text.startswith("pkg/mod.py\nClient.send\ndef send(self, msg):\nSend one message.\n")
+    assert len(text) <= MAX_CHARS
+    # Nothing is repeated when the body already starts with the signature and doc.
+    own = make_chunk('def f():\n    """Doc."""\n', qualname="f", signature="def f():", doc="Doc.")
+    assert embedding_text(own) == 'pkg/mod.py\ndef f():\n    """Doc."""\n'
+
+
+def test_unknown_model_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(EmbedderError, match="never downloaded"):
+        Embedder(str(tmp_path / "no-such-model"))
+    with pytest.raises(EmbedderError, match="unknown embedding backend"):
+        Embedder(backend="gpu")
+
+
+def test_folder_model_id_follows_its_files(tmp_path: Path) -> None:
+    src, _ = resolve_model("all-MiniLM-L6-v2")
+    folder = tmp_path / "mini"
+    folder.mkdir()
+    for name in ("modules.json", "config.json"):
+        (folder / name).write_bytes((src / name).read_bytes())
+    _, first = resolve_model(str(folder))
+    (folder / "config.json").write_text((folder / "config.json").read_text() + " ")
+    _, second = resolve_model(str(folder))
+    assert first.startswith("mini@") and first != second
+
+
+def test_torch_vectors_normalized_ordered_and_meaningful(torch_embedder: Embedder) -> None:
+    vecs = torch_embedder.embed_texts(TEXTS)
+    assert vecs.shape == (len(TEXTS), 384) and vecs.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-4)
+    # Batches are sorted by length internally; results come back in input order.
+    for i in (0, 4):
+        assert float(vecs[i] @ torch_embedder.embed_texts([TEXTS[i]])[0]) > 0.999
+    q = torch_embedder.embed_query("load settings from a toml file")
+    assert int(np.argmax(vecs @ q)) == 0
+    assert torch_embedder.calls >= len(TEXTS) + 3
+
+
+@pytest.mark.slow
+def test_onnx_int8_agrees_with_torch_and_is_cached(
+    torch_embedder: Embedder, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    cache = tmp_path_factory.mktemp("embed-cache")
+    onnx = Embedder(backend="onnx-int8", batch_size=2, cache_dir=cache)
+    assert onnx.backend == "onnx-int8" and onnx.model_id == torch_embedder.model_id
+    a = onnx.embed_texts(TEXTS)
+    b = torch_embedder.embed_texts(TEXTS)
+    assert np.allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-4)
+    assert float((a * b).sum(axis=1).min()) > 0.95
+    (model_file,) = cache.rglob("model-int8.onnx")
+    stamp = model_file.stat().st_mtime_ns
+    again = Embedder(backend="auto", cache_dir=cache)
+    assert again.backend == "onnx-int8" and model_file.stat().st_mtime_ns == stamp
+    assert np.allclose(again.embed_texts(TEXTS[:2]), a[:2], atol=1e-5)

@@ -1,0 +1,106 @@
+"""End to end: `codectx index` and `codectx status` on a small real tree of several languages."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from codectx.cli import main
+
+TREE = {
+    "src/server.py": "import os\n\n\ndef start_server(port: int) -> None:\n"
+    '    """Start listening."""\n    print(os.getpid(), port)\n',
+    "src/models.py": "class User:\n    def full_name(self) -> str:\n        return 'x'\n",
+    "web/api.ts": "export async function loadUsers(): Promise<string[]> {\n  return [];\n}\n",
+    "lib/math.rs": "pub fn gcd(a: u64, b: u64) -> u64 {\n    if b == 0 { a } else { gcd(b, a % b) }\n}\n",
+    "cmd/main.go": 'package main\n\nimport "fmt"\n\nfunc main() {\n\tfmt.Println("hi")\n}\n',
+    "docs/guide.md": "# Guide\n\nHow to run the server.\n",
+    ".env": "API_KEY=sk-live-should-never-be-indexed\n",
+    "src/packed.py": "\x00\x01\x02 binary",
+}
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    for rel, text in TREE.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    (root / ".gitignore").write_text("build/\n")
+    (root / "build").mkdir()
+    (root / "build" / "gen.py").write_text("def generated():\n    pass\n")
+    return root
+
+
+def cli_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:  # type: ignore[type-arg]
+    assert main(list(argv)) == 0
+    return json.loads(capsys.readouterr().out)  # type: ignore[no-any-return]
+
+
+def test_index_then_status_json(
+    tree: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CODECTX_INDEX_EMBED_BACKEND", "torch")
+    report = cli_json(capsys, "index", str(tree), "--json")
+    assert report["files"] == 6 and report["added"] == 6 and report["errors"] == []
+    assert set(report["chunks_per_language"]) == {"python", "typescript", "rust", "go", "markdown"}
+    assert report["skipped"].get("secret-file") == 1 and report["skipped"].get("binary") == 1
+    assert report["vectors_pending"] == 0 and report["vectors_embedded"] > 0
+    assert (tree / ".codectx" / ".gitignore").read_text().strip() == "*"
+
+    status = cli_json(capsys, "status", str(tree), "--json")
+    assert status["files"] == 6 and status["vectors_pending"] == 0
+    assert status["vectors_done"] == report["vectors_embedded"]
+    assert status["since_last_index"] == {"changed": 0, "new": 0, "deleted": 0, "up_to_date": True}
+
+    (tree / "src/server.py").write_text(TREE["src/server.py"] + "\n\ndef stop_server() -> None:\n    pass\n")
+    (tree / "web/extra.ts").write_text("export const x = 1;\n")
+    (tree / "cmd/main.go").unlink()
+    stale = cli_json(capsys, "status", str(tree), "--json")["since_last_index"]
+    assert stale == {"changed": 1, "new": 1, "deleted": 1, "up_to_date": False}
+
+    again = cli_json(capsys, "index", str(tree), "--json", "--no-embed")
+    assert (again["added"], again["updated"], again["removed"]) == (1, 1, 1)
+    status = cli_json(capsys, "status", str(tree), "--json")
+    assert status["vectors_pending"] >= 1 and status["since_last_index"]["up_to_date"]
+
+
+def test_index_dir_flag_and_human_output(
+    tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    index_dir = tmp_path / "elsewhere"
+    assert main(["index", str(tree), "--no-embed", "--index-dir", str(index_dir)]) == 0
+    out = capsys.readouterr()
+    assert "files: 6 (6 added" in out.out and "secret-file" in out.out
+    assert "parse: 6/6 files" in out.err  # plain progress lines when not a terminal
+    assert (index_dir / "meta.json").is_file() and not (tree / ".codectx").exists()
+    assert main(["status", str(tree), "--index-dir", str(index_dir)]) == 0
+    assert "up to date" in capsys.readouterr().out
+
+
+def test_clear_errors_without_traceback(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": ""}
+    missing = subprocess.run(
+        [sys.executable, "-m", "codectx", "index", str(tmp_path / "nope")],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert missing.returncode == 2
+    assert "codectx: error: path does not exist" in missing.stderr and "Traceback" not in missing.stderr
+    (tmp_path / "empty").mkdir()
+    status = subprocess.run(
+        [sys.executable, "-m", "codectx", "status", str(tmp_path / "empty")],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert status.returncode == 1
+    assert (
+        "no index" in status.stderr and "codectx index" in status.stderr and "Traceback" not in status.stderr
+    )

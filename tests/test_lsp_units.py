@@ -1,0 +1,148 @@
+"""The language server's pure parts: settings layers, URIs, positions, edits, partial text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from codectx.lsp.completion import make_item, relative_indent, snippet_escape
+from codectx.lsp.config import build_settings, normalize
+from codectx.lsp.edits import Span, minimal_change, workspace_edit
+from codectx.lsp.errors import EditRefused, UriRefused
+from codectx.lsp.positions import Codec, split_lines
+from codectx.lsp.suggest import cut_partial
+from codectx.lsp.uris import folder_for, uri_to_path
+from codectx.lsp.workspace import IndexProgress, progress_from
+from lsprotocol import types
+
+
+def test_normalize_accepts_the_three_shapes() -> None:
+    for raw in (
+        {"codectx": {"backend": {"url": "http://a/v1"}}},
+        {"backend": {"url": "http://a/v1"}},
+        {"backend.url": "http://a/v1"},
+    ):
+        data, problems = normalize(raw, "editor")
+        assert data == {"backend": {"url": "http://a/v1"}} and problems == []
+
+
+def test_user_level_privacy_keys_accepted_folder_level_dropped(tmp_path: Path) -> None:
+    result = build_settings(
+        tmp_path,
+        editor_user={"codectx": {"backend": {"url": "http://mine/v1"}}},
+        editor_folder={"codectx": {"backend": {"url": "http://evil/v1"}, "lsp": {"debounce_ms": 10}}},
+        environ={},
+        user_config=tmp_path / "none.toml",
+    )
+    assert result.settings.backend.url == "http://mine/v1"
+    assert result.settings.lsp.debounce_ms == 10  # harmless keys still apply from the folder
+    assert any("backend.url" in p and "user-level" in p for p in result.problems)
+
+
+def test_bad_values_fall_back_to_defaults(tmp_path: Path) -> None:
+    result = build_settings(
+        tmp_path,
+        editor_user={"lsp": {"request_budget_ms": 1, "debounce_ms": "x", "completion": False}},
+        environ={},
+        user_config=tmp_path / "none.toml",
+    )
+    assert result.settings.lsp.request_budget_ms == 3000
+    assert result.settings.lsp.debounce_ms == 75
+    assert result.settings.lsp.completion is False
+    assert len(result.problems) == 2
+
+
+def test_broken_workspace_toml_is_reported_not_fatal(tmp_path: Path) -> None:
+    (tmp_path / ".codectx.toml").write_text("[lsp\nbroken")
+    result = build_settings(tmp_path, environ={}, user_config=tmp_path / "none.toml")
+    assert result.settings.lsp.debounce_ms == 75
+    assert any("invalid TOML" in p for p in result.problems)
+
+
+@pytest.mark.parametrize("uri", ["untitled:x", "vscode-notebook-cell:/a", "file://host/a.py", "ftp://x/a.py"])
+def test_non_local_uris_refused(uri: str) -> None:
+    with pytest.raises(UriRefused):
+        uri_to_path(uri)
+
+
+def test_folder_for_resolves_dotdot_and_picks_innermost(tmp_path: Path) -> None:
+    outer, inner = tmp_path / "a", tmp_path / "a" / "b"
+    inner.mkdir(parents=True)
+    assert folder_for(inner / "x.py", [outer, inner]) == inner.resolve()
+    with pytest.raises(UriRefused):
+        folder_for(inner / ".." / ".." / "x.py", [outer])
+
+
+def test_utf16_positions() -> None:
+    codec = Codec.of("utf-16")
+    line = "s = '😀' + x"
+    assert codec.to_index(line, 7) == 6  # the emoji is two UTF-16 units, one code point
+    assert codec.to_client(line, 6) == 7
+    assert Codec.of("utf-8").to_index("é = 1", 2) == 1
+
+
+def test_minimal_change_trims_common_ends() -> None:
+    assert minimal_change("def f(a):\n    return a\n", "def f(a: int):\n    return a\n") == (7, 7, ": int")
+    assert minimal_change("same", "same") == (4, 4, "")
+
+
+def test_workspace_edit_is_minimal_and_versioned() -> None:
+    text = "def f(a):\n    return a\n\n\ndef g():\n    pass\n"
+    span = Span(0, 0, 1, 12)
+    edit = workspace_edit(
+        "file:///w/x.py", text, span, "def f(a: int) -> int:\n    return a", Codec(), "python", 3
+    )
+    assert edit is not None and edit.document_changes
+    change = edit.document_changes[0]
+    assert isinstance(change, types.TextDocumentEdit) and change.text_document.version == 3
+    (te,) = change.edits
+    assert te.range.start == types.Position(line=0, character=7) and te.range.end.line == 0
+    assert isinstance(te, types.TextEdit) and te.new_text == ": int) -> int"
+
+
+def test_edit_that_breaks_parsing_is_refused() -> None:
+    text = "def f(a):\n    return a\n"
+    with pytest.raises(EditRefused, match="does not parse"):
+        workspace_edit(
+            "file:///w/x.py", text, Span(0, 0, 1, 12), "def f(a:\n    return (a", Codec(), "python"
+        )
+    # A file that was already broken may still be edited (else it could never be fixed).
+    broken = "def f(a:\n    return a\n"
+    assert (
+        workspace_edit("file:///w/x.py", broken, Span(0, 0, 0, 8), "def f(a", Codec(), "python") is not None
+    )
+
+
+def test_cut_partial_keeps_whole_lines_or_words() -> None:
+    assert cut_partial("x = 1\ny = comp") == "x = 1"
+    assert cut_partial("return value + oth") == "return value +"
+    assert cut_partial("abc") == ""
+
+
+def test_completion_item_snippet_expands_to_the_suggestion() -> None:
+    lines = split_lines("def f():\n    tot\n")
+    item = make_item(lines, 1, 7, "al = price * ${qty}\n    return total", Codec(), "completion-1")
+    assert item.text_edit is not None and isinstance(item.text_edit, types.TextEdit)
+    assert item.text_edit.range.start == types.Position(line=1, character=4)
+    assert item.text_edit.new_text == "total = price * \\${qty\\}\nreturn total"
+    assert item.data == {"source": "codectx", "requestId": "completion-1"}
+    assert snippet_escape("a\\b") == "a\\\\b"
+    assert relative_indent("x\n        y", "    ") == "x\n    y"
+
+
+def test_progress_from_pipeline_events_and_kwargs() -> None:
+    class Event:
+        def __init__(self, stage: str, done: int, total: int) -> None:
+            self.stage, self.done, self.total, self.message = stage, done, total, ""
+
+    assert progress_from(Event("parse", 3, 10)) == {"stage": "parse", "files": 3, "files_total": 10}
+    assert progress_from(Event("embed", 5, 50))["vectors_total"] == 50
+    assert progress_from(files=2, chunks=7) == {"files": 2, "chunks": 7}
+    p = IndexProgress(files=1, files_total=2, chunks=3, vectors=4, vectors_total=8)
+    assert p.message() == "1/2 files, 3 chunks, 4/8 vectors" and p.percentage() == 75
+
+
+def test_folder_layer_repeating_user_values_is_not_a_warning(tmp_path: Path) -> None:
+    same = {"codectx": {"backend": {"url": "http://mine/v1"}}}
+    result = build_settings(tmp_path, same, same, environ={}, user_config=tmp_path / "none.toml")
+    assert result.settings.backend.url == "http://mine/v1" and result.problems == []
