@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import random
 import re
-import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -385,7 +384,3 @@ def format_bench(r: BenchReport) -> str:
     errors = [f"  error: {m}" for lv in r.levels for m in lv.error_messages]
     tail = f"prefix-cache hit rate over the run: {_pct(r.prefix_cache_hit_rate)}"
     return "\n".join([head, *rows, *errors, tail])
-
-
-def median(values: Sequence[float]) -> float:
-    return statistics.median(values) if values else 0.0

@@ -330,9 +330,24 @@ def stop_process(proc: subprocess.Popen[bytes], grace_s: float = 20.0) -> None:
             continue
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def run_plan(plan: ServePlan) -> int:
-    """Run every process in the foreground until one exits or the user interrupts."""
+    """Run every process in the foreground until one exits or the user interrupts.
+
+    The servers run in their own sessions (so stopping one stops its workers),
+    which also means a signal to us does not reach them: SIGTERM and SIGHUP
+    (a service manager, a closed terminal) are turned into a clean stop of all.
+    """
     procs: list[subprocess.Popen[bytes]] = []
+    previous = {}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            previous[sig] = signal.signal(sig, _interrupt)
+        except ValueError:  # not the main thread: the caller handles signals
+            pass
     try:
         for spec in plan.processes:
             print(f"codectx: starting {spec.role}: {spec.shell()}", file=sys.stderr)
@@ -346,3 +361,5 @@ def run_plan(plan: ServePlan) -> int:
     finally:
         for proc in reversed(procs):
             stop_process(proc)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -182,6 +182,16 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     )
                 )
             )
+            sent = 0  # completion requests so far: the server names them completion-1, -2, ...
+
+            async def last_status() -> dict[str, Any]:
+                shown: dict[str, Any] = await lsp.workspace_execute_command_async(
+                    types.ExecuteCommandParams(
+                        command="codectx.showContext", arguments=[{"requestId": f"completion-{sent}"}]
+                    )
+                )
+                return shown
+
             first_ms = None
             while first_ms is None:
                 reply = await lsp.text_document_completion_async(
@@ -190,9 +200,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                         position=types.Position(line=first_line, character=first_col),
                     )
                 )
-                shown = await lsp.workspace_execute_command_async(
-                    types.ExecuteCommandParams(command="codectx.showContext")
-                )
+                sent += 1
+                shown = await last_status()
                 if shown["status"] in ("ok", "empty"):
                     first_ms = (time.perf_counter() - started) * 1000
                     result["first_completion_items"] = len(reply.items)
@@ -217,6 +226,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             total_ms: list[float] = []
             overhead_ms: list[float] = []
             errors = 0
+            error_messages: set[str] = set()
             for round_ in range(args.rounds):
                 for path, line, col in cursors:
                     doc = path.as_uri()
@@ -239,12 +249,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     )
                     client_ms = (time.perf_counter() - t0) * 1000
                     after = engine.e2e_seconds() if engine else (0.0, 0.0)
-                    shown = await lsp.workspace_execute_command_async(
-                        types.ExecuteCommandParams(command="codectx.showContext")
-                    )
+                    sent += 1
+                    shown = await last_status()
                     sample()
                     if shown["status"] not in ("ok", "empty"):
                         errors += 1
+                        error_messages.add(str(shown.get("error", ""))[:200])
                         continue
                     if round_ == 0 and args.rounds > 1:
                         continue  # the first round warms file caches; measure the rest
@@ -262,6 +272,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 "index": status["folders"][0],
                 "requests": len(total_ms),
                 "errors": errors,
+                "error_messages": sorted(error_messages),
                 "context_ms": {"p50": pct(context_ms, 0.5), "p95": pct(context_ms, 0.95)},
                 "ttft_ms": {"p50": pct(ttft_ms, 0.5), "p95": pct(ttft_ms, 0.95)},
                 "total_ms": {"p50": pct(total_ms, 0.5), "p95": pct(total_ms, 0.95)},

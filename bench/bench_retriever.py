@@ -24,9 +24,7 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import sys
-import tarfile
 import time
 from pathlib import Path
 from typing import Any
@@ -48,36 +46,11 @@ TARGETS = {
 
 
 def fetch(name: str, version: str) -> Path:
-    """The unpacked sdist of name==version (downloaded once)."""
-    sdists = DATA / "sdists"
-    sdists.mkdir(parents=True, exist_ok=True)
-    found = [p for p in sdists.glob("*") if p.name.lower().startswith(f"{name}-{version}".lower())]
-    if not found:
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                "-q",
-                "--no-deps",
-                "--no-binary",
-                ":all:",
-                f"{name}=={version}",
-                "-d",
-                str(sdists),
-            ],
-            check=True,
-        )
-        found = [p for p in sdists.glob("*") if p.name.lower().startswith(f"{name}-{version}".lower())]
-    archive = found[0]
-    dest = DATA / "src"
-    dest.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(archive) as tar:
-        top = tar.getnames()[0].split("/")[0]
-        if not (dest / top).exists():
-            tar.extractall(dest, filter="data")
-    return dest / top
+    """The unpacked sdist of name==version (bench/common.py downloads it once)."""
+    sys.path.insert(0, str(HERE))
+    from common import fetch_sdist  # type: ignore[import-not-found]
+
+    return Path(fetch_sdist(name, version))
 
 
 def index(root: Path, embed: bool) -> tuple[Any, Any]:
@@ -210,7 +183,10 @@ def main() -> int:
     parser.add_argument("--skip-django", action="store_true")
     parser.add_argument("--django-vectors", choices=("placeholder", "real"), default="placeholder")
     args = parser.parse_args()
-    result: dict[str, Any] = {"machine": f"{os.cpu_count()} cores", "limit": args.limit}
+    sys.path.insert(0, str(HERE))
+    from common import machine  # type: ignore[import-not-found]
+
+    result: dict[str, Any] = {"machine": machine(), "limit": args.limit}
     if not args.skip_quality:
         reports = quality(args.limit, args.seed)
         result["quality"] = reports

@@ -52,18 +52,19 @@ SCHEMA: dict[str, dict[str, Key]] = {
     },
     "retriever": {
         "k": Key("int", 10, "Results returned by search.", min=1, max=1000),
-        "budget_tokens": Key(
-            "int", 2048, "Token budget of a completion prompt.", min=128, max=1_000_000
-        ),
+        "budget_tokens": Key("int", 2048, "Token budget of a completion prompt.", min=128, max=1_000_000),
         "prefix_share": Key("float", 0.5, "Share of the budget for code before the cursor.", min=0, max=1),
         "suffix_share": Key("float", 0.15, "Share of the budget for code after the cursor.", min=0, max=1),
         "dense_weight": Key("float", 1.0, "Fusion weight of the vector list.", min=0),
-        "fts_weight": Key("float", 0.5, "Fusion weight of the full-text list.", min=0),
+        "fts_weight": Key("float", 1.0, "Fusion weight of the full-text list.", min=0),
         "symbol_weight": Key("float", 1.0, "Fusion weight of the symbol-name list.", min=0),
         "identifier_boost": Key(
             "float", 2.0, "Multiplier of the full-text and symbol weights for identifier queries.", min=0
         ),
         "search_depth": Key("int", 50, "How deep each source list is read before fusion.", min=1, max=1000),
+        "rrf_k": Key(
+            "float", 10.0, "Reciprocal-rank fusion constant: lower trusts each list's top ranks more.", min=0
+        ),
         "context_search": Key(
             "bool", True, "Completion context also runs a hybrid search around the cursor."
         ),
@@ -78,15 +79,23 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "redact": Key("bool", True, "Redact secrets from everything that leaves the machine.", privacy=True),
         "strict": Key("bool", False, "Also redact high-entropy literals.", privacy=True),
         "never_send": Key(
-            "list", [], "Extra globs whose content is never sent (added to the never-index list).", privacy=True
+            "list",
+            [],
+            "Extra globs whose content is never sent (added to the never-index list).",
+            privacy=True,
         ),
         "max_request_bytes": Key(
             "int", 262_144, "Largest request body that may be sent.", privacy=True, min=1024
         ),
-        "anonymize_paths": Key("bool", False, "Replace file paths in prompts with opaque names.", privacy=True),
+        "anonymize_paths": Key(
+            "bool", False, "Replace file paths in prompts with opaque names.", privacy=True
+        ),
         "offline": Key("bool", False, "Build and log payloads but never send them.", privacy=True),
         "keep_payloads": Key(
-            "bool", True, "Keep the exact (redacted) bytes of each request beside the audit log.", privacy=True
+            "bool",
+            True,
+            "Keep the exact (redacted) bytes of each request beside the audit log.",
+            privacy=True,
         ),
         "scan_timeout_s": Key(
             "float", 2.0, "A redaction scan slower than this blocks the send.", privacy=True, min=0.01

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -90,24 +90,17 @@ def open_for_write(index_dir: Path, report: IndexReport) -> IndexStore:
     return store
 
 
-def _parse_one(
-    sf: SourceFile, settings: Settings, root: Path, report: IndexReport, data: bytes | None = None
-) -> FileData | None:
-    """Parse one file into rows; None (with an error line) if it cannot be read or parsed."""
+def parse_one(sf: SourceFile, settings: Settings, root: Path) -> tuple[FileData | None, str | None]:
+    """Parse one file into rows, or return why it could not be (never raises for a bad file)."""
     try:
-        if data is None:
-            data = sf.abs_path.read_bytes()
+        data = sf.abs_path.read_bytes()
     except OSError as exc:
-        report.errors.append(f"{sf.path}: cannot read: {exc.strerror or exc}")
-        return None
+        return None, f"{sf.path}: cannot read: {exc.strerror or exc}"
     text = read_source_bytes(data)
     try:
         parsed = parse_file(sf.path, text, sf.language, settings, root)
     except Exception as exc:  # a parser bug on one file must not stop the run
-        report.errors.append(f"{sf.path}: cannot parse: {type(exc).__name__}: {exc}")
-        return None
-    if parsed.syntax_errors:
-        report.syntax_error_files.append(sf.path)
+        return None, f"{sf.path}: cannot parse: {type(exc).__name__}: {exc}"
     record = FileRecord(
         path=sf.path,
         size=sf.size,
@@ -117,7 +110,20 @@ def _parse_one(
         n_chunks=len(parsed.chunks),
         syntax_errors=parsed.syntax_errors,
     )
-    return FileData(record, parsed.chunks, parsed.definitions, parsed.imports, parsed.references)
+    return FileData(record, parsed.chunks, parsed.definitions, parsed.imports, parsed.references), None
+
+
+def _parsed(
+    changed: Sequence[SourceFile], settings: Settings, root: Path
+) -> Iterator[tuple[SourceFile, FileData | None, str | None]]:
+    """Parse results in input order.
+
+    Sequential: a process pool would need `python -m codectx` to be import-safe for spawned
+    workers (codectx/__main__.py has no `__name__` guard), and fork is unsafe with LanceDB's threads.
+    """
+    for sf in changed:
+        item, error = parse_one(sf, settings, root)
+        yield sf, item, error
 
 
 def read_source_bytes(data: bytes) -> str:
@@ -152,12 +158,15 @@ def _commit_lexical(
             _emit(progress, "commit", done, len(changed))
         batch, pending_removed = [], []
 
-    for i, sf in enumerate(changed, 1):
-        t = time.perf_counter()
-        item = _parse_one(sf, settings, root, report)
+    t = time.perf_counter()
+    for i, (sf, item, error) in enumerate(_parsed(changed, settings, root), 1):
         done = i
         parse_s += time.perf_counter() - t
+        if error:
+            report.errors.append(error)
         if item is not None:
+            if item.record.syntax_errors:
+                report.syntax_error_files.append(sf.path)
             batch.append(item)
             if sf.path in known:
                 report.updated += 1
@@ -168,6 +177,7 @@ def _commit_lexical(
             commit()
         if i % 50 == 0 or i == len(changed):
             _emit(progress, "parse", i, len(changed), sf.path)
+        t = time.perf_counter()
     commit()
     t = time.perf_counter()
     store.ensure_fts()
@@ -277,6 +287,7 @@ def index_workspace(
         if emb is not None:
             embed_pending(store, emb, report, progress)
             report.timings["embed"] = time.perf_counter() - t2
+            store.prune_vectors(emb.model_id)
         store.compact()
         _finish(store, report, emb.model_id if emb else store.model_id, emb is not None)
         report.timings["total"] = time.perf_counter() - t0

@@ -609,6 +609,22 @@ class IndexStore:
         table.create_index("search", config=FTS(), replace=True)
         return True
 
+    def prune_vectors(self, model_id: str, keep_share: float = 0.5) -> int:
+        """Drop cached vectors no chunk uses once they outnumber `keep_share` of the live ones.
+
+        Orphans are kept up to that point: they make a file that comes back (a revert, a branch
+        switch) free to re-index. Returns how many were dropped.
+        """
+        table = self._vectors(model_id)
+        if table is None:
+            return 0
+        orphans = sorted(self.vector_hashes(model_id) - self.chunk_hashes())
+        if len(orphans) <= max(1000, keep_share * table.count_rows()):
+            return 0
+        for part in _batched(orphans):
+            table.delete(_in_list("content_hash", part))
+        return len(orphans)
+
     def compact(self, force: bool = False) -> None:
         """Merge small fragments and drop old versions once writes have piled up."""
         names = ["chunks", "symbols", "files"]

@@ -10,14 +10,16 @@ call whose arguments the cursor is in, which is ranked first.
 
 from __future__ import annotations
 
+import math
 import re
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from codectx.indexer.model import Chunk, Import
+from codectx.retriever.bm25 import tokenize
 from codectx.retriever.cursor import CursorInfo
 from codectx.retriever.definitions import RESOLVED_LANGUAGES, DefinitionResolver, local_types, split_chain
 from codectx.retriever.fusion import weighted_rrf
@@ -33,7 +35,8 @@ TIERS = {"definition": 0, "scope": 1, "recent": 2, "retrieved": 3}
 MAX_NAMES = 48
 PER_NAME = 2
 MAX_IMPORTED = 40
-IMPORTED_SCORE = 0.6
+MAX_DOCUMENT_CALLS = 30
+_CALL = re.compile(r"([A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)*)\s*\(")
 SEARCH_K = 8
 QUERY_LINES = 60
 WINDOW = 20
@@ -107,12 +110,13 @@ def _definition_candidates(
     imports: Sequence[Import],
     own: tuple[int, int],
     scope_text: str,
+    document: str = "",
 ) -> list[Candidate]:
     resolver = DefinitionResolver(searcher.store, path, language, imports, local_types(scope_text))
     typed = info.callee
     out: list[Candidate] = []
     names = _names(info, scope_text)
-    for position, name in enumerate(names):
+    for name in names:
         is_chain = len(split_chain(name)) > 1
         resolutions = resolver.resolve(name, exclude=own)
         taken = 0
@@ -125,7 +129,8 @@ def _definition_candidates(
             chunk = chunk_for_definition(searcher.chunks_for_file(d.path), d)
             if chunk is None or _overlaps(chunk.path, chunk.start_line, chunk.end_line, path, own):
                 continue
-            score = res.confidence * (1.0 - 0.005 * position) * (1.0 - 0.1 * taken)
+            # Interleaved with the imported-but-unused list below (which takes the odd slots).
+            score = 1.0 - 0.02 * len(out) - (0.5 if res.how == "name" else 0.0) - 0.001 * taken
             out.append(
                 Candidate(
                     chunk.path,
@@ -143,11 +148,44 @@ def _definition_candidates(
             if taken >= PER_NAME or res.how != "name":
                 break
     # Names the file imports but this scope does not use yet: what the next line may call.
+    # Ranked by how much their definition shares words with the enclosing scope.
     used = set(names)
+    scope_terms = set(tokenize(scope_text))
+    imported: list[tuple[float, int, Candidate]] = []
     for position, local in enumerate(n for n in resolver.by_name if n not in used):
         if position >= MAX_IMPORTED:
             break
         for res in resolver.resolve(local, exclude=own)[:1]:
+            d = res.definition
+            chunk = chunk_for_definition(searcher.chunks_for_file(d.path), d)
+            if chunk is None or _overlaps(chunk.path, chunk.start_line, chunk.end_line, path, own):
+                continue
+            head = f"{chunk.qualname} {chunk.signature} {chunk.doc}"
+            terms = set(tokenize(head))
+            similarity = len(terms & scope_terms) / math.sqrt(len(terms) + 1)
+            cand = Candidate(
+                chunk.path,
+                chunk.start_line,
+                chunk.end_line,
+                d.qualname or d.name,
+                "definition",
+                0.0,
+                chunk.text,
+                f"definition of `{local}`, imported by this file but not used in this scope yet",
+            )
+            imported.append((-similarity, position, cand))
+    used_count = len(out)
+    for rank, (_sim, _pos, cand) in enumerate(sorted(imported, key=lambda x: (x[0], x[1]))):
+        cand.score = 1.0 - 0.02 * rank - 0.01 - (0.0 if rank < used_count else 0.02 * (rank - used_count))
+        out.append(cand)
+    # Calls made elsewhere in this document, most frequent first: code tends to repeat its calls.
+    seen = used | set(resolver.by_name)
+    calls = Counter(m.group(1) for m in _CALL.finditer(document) if m.group(1) not in seen)
+    rank = 0
+    for chain, _n in sorted(calls.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_DOCUMENT_CALLS]:
+        for res in resolver.resolve(chain, exclude=own)[:1]:
+            if res.how == "name" and len(split_chain(chain)) < 2:
+                continue
             d = res.definition
             chunk = chunk_for_definition(searcher.chunks_for_file(d.path), d)
             if chunk is None or _overlaps(chunk.path, chunk.start_line, chunk.end_line, path, own):
@@ -159,11 +197,12 @@ def _definition_candidates(
                     chunk.end_line,
                     d.qualname or d.name,
                     "definition",
-                    IMPORTED_SCORE * (1.0 - 0.002 * position),
+                    1.0 - 0.02 * rank - 0.015 - (0.3 if res.how == "name" else 0.0),
                     chunk.text,
-                    f"definition of `{local}`, imported by this file but not used in this scope yet",
+                    f"definition of `{chain}`, called elsewhere in this file",
                 )
             )
+            rank += 1
     return out
 
 
@@ -232,7 +271,7 @@ def _retrieved_candidates(
             vector = cache.get(embedder, query)
     lists, chunks, _ = searcher.ranked_lists(query, depth=SEARCH_K * 3, dense=dense, vector=vector)
     lists.pop("symbol", None)  # the definitions source already covers names
-    fused = weighted_rrf(lists, searcher.weights(""))
+    fused = weighted_rrf(lists, searcher.weights(""), k=settings.retriever.rrf_k)
     out = []
     top = fused[0].score if fused else 1.0
     for f in fused:
@@ -278,7 +317,7 @@ def gather_candidates(
     notes: list[str] = []
     t = time.perf_counter()
     query = scope_query(lines, line, info)
-    out = _definition_candidates(searcher, path, language, info, imports, own, query)
+    out = _definition_candidates(searcher, path, language, info, imports, own, query, "\n".join(lines))
     out += _scope_candidates(searcher, path, info, own)
     timings["definitions"] = (time.perf_counter() - t) * 1000
     for edit in recent:

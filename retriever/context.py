@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codectx.indexer.model import Chunk, Import
+from codectx.indexer.model import Import
 from codectx.retriever.budget import Cut, cut_prefix, cut_suffix, cut_to_tokens
 from codectx.retriever.candidates import Candidate, gather_candidates, merge_overlaps
 from codectx.retriever.cursor import CursorInfo, cursor_info
@@ -375,9 +375,3 @@ def _fill(
 
 def _ms(since: float) -> float:
     return (time.perf_counter() - since) * 1000
-
-
-def chunk_head(chunk: Chunk, max_lines: int = 6) -> str:
-    """A definition's signature and doc: what a sibling needs to be called correctly."""
-    lines = chunk.text.split("\n")
-    return "\n".join(lines[:max_lines])

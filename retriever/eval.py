@@ -233,7 +233,7 @@ def _hidden_doc_search(
         lists["dense"] = _reinsert(
             [h.chunk.id for h in others], gold.id, position if position < depth else -1
         )
-    fused = weighted_rrf(lists, searcher.weights(task.query), limit=10)
+    fused = weighted_rrf(lists, searcher.weights(task.query), k=searcher.settings.retriever.rrf_k, limit=10)
     return [(chunks[f.key].path, chunks[f.key].start_line, chunks[f.key].end_line) for f in fused], elapsed
 
 
@@ -318,7 +318,7 @@ def run_eval(
         "dense": embedder is not None,
         "weights": {
             k: settings.retriever.as_dict()[k]
-            for k in ("dense_weight", "fts_weight", "symbol_weight", "identifier_boost")
+            for k in ("dense_weight", "fts_weight", "symbol_weight", "identifier_boost", "rrf_k")
         },
         "results": {
             kind: {system: m.summary() for system, m in systems.items()} for kind, systems in results.items()

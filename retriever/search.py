@@ -227,7 +227,7 @@ class HybridSearcher:
         k = k or self.settings.retriever.k
         depth = max(k, self.settings.retriever.search_depth)
         lists, chunks, dense_used = self.ranked_lists(query, depth, languages, glob, dense)
-        fused = weighted_rrf(lists, self.weights(query), limit=k)
+        fused = weighted_rrf(lists, self.weights(query), k=self.settings.retriever.rrf_k, limit=k)
         results = [
             SearchResult(
                 path=chunks[f.key].path,

@@ -336,7 +336,7 @@ async def lsp_session(
             await lsp.stop()
 
 
-async def wait_until_warm(lsp: Any, timeout: float = 120.0) -> None:
+async def wait_until_warm(lsp: Any, timeout: float = 600.0) -> None:
     """Wait until the server has imported its heavy modules (first requests are then on budget)."""
 
     async def status() -> Any:

@@ -232,7 +232,7 @@ async def test_tcp_mode_serves_lsp(tmp_path: Path, repo: Path) -> None:
             ),
             timeout=60,
         )
-        assert result.server_info.name == "codectx"
+        assert result.server_info is not None and result.server_info.name == "codectx"
         await client.shutdown_async(None)
         client.exit(None)
     finally:

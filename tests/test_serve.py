@@ -210,3 +210,31 @@ def test_run_plan_stops_every_process_when_one_exits(tmp_path: Path) -> None:
     pid = int(pid_file.read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def test_sigterm_to_serve_stops_the_servers(tmp_path: Path) -> None:
+    """`codectx backend serve` under a service manager: SIGTERM must not orphan vLLM."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    pid_file = tmp_path / "child.pid"
+    child = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(300)"
+    script = (
+        "import sys\n"
+        "from codectx.backend.serve import ProcessSpec, ServePlan, load_profiles, run_plan\n"
+        f"spec = ProcessSpec('server', (sys.executable, '-c', {child!r}), {{}}, 'http://127.0.0.1:1')\n"
+        "plan = ServePlan(load_profiles()['cpu-dev'], '/m', 'm', (spec,), 'http://127.0.0.1:1/v1')\n"
+        "sys.exit(run_plan(plan))\n"
+    )
+    serve = subprocess.Popen([sys.executable, "-c", script])
+    deadline = time.monotonic() + 120
+    while not pid_file.exists():
+        assert serve.poll() is None and time.monotonic() < deadline
+        time.sleep(0.1)
+    serve.send_signal(signal.SIGTERM)
+    assert serve.wait(timeout=60) == 130
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid_file.read_text()), 0)

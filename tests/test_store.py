@@ -173,3 +173,15 @@ def test_recover_drops_rows_of_an_interrupted_write(store: IndexStore) -> None:
 def test_split_identifier() -> None:
     assert split_identifier("parseHTTPHeader_v2") == ["parse", "http", "header", "v2"]
     assert split_identifier("snake_case_name") == ["snake", "case", "name"]
+
+
+def test_orphan_vectors_kept_as_cache_then_pruned(store: IndexStore) -> None:
+    live = sorted(store.chunk_hashes())
+    store.add_vectors("m", live, np.ones((len(live), 4), dtype=np.float32))
+    store.add_vectors("m", [f"gone{i}" for i in range(10)], np.ones((10, 4), dtype=np.float32))
+    assert store.prune_vectors("m") == 0  # a few orphans stay: a reverted file is free to re-index
+    many = [f"old{i}" for i in range(1200)]
+    store.add_vectors("m", many, np.ones((len(many), 4), dtype=np.float32))
+    assert store.prune_vectors("m") >= 1200
+    assert store.vector_hashes("m") == set(live)
+    assert store.chunk_count() == len(list(store.all_chunks())) == 3

@@ -111,8 +111,9 @@ def test_lint(workdir: Path) -> None:
 
 
 def test_unit_tests(workdir: Path) -> None:
-    result = _run([*_bin(workdir, "vitest"), "run", "--reporter=json"], workdir, timeout=300)
-    report = json.loads(result.stdout[result.stdout.index("{") :])
+    out = workdir / "vitest-report.json"
+    _run([*_bin(workdir, "vitest"), "run", "--reporter=json", f"--outputFile={out}"], workdir, timeout=300)
+    report = json.loads(out.read_text("utf-8"))
     assert report["success"] is True
     assert report["numFailedTests"] == 0
     # Every pure module has its tests; a missing file would silently shrink the suite.

@@ -126,9 +126,10 @@ const FOCUSED_LINES = ".monaco-editor.focused .view-lines";
 /** Put the keyboard focus in the active editor (VS Code may use EditContext rather than a textarea). */
 async function focusEditor() {
   const focused = page.locator(FOCUSED_LINES).first();
-  if (await focused.isVisible()) return;
+  if (await focused.waitFor({ state: "visible", timeout: 3000 }).then(() => true, () => false)) return;
   const lines = page.locator(".editor-group-container.active .editor-instance .monaco-editor .view-lines").filter({ visible: true }).first();
-  await lines.click({ position: { x: 5, y: 5 }, timeout: 15_000 });
+  // Forced: editor overlays (lightbulb, hover) must not make the click wait; it is a plain click in the text.
+  await lines.click({ position: { x: 200, y: 8 }, force: true, timeout: 15_000 });
   await focused.waitFor({ state: "visible", timeout: 15_000 });
 }
 
@@ -176,13 +177,15 @@ async function main() {
         "editor.wordBasedSuggestions": "off",
         "editor.autoClosingBrackets": "never",
         "editor.autoClosingQuotes": "never",
+        // Auto-indent depends on when the Python language configuration loads; type the indentation instead.
+        "editor.autoIndent": "none",
         "editor.inlineSuggest.enabled": true,
         "files.autoSave": "off",
         "codectx.server.command": [opts.codectx, "lsp", "--log-level", "INFO"],
         "codectx.backend.url": backend.url,
         "codectx.backend.model": MODEL,
         "codectx.completion.debounceMs": 50,
-        "codectx.trace.server": "messages",
+        "codectx.trace.server": "verbose",
         "[markdown]": { "editor.wordWrap": "off" },
       },
       null,
@@ -272,6 +275,7 @@ async function main() {
       await page.keyboard.press("Enter");
       await page.keyboard.type("def greet(name):", { delay: 20 });
       await page.keyboard.press("Enter");
+      await page.keyboard.type("    ", { delay: 20 });
       // Ghost text is rendered in elements whose class names contain "ghost-text" (the exact names vary by release).
       const ghostText = () =>
         page.evaluate(() =>
@@ -288,11 +292,10 @@ async function main() {
           shown = (await ghostText()).replace(/\u00a0/g, " ");
           if (/hello/.test(shown)) return true;
           // The first requests may run out of their budget while the server warms up (it loads
-          // the embedding model); edit again now and then, as a user who keeps typing would.
+          // the embedding model); ask again now and then with the Trigger Inline Suggestion key.
           if (Date.now() - asked > 6000) {
             asked = Date.now();
-            await page.keyboard.type("x");
-            await page.keyboard.press("Backspace");
+            await page.keyboard.press("Alt+Backslash"); // Trigger Inline Suggestion
           }
           return false;
         },

@@ -67,14 +67,8 @@ export interface CompletionControl {
   enabled(): boolean;
   paused(): boolean;
   debounceMs(): number;
-  /** A request went through to the server: how many suggestions it gave. */
-  answered(count: number): void;
-}
-
-function countItems(result: unknown): number {
-  if (Array.isArray(result)) return result.length;
-  const items = (result as { items?: unknown[] } | null | undefined)?.items;
-  return Array.isArray(items) ? items.length : 0;
+  /** A request went through to the server: how many suggestions it gave, and where (for the log). */
+  answered(count: number, where: string): void;
 }
 
 export function completionMiddleware(control: CompletionControl): Middleware {
@@ -84,10 +78,15 @@ export function completionMiddleware(control: CompletionControl): Middleware {
       if (!(await debounce(control.debounceMs(), token))) return null;
       const result = await next(document, position, context, token);
       if (token.isCancellationRequested) return result;
-      control.answered(countItems(result));
       const items = Array.isArray(result) ? result : (result?.items ?? []);
       const prefix = document.lineAt(position.line).text.slice(0, position.character);
-      for (const item of items) anchorAtLineStart(item, position, prefix);
+      const where: string[] = [];
+      for (const item of items) {
+        anchorAtLineStart(item, position, prefix);
+        const r = item.range;
+        where.push(r ? `${r.start.line + 1}:${r.start.character + 1}-${r.end.line + 1}:${r.end.character + 1}` : "cursor");
+      }
+      control.answered(items.length, `cursor ${position.line + 1}:${position.character + 1}, item ranges ${where.join(" ") || "none"}`);
       return result;
     },
     provideCompletionItem: (): vscode.ProviderResult<vscode.CompletionItem[]> => null,

@@ -36,8 +36,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       enabled: () => settings.completionEnabled,
       paused: () => paused,
       debounceMs: () => settings.debounceMs,
-      answered: (count) => {
-        if (count > 0) status.setBackend({ reachable: true, model: settings.backendModel || undefined });
+      answered: (count, where) => {
+        if (count === 0) return;
+        log.info(`inline suggestion: ${where}`);
+        status.setBackend({ reachable: true, model: settings.backendModel || undefined });
       },
     }),
     onState: (state, detail) => {

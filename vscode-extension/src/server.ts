@@ -41,6 +41,7 @@ export class ServerManager implements vscode.Disposable {
   /** The current generation reached the running state (a failed start is not a crash). */
   private running = false;
   private restartTimer: NodeJS.Timeout | undefined;
+  private trace: vscode.LogOutputChannel | undefined;
   private readonly policy = new RestartPolicy();
   private readonly listeners = new Set<(client: LanguageClient | undefined) => void>();
 
@@ -93,6 +94,8 @@ export class ServerManager implements vscode.Disposable {
     const clientOptions: LanguageClientOptions = {
       documentSelector: [{ scheme: "file" }],
       outputChannel: this.log,
+      // Protocol traces (codectx.trace.server) go to their own plain channel: the log channel would filter them out.
+      traceOutputChannel: settings.trace === "off" ? undefined : (this.trace ??= vscode.window.createOutputChannel("codectx trace", { log: true })),
       initializationOptions: toServerSettings(settings),
       middleware: {
         ...this.hooks.middleware,
@@ -188,6 +191,7 @@ export class ServerManager implements vscode.Disposable {
 
   dispose(): void {
     void this.stop();
+    this.trace?.dispose();
   }
 
   private crashed(generation: number): void {

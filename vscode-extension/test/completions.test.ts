@@ -50,7 +50,7 @@ describe("completionMiddleware", () => {
       enabled: () => state.enabled,
       paused: () => state.paused,
       debounceMs: () => 1,
-      answered: (n) => answered.push(n),
+      answered: (n, where) => answered.push(n) && where !== "",
     });
     const at = new Pos(15, 4);
     const next = (() => {
