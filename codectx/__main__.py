@@ -2,4 +2,6 @@
 
 from codectx.cli import main
 
-raise SystemExit(main())
+# The guard matters: worker processes started with the spawn method re-import __main__.
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -5,14 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Any
-
-from codectx.indexer.discovery import discover
-from codectx.indexer.embedder import resolve_model
-from codectx.indexer.pipeline import IndexReport, ProgressEvent, index_workspace
-from codectx.indexer.store import IndexStore
+from typing import TYPE_CHECKING, Any
 
 from codectx.clikit import add_index_dir, add_json, print_json, settings_for, stderr, workspace_root
+
+# The indexer's modules import LanceDB (seconds): only when one of these commands runs.
+if TYPE_CHECKING:
+    from codectx.indexer.pipeline import IndexReport, ProgressEvent
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -128,6 +127,8 @@ class _RichProgress:
 
 
 def _index(args: argparse.Namespace) -> int:
+    from codectx.indexer.pipeline import index_workspace
+
     root = workspace_root(args.path)
     if not root.is_dir():
         from codectx.errors import UsageError
@@ -192,6 +193,10 @@ def _ago(ts: float | None) -> str:
 
 
 def _status(args: argparse.Namespace) -> int:
+    from codectx.indexer.discovery import discover
+    from codectx.indexer.embedder import resolve_model
+    from codectx.indexer.store import IndexStore
+
     root = workspace_root(args.path)
     settings = settings_for(root, args)
     store = IndexStore.open(settings.index_dir())

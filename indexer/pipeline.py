@@ -192,10 +192,17 @@ def embed_pending(
     embedder: Embedder,
     report: IndexReport,
     progress: ProgressFn | None = None,
+    only: Iterable[str] | None = None,
 ) -> None:
-    """Embed every chunk content that has no vector for the embedder's model, committing as it goes."""
+    """Embed every chunk content that has no vector for the embedder's model, committing as it goes.
+
+    `only` limits the work to some content hashes (e.g. the chunks of a just-saved file).
+    """
     model_id = embedder.model_id
-    pending = sorted(store.chunk_hashes() - store.vector_hashes(model_id))
+    pending_set = store.chunk_hashes() - store.vector_hashes(model_id)
+    if only is not None:
+        pending_set &= set(only)
+    pending = sorted(pending_set)
     report.model_id = model_id
     if not pending:
         return

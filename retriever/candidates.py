@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -35,8 +35,6 @@ TIERS = {"definition": 0, "scope": 1, "recent": 2, "retrieved": 3}
 MAX_NAMES = 48
 PER_NAME = 2
 MAX_IMPORTED = 40
-MAX_DOCUMENT_CALLS = 30
-_CALL = re.compile(r"([A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)*)\s*\(")
 SEARCH_K = 8
 QUERY_LINES = 60
 WINDOW = 20
@@ -110,7 +108,6 @@ def _definition_candidates(
     imports: Sequence[Import],
     own: tuple[int, int],
     scope_text: str,
-    document: str = "",
 ) -> list[Candidate]:
     resolver = DefinitionResolver(searcher.store, path, language, imports, local_types(scope_text))
     typed = info.callee
@@ -178,31 +175,6 @@ def _definition_candidates(
     for rank, (_sim, _pos, cand) in enumerate(sorted(imported, key=lambda x: (x[0], x[1]))):
         cand.score = 1.0 - 0.02 * rank - 0.01 - (0.0 if rank < used_count else 0.02 * (rank - used_count))
         out.append(cand)
-    # Calls made elsewhere in this document, most frequent first: code tends to repeat its calls.
-    seen = used | set(resolver.by_name)
-    calls = Counter(m.group(1) for m in _CALL.finditer(document) if m.group(1) not in seen)
-    rank = 0
-    for chain, _n in sorted(calls.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_DOCUMENT_CALLS]:
-        for res in resolver.resolve(chain, exclude=own)[:1]:
-            if res.how == "name" and len(split_chain(chain)) < 2:
-                continue
-            d = res.definition
-            chunk = chunk_for_definition(searcher.chunks_for_file(d.path), d)
-            if chunk is None or _overlaps(chunk.path, chunk.start_line, chunk.end_line, path, own):
-                continue
-            out.append(
-                Candidate(
-                    chunk.path,
-                    chunk.start_line,
-                    chunk.end_line,
-                    d.qualname or d.name,
-                    "definition",
-                    1.0 - 0.02 * rank - 0.015 - (0.3 if res.how == "name" else 0.0),
-                    chunk.text,
-                    f"definition of `{chain}`, called elsewhere in this file",
-                )
-            )
-            rank += 1
     return out
 
 
@@ -317,7 +289,7 @@ def gather_candidates(
     notes: list[str] = []
     t = time.perf_counter()
     query = scope_query(lines, line, info)
-    out = _definition_candidates(searcher, path, language, info, imports, own, query, "\n".join(lines))
+    out = _definition_candidates(searcher, path, language, info, imports, own, query)
     out += _scope_candidates(searcher, path, info, own)
     timings["definitions"] = (time.perf_counter() - t) * 1000
     for edit in recent:

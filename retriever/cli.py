@@ -79,7 +79,9 @@ def _search(args: argparse.Namespace) -> int:
     root = workspace_root(path)
     settings = settings_for(root, args)
     store = open_store(settings)
-    searcher = HybridSearcher(store, settings, embedder_factory=embedder_factory(settings))
+    searcher = HybridSearcher(
+        store, settings, embedder_factory=embedder_factory(settings), preload=bool(args.batch)
+    )
     languages = [x for item in (args.lang or []) for x in item.split(",") if x] or None
     dense = not args.lexical
     if args.batch:

@@ -137,8 +137,11 @@ class HybridSearcher:
         settings: Settings,
         embedder: QueryEmbedder | None = None,
         embedder_factory: Callable[[], QueryEmbedder] | None = None,
+        preload: bool = False,
     ) -> None:
         self.store = snapshot_of(store)
+        if preload:  # long-lived callers (batch, language server): all chunks in memory
+            self.store.preload()
         self.settings = settings
         self._embedder = embedder
         self._factory = embedder_factory

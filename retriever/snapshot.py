@@ -62,13 +62,13 @@ class IndexSnapshot:
             self._by_name = None
             self._progress = None
             self._dense = {}
-            self._by_hash = {}
             if self._loaded and not force:
                 self._reload_changed()
             else:
                 self._loaded = False
                 self._imports = {}
                 self._chunks = {}
+                self._by_hash = {}
 
     def _files(self) -> dict[str, tuple[float, list[Import]]]:
         rows = self.store._scan("files", None, ["path", "indexed_at", "imports"])
@@ -99,6 +99,7 @@ class IndexSnapshot:
             self._stamps = {p: stamp for p, (stamp, _i) in files.items()}
             self._imports = {p: imports for p, (_s, imports) in files.items()}
             self._chunks = {p: chunks.get(p, []) for p in files}
+            self._by_hash = {c.content_hash: c for cs in self._chunks.values() for c in cs}
             self._loaded = True
 
     def _reload_changed(self) -> None:
@@ -112,6 +113,7 @@ class IndexSnapshot:
         for p in changed:
             self._chunks[p] = fresh.get(p, [])
             self._imports[p] = files[p][1]
+        self._by_hash = {c.content_hash: c for cs in self._chunks.values() for c in cs}
         self._stamps = {p: stamp for p, (stamp, _i) in files.items()}
 
     def _load_symbols(self) -> dict[str, list[Definition]]:

@@ -17,9 +17,7 @@ LEXICAL = {"retriever.context_dense": False}
 
 def _big_module(root: Path) -> str:
     """A class with many methods plus helpers in another file, so budgets bite."""
-    helpers = [
-        f"def helper_{i}(value):\n    '''Helper {i}.'''\n    return value + {i}\n" for i in range(30)
-    ]
+    helpers = [f"def helper_{i}(value):\n    '''Helper {i}.'''\n    return value + {i}\n" for i in range(30)]
     (root / "pkg" / "many.py").write_text("\n\n".join(helpers))
     methods = []
     for i in range(25):

@@ -101,6 +101,7 @@ def test_onnx_int8_agrees_with_torch_and_is_cached(
     assert float((a * b).sum(axis=1).min()) > 0.95
     (model_file,) = cache.rglob("model-int8.onnx")
     stamp = model_file.stat().st_mtime_ns
-    again = Embedder(backend="auto", cache_dir=cache)
+    # Same batches: int8 activations are quantized per batch, so batch makeup shifts vectors slightly.
+    again = Embedder(backend="auto", batch_size=2, cache_dir=cache)
     assert again.backend == "onnx-int8" and model_file.stat().st_mtime_ns == stamp
-    assert np.allclose(again.embed_texts(TEXTS[:2]), a[:2], atol=1e-5)
+    assert np.allclose(again.embed_texts(TEXTS), a, atol=1e-5)

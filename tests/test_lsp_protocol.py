@@ -196,11 +196,12 @@ async def test_privacy_keys_only_from_user_level(tmp_path: Path, repo: Path, bac
 async def test_tcp_mode_serves_lsp(tmp_path: Path, repo: Path) -> None:
     """`codectx lsp --tcp 127.0.0.1:PORT` (debugging) speaks the same protocol over a socket."""
     import asyncio
+    import contextlib
     import socket
     import subprocess
 
     import psutil
-    from pytest_lsp import make_test_lsp_client
+    from pygls.lsp.client import LanguageClient
 
     from tests.lsp_helpers import SERVER_COMMAND, capabilities, server_env
 
@@ -213,7 +214,7 @@ async def test_tcp_mode_serves_lsp(tmp_path: Path, repo: Path) -> None:
         cwd=repo,
         stderr=subprocess.PIPE,
     )
-    client = make_test_lsp_client()
+    client = LanguageClient("tcp-test", "1")
     try:
         # Wait for the socket to listen without connecting: pygls serves exactly one connection.
         server = psutil.Process(proc.pid)
@@ -221,7 +222,7 @@ async def test_tcp_mode_serves_lsp(tmp_path: Path, repo: Path) -> None:
             if any(c.status == psutil.CONN_LISTEN for c in server.net_connections(kind="tcp")):
                 break
             await asyncio.sleep(0.1)
-        await client.start_tcp("127.0.0.1", port)
+        await asyncio.wait_for(client.start_tcp("127.0.0.1", port), timeout=30)
         result = await asyncio.wait_for(
             client.initialize_async(
                 types.InitializeParams(
@@ -233,12 +234,14 @@ async def test_tcp_mode_serves_lsp(tmp_path: Path, repo: Path) -> None:
             timeout=60,
         )
         assert result.server_info is not None and result.server_info.name == "codectx"
-        await client.shutdown_async(None)
+        await asyncio.wait_for(client.shutdown_async(None), timeout=30)
         client.exit(None)
+        proc.wait(timeout=30)  # the server exits when the client says exit
     finally:
-        await client.stop()
-        proc.terminate()
+        proc.kill()
         proc.wait(timeout=20)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(client.stop(), timeout=5)
 
 
 def test_tcp_argument_errors_are_clear() -> None:
