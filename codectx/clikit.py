@@ -18,9 +18,7 @@ def add_json(parser: argparse.ArgumentParser) -> None:
 
 
 def add_index_dir(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--index-dir", metavar="DIR", help="index folder (default: <workspace>/.codectx)"
-    )
+    parser.add_argument("--index-dir", metavar="DIR", help="index folder (default: <workspace>/.codectx)")
 
 
 def workspace_root(path: str | None) -> Path:
@@ -33,7 +31,9 @@ def workspace_root(path: str | None) -> Path:
     return find_workspace_root(target.parent)
 
 
-def settings_for(root: Path | None, args: argparse.Namespace, extra: Mapping[str, Any] | None = None) -> Settings:
+def settings_for(
+    root: Path | None, args: argparse.Namespace, extra: Mapping[str, Any] | None = None
+) -> Settings:
     """Resolve settings once for a command, flags taking precedence."""
     overrides: dict[str, Any] = {}
     if getattr(args, "index_dir", None):

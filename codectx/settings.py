@@ -143,9 +143,7 @@ def _split_key(dotted: str, source: str) -> tuple[str, str]:
         raise ConfigError(f"{source}: '{dotted}' is not a setting (expected section.key)")
     section, key = dotted.split(".", 1)
     if section not in SCHEMA:
-        raise ConfigError(
-            f"{source}: unknown section '{section}' (known: {', '.join(sorted(SCHEMA))})"
-        )
+        raise ConfigError(f"{source}: unknown section '{section}' (known: {', '.join(sorted(SCHEMA))})")
     if key not in SCHEMA[section]:
         known = ", ".join(sorted(SCHEMA[section]))
         raise ConfigError(f"{source}: unknown key '{section}.{key}' (known in [{section}]: {known})")
@@ -257,9 +255,7 @@ def env_layer(environ: Mapping[str, str]) -> Layer:
             if rest.startswith(section + "_"):
                 key = rest[len(section) + 1 :]
                 if key not in SCHEMA[section]:
-                    raise ConfigError(
-                        f"environment variable {name}: unknown key '{section}.{key}'"
-                    )
+                    raise ConfigError(f"environment variable {name}: unknown key '{section}.{key}'")
                 data.setdefault(section, {})[key] = value
                 break
     return Layer("environment", data)
@@ -340,7 +336,9 @@ def load_settings(
         layers.append(Layer("command line", flag_data))
     settings = resolve(root, layers)
     if warnings:
-        settings = Settings(settings.root, settings.sections, settings.sources, (*warnings, *settings.warnings))
+        settings = Settings(
+            settings.root, settings.sections, settings.sources, (*warnings, *settings.warnings)
+        )
     return settings
 
 

@@ -21,7 +21,7 @@ from codectx.privacy.audit import AuditLog
 from codectx.privacy.errors import AuditError, EgressBlocked, PrivacyError, ScanTimeout
 from codectx.privacy.keys import tag
 from codectx.privacy.policy import never_send_match
-from codectx.privacy.redact import Redactor
+from codectx.privacy.redact import TOKEN_PREFIX, Redactor
 from codectx.privacy.sanitize import sanitize
 
 if TYPE_CHECKING:
@@ -172,22 +172,36 @@ class EgressGate:
         )
 
     def _rescan(self, content: bytes, deadline: float, walker: _Walker) -> bytes:
-        """Scan the final bytes as one text; anything left is redacted in place if JSON-safe, else blocked."""
+        """Scan the final bytes as one text; anything left is redacted in place if JSON-safe, else blocked.
+
+        The scan reads an escape-aware view of the text (same offsets): inside a string, a `\\n`, `\\t`,
+        `\\r` or `\\"` is seen as the whitespace or quote it stands for, not as two stray characters,
+        so `password changes.\\n` in a serialised docstring is judged like the source line the walker
+        already scanned, while a key in one string and a value in the next is still caught.
+        """
         text = content.decode("utf-8")
-        result = self.redactor.redact(text, "", deadline)
+        view = _scan_view(text)
+        result = self.redactor.redact(view, "", deadline)
         if not result.findings:
             return content
+        out: list[str] = []
+        pos = 0
         for finding in result.findings:
             span = text[finding.start : finding.end]
-            if "\\" in span or '"' in span:
+            if "\\" in span or '"' in span or span != view[finding.start : finding.end]:
                 raise EgressBlocked(
                     f"a secret ({finding.rule}) survived redaction across JSON structure; nothing was sent"
                 )
+            out.append(text[pos : finding.start])
+            out.append(f"{TOKEN_PREFIX}{finding.rule}:{finding.hmac8}]")
+            pos = finding.end
             walker.events.append(
                 RedactionEvent(finding.rule, "<body>", finding.line, finding.length, finding.hmac8)
             )
-        json.loads(result.text)  # still one valid JSON document
-        return result.text.encode("utf-8")
+        out.append(text[pos:])
+        redacted = "".join(out)
+        json.loads(redacted)  # still one valid JSON document
+        return redacted.encode("utf-8")
 
     # ------------------------------------------------------------------ record
 
@@ -322,6 +336,29 @@ def _text_size(value: Any) -> int:
     if isinstance(value, (list, tuple)):
         return sum(_text_size(v) for v in value)
     return 0
+
+
+# What an escape means to the scanner, two characters for two (offsets are kept): whitespace stays
+# whitespace (a real newline keeps line-based checks on source lines) and an escaped quote ends a value
+# (a value that starts after one starts with a space, and is dropped as prose: the walker judged it).
+_VIEW_ESCAPES = {"n": " \n", "t": " \t", "r": " \r", "f": " \f", '"': '" '}
+
+
+def _scan_view(text: str) -> str:
+    """`text` (compact JSON) with each string escape replaced by what it stands for, offsets unchanged."""
+    if "\\" not in text:
+        return text
+    out: list[str] = []
+    pos = 0
+    index = text.find("\\")
+    while index != -1:
+        out.append(text[pos:index])
+        pair = text[index : index + 2]
+        out.append(_VIEW_ESCAPES.get(pair[1:], pair))
+        pos = index + len(pair)
+        index = text.find("\\", pos)
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def _has_surrogate(text: str) -> bool:

@@ -31,6 +31,10 @@ _HEX = re.compile(r"[0-9a-fA-F]+\Z")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
 _ENV_LINE = re.compile(r"\s*(?:export\s+)?[A-Za-z_][A-Za-z0-9_.]*=\S")
 _YAML_LINE = re.compile(r"\s*(?:-\s+)?[\"']?[A-Za-z_][\w.-]*[\"']?:\s+\S+\s*(?:#.*)?\Z")
+# A .netrc entry, on one line or split over several: `machine host login user password value`.
+_NETRC_LINE = re.compile(
+    r"\s*(?:(?:machine|login|account)\s+\S+\s+|default\s+)*password\s+\S+(?:\s+(?:login|account)\s+\S+)*\s*\Z"
+)
 _ENV_LOOKUP = re.compile(
     r"os\.environ|getenv|process\.env|system\.getenv|environment\.get|\benv\(|\benv\[|\bENV\[|"
     r"secrets\.|vault\(|keyring\.",
@@ -155,8 +159,9 @@ def bare_value_is_literal(value: str, line: str, origin: str) -> bool:
         return True
     if origin:
         return False
-    # No origin: judge by the line's shape (NAME=value is shell/.env, `key: value` alone is YAML).
-    return bool(_ENV_LINE.match(line) or _YAML_LINE.match(line))
+    # No origin: judge by the line's shape (NAME=value is shell/.env, `key: value` alone is YAML,
+    # `machine h login u password p` is .netrc).
+    return bool(_ENV_LINE.match(line) or _YAML_LINE.match(line) or _NETRC_LINE.match(line))
 
 
 def shannon(value: str) -> float:
