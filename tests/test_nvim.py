@@ -60,7 +60,7 @@ def run_nvim(
         env=env,
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=240,
     )
     log = (tmp / "server.log").read_text(errors="replace")[-4000:] if (tmp / "server.log").exists() else ""
     assert out.exists(), f"nvim wrote no result (rc {proc.returncode})\n{proc.stderr[-3000:]}\n{log}"
@@ -79,7 +79,11 @@ def backend() -> Iterator[FixedBackend]:
 
 
 def settings(url: str, index: bool = False) -> dict[str, Any]:
-    data: dict[str, Any] = {"backend": {"url": url}, "lsp": {"debounce_ms": 0, "index_on_open": index}}
+    # A generous request budget: the first request of a fresh server on a busy CI machine is slow.
+    data: dict[str, Any] = {
+        "backend": {"url": url},
+        "lsp": {"debounce_ms": 0, "index_on_open": index, "request_budget_ms": 20000},
+    }
     if not index:
         data["index"] = {"embed": False}
     return {"codectx": data}

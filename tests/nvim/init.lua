@@ -51,7 +51,7 @@ end
 vim.defer_fn(function()
   out.timeout = true
   finish(false, "watchdog: scenario did not finish in time")
-end, tonumber(env.CODECTX_NVIM_TIMEOUT_MS or "90000"))
+end, tonumber(env.CODECTX_NVIM_TIMEOUT_MS or "150000"))
 
 local function poll(cond, timeout_ms, on_ok, what)
   local deadline = vim.uv.now() + timeout_ms
@@ -113,10 +113,20 @@ function scenarios.completion(buf, client)
   vim.cmd("startinsert!")
   poll(function() return vim.api.nvim_get_mode().mode == "i" end, 5000, function()
     vim.lsp.completion.get()
+    -- A server still warming up (first request on a busy machine) may answer empty; ask again as a
+    -- user would, instead of waiting on an answer that already came.
+    local last_ask = vim.uv.now()
     poll(function()
       local info = vim.fn.complete_info({ "pum_visible", "items" })
-      return info.items and #info.items > 0 and info
-    end, 30000, function(info)
+      if info.items and #info.items > 0 then
+        return info
+      end
+      if vim.uv.now() - last_ask > 3000 and vim.api.nvim_get_mode().mode == "i" then
+        last_ask = vim.uv.now()
+        vim.lsp.completion.get()
+      end
+      return false
+    end, 90000, function(info)
       out.items = {}
       for _, item in ipairs(info.items) do
         table.insert(out.items, { word = item.word, abbr = item.abbr, menu = item.menu, kind = item.kind })
