@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from codectx.lsp.positions import Codec, clamp, client_position, split_lines
+from codectx.lsp.positions import Codec, client_position
 from codectx.lsp.server import guarded
+from codectx.lsp.suggest import suggestion_at
 from lsprotocol import types
 
 if TYPE_CHECKING:
@@ -86,17 +87,8 @@ def register(server: CodectxServer) -> None:
     @guarded(default=_empty)
     async def completion(ls: CodectxServer, params: types.CompletionParams) -> types.CompletionList:
         """Awaits the backend for at most lsp.request_budget_ms; context assembly runs in a thread."""
-        folder, _path, rel, text = ls.document(params.text_document.uri)
-        if not folder.settings.lsp.completion:
+        found = await suggestion_at(ls, "completion", params.text_document.uri, params.position)
+        if found is None:
             return _empty()
-        lines = split_lines(text)
-        codec = Codec.of(ls.workspace.position_encoding)
-        line, column = clamp(lines, params.position, codec)
-        suggestion, request_id = await ls.suggester.suggest(
-            "completion", params.text_document.uri, folder, rel, "\n".join(lines), line, column
-        )
-        if not suggestion.strip():
-            return _empty()
-        return types.CompletionList(
-            is_incomplete=True, items=[make_item(lines, line, column, suggestion, codec, request_id)]
-        )
+        item = make_item(found.lines, found.line, found.column, found.text, found.codec, found.request_id)
+        return types.CompletionList(is_incomplete=True, items=[item])

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from codectx.lsp.positions import Codec, clamp, client_position, split_lines
+from codectx.lsp.positions import client_position
 from codectx.lsp.server import guarded
+from codectx.lsp.suggest import suggestion_at
 from lsprotocol import types
 
 if TYPE_CHECKING:
@@ -27,27 +28,19 @@ def register(server: CodectxServer) -> None:
         ls: CodectxServer, params: types.InlineCompletionParams
     ) -> types.InlineCompletionList:
         """Awaits the backend for at most lsp.request_budget_ms; never blocks the loop."""
-        folder, _path, rel, text = ls.document(params.text_document.uri)
-        if not folder.settings.lsp.completion:
+        found = await suggestion_at(ls, "inline", params.text_document.uri, params.position)
+        if found is None:
             return _empty()
-        lines = split_lines(text)
-        codec = Codec.of(ls.workspace.position_encoding)
-        line, column = clamp(lines, params.position, codec)
-        suggestion, request_id = await ls.suggester.suggest(
-            "inline", params.text_document.uri, folder, rel, "\n".join(lines), line, column
-        )
-        if not suggestion.strip():
-            return _empty()
-        here = client_position(lines, line, column, codec)
+        here = client_position(found.lines, found.line, found.column, found.codec)
         return types.InlineCompletionList(
             items=[
                 types.InlineCompletionItem(
-                    insert_text=suggestion,
+                    insert_text=found.text,
                     range=types.Range(start=here, end=here),
                     command=types.Command(
                         title="codectx suggestion accepted",
                         command="codectx.accepted",
-                        arguments=[{"requestId": request_id}],
+                        arguments=[{"requestId": found.request_id}],
                     ),
                 )
             ]

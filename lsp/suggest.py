@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from codectx.lsp import services
+from codectx.lsp.positions import Codec, clamp, split_lines
 from lsprotocol import types
 
 from codectx.errors import CodectxError
@@ -107,3 +109,32 @@ class Suggester:
                 f"no AI suggestions: internal error {type(exc).__name__}: {exc}",
                 types.MessageType.Error,
             )
+
+
+@dataclass(frozen=True)
+class CursorSuggestion:
+    """A suggestion for the cursor of one document, with what the handlers need to place it."""
+
+    lines: list[str]
+    line: int
+    column: int
+    codec: Codec
+    text: str
+    request_id: str
+
+
+async def suggestion_at(
+    ls: CodectxServer, kind: str, uri: str, position: types.Position
+) -> CursorSuggestion | None:
+    """The shared part of completion and inline completion; None when there is nothing to offer."""
+    folder, _path, rel, text = ls.document(uri)
+    if not folder.settings.lsp.completion:
+        return None
+    lines = split_lines(text)
+    codec = Codec.of(ls.workspace.position_encoding)
+    line, column = clamp(lines, position, codec)
+    joined = "\n".join(lines)
+    suggestion, request_id = await ls.suggester.suggest(kind, uri, folder, rel, joined, line, column)
+    if not suggestion.strip():
+        return None
+    return CursorSuggestion(lines, line, column, codec, suggestion, request_id)
