@@ -11,7 +11,7 @@ from codectx.clikit import add_index_dir, add_json, print_json, settings_for, st
 
 # The indexer's modules import LanceDB (seconds): only when one of these commands runs.
 if TYPE_CHECKING:
-    from codectx.indexer.pipeline import IndexReport, ProgressEvent
+    from codectx.indexer.report import IndexReport, ProgressEvent
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -127,8 +127,6 @@ class _RichProgress:
 
 
 def _index(args: argparse.Namespace) -> int:
-    from codectx.indexer.pipeline import index_workspace
-
     root = workspace_root(args.path)
     if not root.is_dir():
         from codectx.errors import UsageError
@@ -138,6 +136,18 @@ def _index(args: argparse.Namespace) -> int:
     if args.no_embed:
         extra["index.embed"] = False
     settings = settings_for(root, args, extra)
+    # Most re-runs change nothing: answer from the manifest before loading LanceDB (~2 s).
+    from codectx.indexer.manifest import quick_check
+
+    quick = quick_check(root, settings, embed=bool(settings.index.embed))
+    if quick is not None:
+        if args.json:
+            print_json(quick.as_dict())
+        else:
+            _print_report(quick)
+        return 0
+    from codectx.indexer.pipeline import index_workspace
+
     if args.json:
         report = index_workspace(root, settings, None)
         print_json(report.as_dict())
@@ -152,6 +162,16 @@ def _index(args: argparse.Namespace) -> int:
 
 
 def _print_report(r: IndexReport) -> None:
+    if r.quick:
+        print(f"up to date: {r.root} -> {r.index_dir}")
+        langs = ", ".join(f"{k} {n}" for k, n in sorted(r.chunks_per_language.items(), key=lambda x: -x[1]))
+        print(
+            f"files: {r.files} (none changed since the last run); chunks: {r.chunks}"
+            + (f": {langs}" if langs else "")
+        )
+        if r.model_id:
+            print(f"vectors ({r.model_id}): complete")
+        return
     if r.rebuilt:
         print(f"rebuilt the index: {r.rebuilt}")
     if r.recovered:

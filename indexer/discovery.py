@@ -197,15 +197,18 @@ class _Walker:
             specs.append(("", _spec(info)))
         return _Rules(tuple(specs))
 
-    def rules_for(self, real_dir: Path, rel_dir: str, parent: _Rules) -> _Rules:
+    def rules_for(
+        self, real_dir: Path, rel_dir: str, parent: _Rules, names: set[str] | None = None
+    ) -> _Rules:
+        """The rules in force inside a folder; `names` (its listing) spares opening absent files."""
         specs = list(parent.specs)
-        git = _read_patterns(real_dir / ".gitignore")
-        if git:
-            specs.append((rel_dir, _spec(git)))
-        own = _read_patterns(real_dir / ".codectxignore")
-        if own:
-            specs.append((rel_dir, _spec(own)))
-        return _Rules(tuple(specs))
+        for ignore_file in (".gitignore", ".codectxignore"):
+            if names is not None and ignore_file not in names:
+                continue
+            patterns = _read_patterns(real_dir / ignore_file)
+            if patterns:
+                specs.append((rel_dir, _spec(patterns)))
+        return _Rules(tuple(specs)) if len(specs) != len(parent.specs) else parent
 
     def skip(self, rel: str, reason: str) -> None:
         self.out.skipped.append(Skipped(rel, reason))
@@ -218,31 +221,30 @@ class _Walker:
         visited: set[tuple[int, int]] = set()
         root_stat = os.stat(self.root)
         visited.add((root_stat.st_dev, root_stat.st_ino))
-        # Each entry: (real folder, workspace-relative folder, rules, real ancestors for loop detection).
+        # Each entry: (real folder, workspace-relative folder, the parent's rules, real ancestors
+        # for loop detection). A folder's own ignore files are read once its listing is known.
         stack: list[tuple[Path, str, _Rules, tuple[str, ...]]] = [
-            (self.root, "", self.rules_for(self.root, "", self.base_rules()), (str(self.root),))
+            (self.root, "", self.base_rules(), (str(self.root),))
         ]
         while stack:
-            real_dir, rel_dir, rules, ancestors = stack.pop()
+            real_dir, rel_dir, parent_rules, ancestors = stack.pop()
             try:
                 entries = sorted(os.scandir(real_dir), key=lambda e: e.name)
             except OSError:
                 self.skip(rel_dir + "/" if rel_dir else ".", "unreadable")
                 continue
+            names = {e.name for e in entries}
+            if rel_dir and "pyvenv.cfg" in names:  # a virtualenv, whatever its name
+                self.skip(rel_dir + "/", "ignored")
+                continue
+            rules = self.rules_for(real_dir, rel_dir, parent_rules, names)
             subdirs: list[tuple[Path, str, _Rules, tuple[str, ...]]] = []
             for entry in entries:
                 rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
                 child = self._entry(entry, rel, rules, ancestors, visited)
                 if child is not None:
                     real_child, child_rel = child
-                    subdirs.append(
-                        (
-                            real_child,
-                            child_rel,
-                            self.rules_for(real_child, child_rel, rules),
-                            (*ancestors, str(real_child)),
-                        )
-                    )
+                    subdirs.append((real_child, child_rel, rules, (*ancestors, str(real_child))))
             stack.extend(reversed(subdirs))
         self.out.files.sort(key=lambda f: f.path)
         return self.out
@@ -280,11 +282,12 @@ class _Walker:
         return None
 
     def skipped_folder(self, name: str, real: Path) -> bool:
-        """A folder skipped by name or content: dependencies, virtualenvs, build output, the index."""
+        """A folder skipped by name: dependencies, virtualenvs, build output, the index.
+
+        (A virtualenv under another name is recognised by its `pyvenv.cfg` once listed.)"""
         return (
             name in SKIP_DIRS
             or name.endswith(".egg-info")
-            or (real / "pyvenv.cfg").exists()
             or (self.index_dir is not None and real == self.index_dir)
         )
 
@@ -402,6 +405,7 @@ def discover_files(root: Path, settings: Settings, paths: Iterable[str]) -> Disc
             if (
                 name in (".git", ".codectx")
                 or walker.skipped_folder(name, real)
+                or (real / "pyvenv.cfg").exists()
                 or rules.ignored(folder, True)
             ):
                 blocked = True

@@ -34,6 +34,7 @@ BUNDLED_MODEL = "all-MiniLM-L6-v2"
 ONNX_FORMAT = 3  # bump when the export recipe changes, so cached exports are redone
 # Characters kept per text before tokenizing: far more than 256 tokens of code, far less than a big chunk.
 MAX_CHARS = 3000
+QUERY_MAX_TOKENS = 128  # queries are cut here; documents use the model's full length
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +160,6 @@ class Embedder:
             return self._impl
 
     def _pick_backend(self) -> _Backend:
-        _quiet_transformers()
         want = self.requested_backend
         if want in ("auto", "onnx-int8"):
             if not _mean_pooling_model(self.model_path):
@@ -203,15 +203,19 @@ class Embedder:
     ) -> np.ndarray:
         return self.embed_texts([embedding_text(c) for c in chunks], progress)
 
-    def embed_query(self, text: str) -> np.ndarray:
-        return self.embed_texts([text[:MAX_CHARS]])[0]
+    def embed_query(self, text: str, max_tokens: int | None = QUERY_MAX_TOKENS) -> np.ndarray:
+        """One normalized query vector. Queries are cut at `max_tokens`: the encoder's cost grows
+        with length (~10 ms per 64 tokens here), and a query's head says what it is about."""
+        impl = self._load()
+        self.calls += 1
+        return impl.encode([text[:MAX_CHARS]], max_tokens)[0]
 
 
 class _Backend:
     name = ""
     dims = 0
 
-    def encode(self, texts: list[str]) -> np.ndarray:
+    def encode(self, texts: list[str], max_tokens: int | None = None) -> np.ndarray:
         raise NotImplementedError
 
 
@@ -219,6 +223,7 @@ class _TorchBackend(_Backend):
     name = "torch"
 
     def __init__(self, path: Path, threads: int) -> None:
+        _quiet_transformers()
         import torch
         from sentence_transformers import SentenceTransformer
 
@@ -229,10 +234,16 @@ class _TorchBackend(_Backend):
             raise EmbedderError(f"cannot load embedding model {path}: {exc}") from exc
         self.dims = _embedding_dims(self.model)
 
-    def encode(self, texts: list[str]) -> np.ndarray:
-        vectors = self.model.encode(
-            texts, batch_size=len(texts), normalize_embeddings=True, convert_to_numpy=True
-        )
+    def encode(self, texts: list[str], max_tokens: int | None = None) -> np.ndarray:
+        full = self.model.max_seq_length
+        if max_tokens:
+            self.model.max_seq_length = min(int(full or max_tokens), max_tokens)
+        try:
+            vectors = self.model.encode(
+                texts, batch_size=len(texts), normalize_embeddings=True, convert_to_numpy=True
+            )
+        finally:
+            self.model.max_seq_length = full
         return np.asarray(vectors, dtype=np.float32)
 
 
@@ -241,7 +252,6 @@ class _OnnxBackend(_Backend):
 
     def __init__(self, path: Path, model_id: str, folder: Path, threads: int) -> None:
         import onnxruntime as ort
-        from transformers import AutoTokenizer
 
         model_file = folder / "model-int8.onnx"
         if not model_file.is_file():
@@ -249,7 +259,10 @@ class _OnnxBackend(_Backend):
         info = json.loads((folder / "info.json").read_text(encoding="utf-8"))
         self.dims = int(info["dims"])
         self.max_len = int(info["max_seq_length"])
-        self.tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        self._tokenizer_json = _tokenizer_json(path)
+        self._tokenizers: dict[int, Any] = {}
+        self._tokenizers_lock = threading.Lock()
+        self.tokenizer = None if self._tokenizer_json else _auto_tokenizer(path)
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
@@ -257,16 +270,54 @@ class _OnnxBackend(_Backend):
         self.session = ort.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
         self.inputs = {i.name for i in self.session.get_inputs()}
 
-    def encode(self, texts: list[str]) -> np.ndarray:
-        enc = self.tokenizer(
-            texts, padding=True, truncation=True, max_length=self.max_len, return_tensors="np"
-        )
+    def _tokenize(self, texts: list[str], limit: int) -> dict[str, np.ndarray]:
+        """Input ids, attention mask and token types, padded to the longest text, cut at `limit`."""
+        if self.tokenizer is not None:
+            enc = self.tokenizer(texts, padding=True, truncation=True, max_length=limit, return_tensors="np")
+            return {k: np.asarray(v) for k, v in enc.items()}
+        tok = self._tokenizers.get(limit)
+        if tok is None:
+            from tokenizers import Tokenizer
+
+            # One configured instance per length: configuring is not thread-safe, encoding is.
+            tok = Tokenizer.from_str(self._tokenizer_json)
+            tok.enable_truncation(max_length=limit)
+            pad_id = tok.token_to_id("[PAD]")
+            tok.enable_padding(pad_id=pad_id if pad_id is not None else 0, pad_token="[PAD]")
+            with self._tokenizers_lock:
+                tok = self._tokenizers.setdefault(limit, tok)
+        batch = tok.encode_batch(texts)
+        return {
+            "input_ids": np.array([e.ids for e in batch], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in batch], dtype=np.int64),
+            "token_type_ids": np.array([e.type_ids for e in batch], dtype=np.int64),
+        }
+
+    def encode(self, texts: list[str], max_tokens: int | None = None) -> np.ndarray:
+        limit = min(self.max_len, max_tokens) if max_tokens else self.max_len
+        enc = self._tokenize(texts, limit)
         feed = {k: np.asarray(v, dtype=np.int64) for k, v in enc.items() if k in self.inputs}
         (hidden,) = self.session.run(["last_hidden_state"], feed)
         mask = enc["attention_mask"].astype(np.float32)[:, :, None]
         pooled = (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+
+
+def _tokenizer_json(path: Path) -> str:
+    """The model's fast-tokenizer file, if it has one: loading it directly spares importing
+    transformers (and torch with it), seconds at every start."""
+    try:
+        return (path / "tokenizer.json").read_text(encoding="utf-8")
+    except OSError:
+        return ""
+
+
+def _auto_tokenizer(path: Path) -> Any:
+    _quiet_transformers()
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
 
 
 def _export_int8(path: Path, folder: Path) -> None:

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,53 +22,17 @@ from codectx.indexer.discovery import SourceFile, discover, is_never_index, snif
 from codectx.indexer.embedder import Embedder
 from codectx.indexer.errors import IndexCorrupt, IndexSchemaMismatch
 from codectx.indexer.lock import IndexLock
+from codectx.indexer.manifest import Manifest, fingerprint, summary
 from codectx.indexer.parse import parse_file
+from codectx.indexer.report import IndexReport, ProgressEvent, ProgressFn
+
+__all__ = ["IndexReport", "ProgressEvent", "ProgressFn", "index_paths", "index_workspace"]
 from codectx.indexer.store import FileData, FileRecord, IndexStore
 
 from codectx.settings import Settings
 
 COMMIT_FILES = 400  # files per lexical commit: bigger is faster, smaller shows results sooner
 EMBED_COMMIT = 256  # vectors per commit: a kill loses at most this much embedding work
-
-
-@dataclass(frozen=True)
-class ProgressEvent:
-    stage: str  # discover, parse, commit (files searchable so far), model (loading the embedder), embed, done
-    done: int
-    total: int
-    message: str = ""
-
-
-ProgressFn = Callable[[ProgressEvent], None]
-
-
-@dataclass
-class IndexReport:
-    root: str
-    index_dir: str
-    files: int = 0  # indexed files after the run
-    added: int = 0
-    updated: int = 0
-    removed: int = 0
-    unchanged: int = 0
-    chunks: int = 0  # chunks in the index after the run
-    chunks_written: int = 0
-    chunks_per_language: dict[str, int] = field(default_factory=dict)
-    skipped: dict[str, int] = field(default_factory=dict)  # reason -> count
-    errors: list[str] = field(default_factory=list)  # one line per file that could not be indexed
-    syntax_error_files: list[str] = field(default_factory=list)
-    model_id: str | None = None
-    embed_backend: str | None = None
-    vectors_embedded: int = 0
-    vectors_pending: int = 0
-    timings: dict[str, float] = field(default_factory=dict)  # stage -> seconds
-    rebuilt: str | None = None  # why the index was rebuilt from scratch, if it was
-    recovered: int = 0  # paths whose interrupted write was rolled back
-
-    def as_dict(self) -> dict[str, Any]:
-        from dataclasses import asdict
-
-        return asdict(self)
 
 
 def _emit(progress: ProgressFn | None, stage: str, done: int, total: int, message: str = "") -> None:
@@ -269,13 +232,13 @@ def index_workspace(
         t0 = time.perf_counter()
         store = open_for_write(index_dir, report)
         _emit(progress, "discover", 0, 0)
-        found = discover(root, settings)
+        records = store.file_records()
+        found = discover(root, settings, known={p: (r.size, r.mtime_ns) for p, r in records.items()})
         report.skipped = found.skipped_by_reason()
         t1 = time.perf_counter()
         report.timings["discover"] = t1 - t0
         _emit(progress, "discover", len(found.files), len(found.files))
 
-        records = store.file_records()
         current = {sf.path for sf in found.files}
         removed = sorted(p for p in records if p not in current)
         changed = []
@@ -297,11 +260,19 @@ def index_workspace(
             store.prune_vectors(emb.model_id)
         store.compact()
         _finish(store, report, emb.model_id if emb else store.model_id, emb is not None)
+        _write_manifest(store, settings, report, embedded=emb is not None)
         report.timings["total"] = time.perf_counter() - t0
         _emit(progress, "done", report.files, report.files)
         return report
     finally:
         lock.release()
+
+
+def _write_manifest(store: IndexStore, settings: Settings, report: IndexReport, embedded: bool) -> None:
+    """Record what this complete run indexed, so that an unchanged workspace is checked quickly."""
+    files = {p: (r.size, r.mtime_ns) for p, r in store.file_records().items()}
+    embedded = embedded and not report.vectors_pending
+    Manifest(fingerprint(settings), files, embedded, summary(report)).write(store.index_dir)
 
 
 def _relative(root: Path, path: Path | str) -> str | None:

@@ -40,13 +40,12 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 from codectx.indexer.errors import IndexCorrupt, IndexNotFound, IndexSchemaMismatch
+from codectx.indexer.manifest import JOURNAL_FILE, SCHEMA_VERSION, Manifest
 from codectx.indexer.model import Chunk, Definition, Import, Reference
 from codectx.indexer.textsearch import chunk_search_text, query_text
 from lancedb.index import FTS
 
-SCHEMA_VERSION = 1
 META_FILE = "meta.json"
-JOURNAL_FILE = "journal.json"
 # Rebuild the FTS index once this share of rows is unindexed (they are still searched, just slower).
 FTS_REBUILD_SHARE = 0.1
 FTS_REBUILD_MIN_ROWS = 2000
@@ -297,6 +296,7 @@ class IndexStore:
     @staticmethod
     def reset(index_dir: Path) -> None:
         """Delete an index's data (not the lock) so that it can be rebuilt."""
+        Manifest.drop(index_dir)
         (index_dir / META_FILE).unlink(missing_ok=True)
         (index_dir / JOURNAL_FILE).unlink(missing_ok=True)
         shutil.rmtree(index_dir / "db", ignore_errors=True)
@@ -553,6 +553,7 @@ class IndexStore:
         known_set = set(known)
         paths = [f.record.path for f in files]
         stale = [p for p in paths if p in known_set] + list(removed)
+        Manifest.drop(self.index_dir)
         _write_json_atomic(self.index_dir / JOURNAL_FILE, sorted(set(paths) | set(removed)))
         self._delete_paths(stale)
         chunk_rows = [_chunk_row(c) for f in files for c in f.chunks]
@@ -577,6 +578,7 @@ class IndexStore:
         """Store embeddings for content hashes (one atomic commit)."""
         if not len(hashes):
             return
+        Manifest.drop(self.index_dir)
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         dims = int(vectors.shape[1])
         table = self._vectors(model_id)

@@ -80,18 +80,6 @@ def _module_binding(imp: Import, language: str) -> list[str]:
     return [last.replace("-", "_")] if last else []
 
 
-def _in_target(path: str, target: str) -> bool:
-    """Does `path` belong to an import target (a file, or a folder's direct files)?"""
-    if not target:
-        return False
-    if path == target:
-        return True
-    if posixpath.dirname(path) == target.rstrip("/"):
-        return True
-    stem, _ext = posixpath.splitext(target)
-    return bool(_ext) is False and posixpath.splitext(path)[0] == stem
-
-
 class DefinitionResolver:
     """Resolves names for one file; cheap to build per request."""
 
@@ -115,6 +103,9 @@ class DefinitionResolver:
         self.modules: dict[str, Import] = {}
         self.wildcards: list[Import] = []
         self.imported_files = {imp.resolved for imp in imports if imp.resolved}
+        self._imported = _TargetSet(self.imported_files)
+        self._target_sets: dict[str, _TargetSet] = {}
+        self._name_matches: dict[tuple[str, tuple[str, ...]], list[Definition]] = {}
         for imp in self.imports:
             for original, alias in imp.names:
                 if original == "*":
@@ -149,7 +140,10 @@ class DefinitionResolver:
 
     def in_target(self, name: str, target: str, depth: int = 0) -> tuple[list[Definition], bool]:
         """Definitions of `name` inside an import target, following re-exports; (found, via re-export)."""
-        defs = [d for d in self.named(name) if _in_target(d.path, target)]
+        within = self._target_sets.get(target)
+        if within is None:
+            within = self._target_sets[target] = _TargetSet([target])
+        defs = [d for d in self.named(name) if within.contains(d.path)]
         if defs or depth >= REEXPORT_DEPTH or not target:
             return _prefer_top_level(defs, name), False
         # Re-exports: the target (or its package index file) imports the name from elsewhere.
@@ -246,25 +240,47 @@ class DefinitionResolver:
 
     def _name_match(self, name: str, qualifiers: Sequence[str]) -> list[Definition]:
         """The symbol table's best guesses: a qualifier naming the class, then the nearest path."""
+        key = (name, tuple(qualifiers))
+        cached = self._name_matches.get(key)
+        if cached is not None:
+            return cached
         defs = self.named(name)
         if not defs:
             return []
         hints = {q.lower().strip("_") for q in qualifiers if q not in SELF_NAMES}
+        # Common names (`get`, `save`) have thousands of definitions: per-path facts are computed once.
+        per_path: dict[str, tuple[int, int]] = {}
 
         def rank(d: Definition) -> tuple[int, int, int, int, str, int]:
             owner = d.qualname.rsplit(".", 1)[0].lower() if "." in d.qualname else ""
             hinted = 0 if hints and any(h and (h in owner or owner.endswith(h)) for h in hints) else 1
-            imported = 0 if any(_in_target(d.path, t) for t in self.imported_files) else 1
-            return (
-                imported,
-                hinted,
-                0 if d.exported else 1,
-                _distance(self.path, d.path),
-                d.path,
-                d.start_line,
-            )
+            facts = per_path.get(d.path)
+            if facts is None:
+                facts = per_path[d.path] = (
+                    0 if self._imported.contains(d.path) else 1,
+                    _distance(self.path, d.path),
+                )
+            return (facts[0], hinted, 0 if d.exported else 1, facts[1], d.path, d.start_line)
 
-        return sorted(defs, key=rank)[:MAX_NAME_MATCHES]
+        found = sorted(defs, key=rank)[:MAX_NAME_MATCHES]
+        self._name_matches[key] = found
+        return found
+
+
+class _TargetSet:
+    """Does a path belong to any of several import targets (a file, a folder's direct files, or a
+    module path without extension)? O(1) per path: common names have thousands of definitions."""
+
+    def __init__(self, targets: Iterable[str]) -> None:
+        targets = [t for t in targets if t]
+        self.exact = set(targets)
+        self.folders = {t.rstrip("/") for t in targets}
+        self.stems = {t for t in targets if not posixpath.splitext(t)[1]}
+
+    def contains(self, path: str) -> bool:
+        if path in self.exact or posixpath.dirname(path) in self.folders:
+            return True
+        return bool(self.stems) and posixpath.splitext(path)[0] in self.stems
 
 
 _ASSIGN = re.compile(

@@ -17,6 +17,7 @@ from dataclasses import fields
 from typing import Any
 
 from codectx.indexer.model import Chunk, Definition, Import
+from codectx.retriever.lexical import LexicalIndex
 
 CHECK_INTERVAL_S = 1.0
 MAX_FILES_CACHED = 2048
@@ -48,6 +49,9 @@ class IndexSnapshot:
         self._by_hash: dict[str, Chunk] = {}
         self._stamps: dict[str, float] = {}
         self._loaded = False  # every file's chunks and imports are in memory
+        self._lexical: LexicalIndex | None = None  # built by preload(lexical=True)
+        self._by_id: dict[str, Chunk] = {}
+        self._lexical_thread: threading.Thread | None = None
 
     def refresh(self, force: bool = False) -> None:
         now = time.monotonic()
@@ -69,51 +73,111 @@ class IndexSnapshot:
                 self._imports = {}
                 self._chunks = {}
                 self._by_hash = {}
+                self._by_id = {}
+                self._lexical = None
 
     def _files(self) -> dict[str, tuple[float, list[Import]]]:
         rows = self.store._scan("files", None, ["path", "indexed_at", "imports"])
         return {r["path"]: (float(r["indexed_at"] or 0.0), _imports_from_json(r["imports"])) for r in rows}
 
-    def _chunks_of(self, paths: list[str] | None) -> dict[str, list[Chunk]]:
+    def _chunks_of(
+        self, paths: list[str] | None, texts: dict[str, str] | None = None
+    ) -> dict[str, list[Chunk]]:
+        """Chunks of some files (all when None); with `texts`, also their full-text column by id."""
         names = [f.name for f in fields(Chunk)]
+        columns = [*names, "search"] if texts is not None else names
         out: dict[str, list[Chunk]] = {p: [] for p in paths or []}
         batches = [None] if paths is None else [paths[i : i + 500] for i in range(0, len(paths), 500)]
         for batch in batches:
             where = None if batch is None else "path IN (" + ", ".join(_sql(p) for p in batch) + ")"
-            for row in self.store._scan("chunks", where, names):
-                out.setdefault(row["path"], []).append(Chunk(**{n: row[n] for n in names}))
+            for row in self.store._scan("chunks", where, columns):
+                chunk = Chunk(**{n: row[n] for n in names})
+                out.setdefault(row["path"], []).append(chunk)
+                if texts is not None:
+                    texts[chunk.id] = row["search"] or ""
         for chunks in out.values():
             chunks.sort(key=lambda c: (c.start_line, c.start_byte))
         return out
 
-    def preload(self) -> None:
-        """Read every file's chunks and imports into memory (two scans), if the store allows."""
-        if self._loaded or not hasattr(self.store, "_scan"):
+    def preload(self, lexical: bool = True, wait: bool = False) -> None:
+        """Read every file's chunks and imports into memory (two scans), if the store allows.
+
+        With `lexical`, also build the in-memory full-text index that replaces LanceDB's
+        full-text search for this process: seconds on a Django-size index, so on a background
+        thread unless `wait` (LanceDB answers meanwhile).
+        """
+        if not hasattr(self.store, "_scan"):
             return
-        versions = _versions(self.store)
-        files = self._files()
-        chunks = self._chunks_of(None)
-        with self._lock:
-            self._versions = versions
-            self._checked = time.monotonic()
-            self._stamps = {p: stamp for p, (stamp, _i) in files.items()}
-            self._imports = {p: imports for p, (_s, imports) in files.items()}
-            self._chunks = {p: chunks.get(p, []) for p in files}
-            self._by_hash = {c.content_hash: c for cs in self._chunks.values() for c in cs}
-            self._loaded = True
+        if not self._loaded:
+            versions = _versions(self.store)
+            files = self._files()
+            chunks = self._chunks_of(None)
+            with self._lock:
+                self._versions = versions
+                self._checked = time.monotonic()
+                self._stamps = {p: stamp for p, (stamp, _i) in files.items()}
+                self._imports = {p: imports for p, (_s, imports) in files.items()}
+                self._chunks = {p: chunks.get(p, []) for p in files}
+                self._by_hash = {c.content_hash: c for cs in self._chunks.values() for c in cs}
+                self._by_id = {c.id: c for cs in self._chunks.values() for c in cs}
+                self._loaded = True
+        if not lexical or self._lexical is not None:
+            return
+        if wait:
+            self._rebuild_lexical()
+        elif self._lexical_thread is None or not self._lexical_thread.is_alive():
+            self._lexical_thread = threading.Thread(
+                target=self._rebuild_lexical, name="codectx-lexical", daemon=True
+            )
+            self._lexical_thread.start()
+
+    @property
+    def lexical_ready(self) -> bool:
+        return self._lexical is not None
+
+    def _rebuild_lexical(self, attempts: int = 3) -> None:
+        """Build a fresh full-text index; swapped in only if no change landed while it was built."""
+        for _ in range(attempts):
+            versions = _versions(self.store)
+            try:
+                rows = self.store._scan("chunks", None, ["id", "search"])
+                index = LexicalIndex([(r["id"], r["search"] or "") for r in rows])
+            except Exception:  # the store changed under us: try again
+                continue
+            self.refresh(force=False)
+            with self._lock:
+                if not self._loaded or self._lexical is not None:
+                    return
+                if versions == self._versions:
+                    self._lexical = index
+                    return
 
     def _reload_changed(self) -> None:
         """After a re-index, re-read only the files whose record changed (called under the lock)."""
         files = self._files()
         changed = [p for p, (stamp, _i) in files.items() if self._stamps.get(p) != stamp]
-        for gone in set(self._stamps) - set(files):
-            self._chunks.pop(gone, None)
-            self._imports.pop(gone, None)
-        fresh = self._chunks_of(changed) if changed else {}
+        gone = set(self._stamps) - set(files)
+        stale = [c.id for p in (*changed, *gone) for c in self._chunks.get(p, [])]
+        for path in gone:
+            self._chunks.pop(path, None)
+            self._imports.pop(path, None)
+        texts: dict[str, str] | None = {} if self._lexical is not None else None
+        fresh = self._chunks_of(changed, texts) if changed else {}
         for p in changed:
             self._chunks[p] = fresh.get(p, [])
             self._imports[p] = files[p][1]
         self._by_hash = {c.content_hash: c for cs in self._chunks.values() for c in cs}
+        self._by_id = {c.id: c for cs in self._chunks.values() for c in cs}
+        if self._lexical is not None and texts is not None:
+            self._lexical.update(stale, list(texts.items()))
+            if self._lexical.needs_rebuild():
+                # Many files changed (a branch switch): LanceDB's full text serves while a fresh
+                # index is built off the request path.
+                self._lexical = None
+                self._lexical_thread = threading.Thread(
+                    target=self._rebuild_lexical, name="codectx-lexical", daemon=True
+                )
+                self._lexical_thread.start()
         self._stamps = {p: stamp for p, (stamp, _i) in files.items()}
 
     def _load_symbols(self) -> dict[str, list[Definition]]:
@@ -231,9 +295,19 @@ class IndexSnapshot:
             if h in self._by_hash
         ]
 
-    # Pass-through so the snapshot can stand in for the store.
-    def fts_search(self, *args: Any, **kwargs: Any) -> Any:
-        return self.store.fts_search(*args, **kwargs)
+    def fts_search(self, query: str, k: int, *args: Any, **kwargs: Any) -> Any:
+        """Full-text search: the in-memory index when built and unfiltered, else the store's."""
+        self.refresh()
+        lexical = self._lexical
+        if lexical is None or args or kwargs:
+            return self.store.fts_search(query, k, *args, **kwargs)
+        from codectx.indexer.store import ChunkHit
+        from codectx.indexer.textsearch import query_text
+
+        by_id = self._by_id
+        return [
+            ChunkHit(by_id[h.key], h.score) for h in lexical.search(query_text(query), k) if h.key in by_id
+        ]
 
 
 def _sql(value: str) -> str:

@@ -105,3 +105,26 @@ def test_onnx_int8_agrees_with_torch_and_is_cached(
     again = Embedder(backend="auto", batch_size=2, cache_dir=cache)
     assert again.backend == "onnx-int8" and model_file.stat().st_mtime_ns == stamp
     assert np.allclose(again.embed_texts(TEXTS), a, atol=1e-5)
+
+
+def test_fast_tokenizer_matches_transformers_and_queries_are_cut(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The ONNX path reads tokenizer.json directly (no transformers import); it must tokenize
+    exactly like the transformers tokenizer the model was exported with."""
+    from codectx.indexer.embedder import _auto_tokenizer
+
+    onnx = Embedder(backend="onnx-int8", batch_size=2, cache_dir=tmp_path_factory.mktemp("tok-cache"))
+    impl = onnx._load()
+    texts = [*TEXTS, "", "Héllo wörld 日本語 \u200b tabs\tand\r\nnewlines", "y" * 5000]
+    path, _model_id = resolve_model("all-MiniLM-L6-v2")
+    reference = _auto_tokenizer(path)
+    for limit in (256, 16):
+        ours = impl._tokenize(texts, limit)  # type: ignore[attr-defined]
+        theirs = reference(texts, padding=True, truncation=True, max_length=limit, return_tensors="np")
+        for key in ("input_ids", "attention_mask", "token_type_ids"):
+            assert np.array_equal(ours[key], np.asarray(theirs[key])), (key, limit)
+    # A long query is cut at the query limit: its vector equals the vector of its head.
+    long_query = " ".join(f"word{i}" for i in range(400))
+    assert np.allclose(onnx.embed_query(long_query, max_tokens=16), onnx.embed_query(long_query[:2000], 16))
+    assert not np.allclose(onnx.embed_query(long_query, max_tokens=16), onnx.embed_query(long_query, 64))

@@ -118,8 +118,16 @@ def test_unit_tests(workdir: Path) -> None:
     assert report["numFailedTests"] == 0
     # Every pure module has its tests; a missing file would silently shrink the suite.
     files = {Path(r["name"]).name for r in report["testResults"]}
-    assert {"settings.test.ts", "status.test.ts", "contextView.test.ts", "commandArgs.test.ts"} <= files
-    assert report["numPassedTests"] >= 40
+    assert {
+        "settings.test.ts",
+        "status.test.ts",
+        "contextView.test.ts",
+        "commandArgs.test.ts",
+        "backendHealth.test.ts",
+        "healthProbe.test.ts",
+        "traceChannel.test.ts",
+    } <= files
+    assert report["numPassedTests"] >= 70
 
 
 def test_vsix_contents(vsix: Path) -> None:
@@ -149,7 +157,9 @@ def test_vsix_contents(vsix: Path) -> None:
         "codectx.showContextSent",
         "codectx.showAuditLog",
         "codectx.setApiKey",
+        "codectx.checkBackend",
     } <= commands
+    assert props["codectx.health.intervalSeconds"]["default"] == 60
 
 
 @pytest.mark.slow
@@ -193,4 +203,7 @@ def test_end_to_end_in_code_server(vsix: Path, workdir: Path, tmp_path: Path) ->
         + f"\n--- log ---\n{result.stderr[-6000:]}"
     )
     names = {r["name"] for r in report["results"]}
-    assert len(names) == 6
+    assert len(names) == 11
+    # The probed health, search, reindex, trace and offline checks are among them (not silently dropped).
+    for needle in ("health probe", "Search Codebase", "Reindex", "trace", "offline"):
+        assert any(needle in name for name in names), needle

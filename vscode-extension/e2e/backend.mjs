@@ -1,7 +1,8 @@
 // A loopback model server for the end-to-end test: speaks the OpenAI API the way vLLM does
 // (/v1/models, /v1/completions and /v1/chat/completions, streamed as SSE or whole) with fixed
 // words, so the real codectx server and backend client run unchanged and the result is
-// deterministic. Every request body is kept, to compare with what the editor says was sent.
+// deterministic. Every request body is kept, to compare with what the editor says was sent;
+// GETs are counted, and close() stops it mid-test to show an unreachable backend.
 import { createHash } from "node:crypto";
 import { createServer } from "node:http";
 
@@ -21,6 +22,8 @@ function sse(res, data) {
 
 export function startBackend() {
   const requests = [];
+  // GET requests (/v1/models: the server's health probe and model discovery), counted apart.
+  const gets = [];
   const server = createServer((req, res) => {
     const chunks = [];
     req.on("data", (c) => chunks.push(c));
@@ -32,6 +35,7 @@ export function startBackend() {
         res.end(body);
       };
       if (req.method === "GET") {
+        gets.push(req.url);
         if (req.url.replace(/\/$/, "").endsWith("/models")) return json(200, { object: "list", data: [{ id: MODEL, object: "model" }] });
         return json(404, { error: { message: `no route ${req.url}` } });
       }
@@ -62,7 +66,13 @@ export function startBackend() {
   return new Promise((resolve) => {
     server.listen(0, "127.0.0.1", () => {
       const { port } = server.address();
-      resolve({ url: `http://127.0.0.1:${port}/v1`, requests, close: () => new Promise((r) => server.close(r)) });
+      // Closing drops open keep-alive connections too, so the port refuses at once, like a stopped vLLM.
+      const close = () =>
+        new Promise((r) => {
+          server.close(() => r());
+          server.closeAllConnections();
+        });
+      resolve({ url: `http://127.0.0.1:${port}/v1`, requests, gets, close });
     });
   });
 }

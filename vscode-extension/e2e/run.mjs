@@ -1,10 +1,14 @@
 // End-to-end test in a real VS Code: code-server 4.139.1 driven through headless Chromium.
 // Installs the built .vsix into a fresh profile, opens a fixture workspace and checks, through
 // the UI and the logs, that the extension activates and starts the real `codectx lsp`, that
-// indexing progress shows in the status bar, that an inline suggestion appears and Tab accepts
-// it, that "Refactor Selection..." changes the file in one undo step, that "Show Context
-// Sent" shows what was sent, and that "Show Audit Log" lists it. Prints one JSON line of results; exit 0 only if every check passed.
-// Screenshots and logs land in the artifacts folder on failure.
+// indexing progress shows in the status bar, that the backend health probe names the model the
+// loopback server lists on /v1/models, that "Search Codebase" finds a fixture function and opens
+// it at its line, that "Reindex Workspace" runs an indexing pass, that an inline suggestion
+// appears and Tab accepts it, that "Refactor Selection..." changes the file in one undo step,
+// that "Show Context Sent" shows what was sent, that "Show Audit Log" lists it, that
+// codectx.trace.server = verbose fills the trace channel, and, with the backend stopped, that
+// "Check Backend" turns the status bar into an offline warning. Prints one JSON line of results;
+// exit 0 only if every check passed. Screenshots and logs land in the artifacts folder on failure.
 //
 // Usage: node e2e/run.mjs --vsix FILE --codectx CMD --code-server BIN [--work DIR] [--artifacts DIR]
 import { spawn, execFile } from "node:child_process";
@@ -18,6 +22,8 @@ import { parseArgs, promisify } from "node:util";
 import { chromium } from "playwright-core";
 
 import { COMPLETION, MODEL, startBackend } from "./backend.mjs";
+
+const SEARCH_FOR = 17; // the generated pkg/module_17.py defines helper_17
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const EXT_DIR = resolve(HERE, "..");
@@ -36,7 +42,7 @@ const { values: opts } = parseArgs({
 });
 
 const T0 = Date.now();
-const CHECKS = 6;
+const CHECKS = 11;
 const say = (msg) => process.stderr.write(`[e2e ${((Date.now() - T0) / 1000).toFixed(1)}s] ${msg}\n`);
 const results = [];
 let page;
@@ -181,9 +187,13 @@ async function main() {
         "editor.autoIndent": "none",
         "editor.inlineSuggest.enabled": true,
         "files.autoSave": "off",
+        // Opening a search hit in pkg/ must not expand pkg/ in the Explorer and push the fixture files out of view.
+        "explorer.autoReveal": false,
         "codectx.server.command": [opts.codectx, "lsp", "--log-level", "INFO"],
         "codectx.backend.url": backend.url,
-        "codectx.backend.model": MODEL,
+        // No codectx.backend.model: the name in the status bar must come from the backend's /v1/models.
+        // Probe often, so the run also sees the timer at work (the default is 60 s).
+        "codectx.health.intervalSeconds": 10,
         "codectx.completion.debounceMs": 50,
         "codectx.trace.server": "verbose",
         "[markdown]": { "editor.wordWrap": "off" },
@@ -265,6 +275,59 @@ async function main() {
       );
       await waitFor("indexing to finish", async () => !/indexing/.test(await statusText()), 180_000, 500);
       return `saw "${seen.trim()}"`;
+    });
+
+    await check("the backend health probe names the model from /v1/models", async () => {
+      const text = await waitFor(`"${MODEL}" in the status bar`, async () => {
+        const t = await statusText();
+        return t.includes(MODEL) && t;
+      }, 60_000, 500);
+      if (backend.gets.length === 0) throw new Error("the backend received no GET /v1/models");
+      // codectx.health.intervalSeconds = 10 and the page has focus: the timer probes again.
+      const first = backend.gets.length;
+      await waitFor("a timed probe (another GET /v1/models)", () => backend.gets.length > first, 30_000, 500);
+      const log = await waitFor("the health change in the codectx output log", () => /backend health changed: ok/.test(extLogs()) && extLogs(), 20_000);
+      if (/has no codectx\/health/.test(log)) throw new Error("the extension fell back to inferred health");
+      return `status bar "${text.trim()}"; ${backend.gets.length} GET(s) of ${[...new Set(backend.gets)].join(", ")}`;
+    });
+
+    await check("Search Codebase finds a function and opens it at its line", async () => {
+      await runCommand("codectx: Search Codebase");
+      await page.locator(".quick-input-widget .quick-input-title").filter({ hasText: "Search Codebase" }).waitFor({ state: "visible", timeout: 10_000 });
+      await page.locator(".quick-input-widget input").fill(`helper_${SEARCH_FOR}`);
+      const file = `module_${SEARCH_FOR}.py`;
+      // The first search loads the embedding model in the server: slow once on a busy machine.
+      const row = page.locator(".quick-input-list .monaco-list-row").filter({ hasText: file }).first();
+      await row.waitFor({ state: "visible", timeout: 90_000 });
+      const rowText = (await row.innerText()).replace(/\s+/g, " ");
+      const line = Number(new RegExp(`${file.replace(".", "\\.")}:(\\d+)`).exec(rowText)?.[1]);
+      if (!Number.isInteger(line)) throw new Error(`the result names no line: "${rowText}"`);
+      await row.click();
+      await page.locator(".tabs-container .tab.active").filter({ hasText: file }).waitFor({ state: "visible", timeout: 15_000 });
+      // The editor opens first and takes the hit's selection a moment later: wait for the cursor to land.
+      let cursor = "";
+      await waitFor(`the cursor on line ${line}`, async () => {
+        cursor = await page.locator('[id="status.editor.selection"]').first().innerText({ timeout: 2000 });
+        return Number(/Ln (\d+)/.exec(cursor)?.[1]) === line;
+      }, 10_000).catch(() => {
+        throw new Error(`the editor is at "${cursor}", the result said line ${line}`);
+      });
+      const lines = readFileSync(join(ws, "pkg", file), "utf8").split("\n");
+      const shown = lines.slice(line - 1, line + 4).join("\n");
+      if (!shown.includes(`helper_${SEARCH_FOR}`)) throw new Error(`line ${line} of ${file} is not the function: ${shown}`);
+      return `"${rowText.trim()}" opened at ${cursor.trim()}`;
+    });
+
+    await check("Reindex Workspace runs an indexing pass", async () => {
+      const ends = () => (extLogs().match(/progress \S+ end/g) ?? []).length;
+      const endsBefore = ends();
+      const mark = await page.evaluate(() => window.__codectxStatus.length);
+      await runCommand("codectx: Reindex Workspace");
+      await waitFor("'reindex requested' in the codectx output log", () => /reindex requested/.test(extLogs()), 30_000);
+      await waitFor("a finished indexing pass in the codectx output log", () => ends() > endsBefore, 120_000, 500);
+      const seen = (await page.evaluate((from) => window.__codectxStatus.slice(from), mark)).find((t) => /indexing/.test(t));
+      await waitFor("the status bar to leave indexing", async () => !/indexing/.test(await statusText()), 60_000, 500);
+      return seen ? `status bar showed "${seen.trim()}", then the pass ended` : "the pass began and ended (too quick for the status bar)";
     });
 
     await check("typing shows a codectx inline suggestion and Tab accepts it", async () => {
@@ -372,6 +435,30 @@ async function main() {
       if (/VERIFICATION FAILED/.test(text)) throw new Error(`audit chain not verified: ${text.slice(0, 300)}`);
       if (!text.includes(`${backend.url}/chat/completions`)) throw new Error(`the refactor request is not listed: ${text.slice(0, 600)}`);
       return text.split("\n")[1];
+    });
+
+    await check("codectx.trace.server verbose shows the protocol trace", async () => {
+      const trace = await waitFor("the codectx trace channel's log", () => {
+        const text = readAll(findFiles(logsDir, (p) => /codectx trace/.test(p) && p.endsWith(".log")));
+        return /Sending request 'initialize/.test(text) && text;
+      }, 20_000);
+      // Verbose: the messages' contents, not just their names; and the custom requests are there too.
+      if (!/Params: \{/.test(trace)) throw new Error("the trace has no message contents (verbose)");
+      if (!/codectx\/health/.test(trace)) throw new Error("the trace does not show the codectx/health request");
+      return `${trace.split("\n").length} lines, initialize and codectx/health with their params`;
+    });
+
+    await check("with the backend stopped, Check Backend shows an offline warning", async () => {
+      const probes = backend.gets.length;
+      await backend.close();
+      await runCommand("codectx: Check Backend");
+      const text = await waitFor("'offline' in the status bar", async () => {
+        const t = await statusText();
+        return /offline/.test(t) && t;
+      }, 30_000, 500);
+      const toast = page.locator(".notifications-toasts .notification-list-item-message").filter({ hasText: "unreachable" }).first();
+      await toast.waitFor({ state: "visible", timeout: 10_000 });
+      return `status bar "${text.trim()}" after ${probes} GET /v1/models while it ran; notification "${(await toast.innerText()).trim()}"`;
     });
   } finally {
     const failed = results.some((r) => !r.ok) || results.length < CHECKS;

@@ -16,6 +16,7 @@ import {
   searchArgs,
   validateInstruction,
 } from "./commandArgs";
+import { type BackendHealth, checkSummary } from "./backendHealth";
 import { parseContextRecord, renderContext } from "./contextView";
 import type { ReadOnlyDocuments } from "./documents";
 import type { ApiKeyStore } from "./secrets";
@@ -28,6 +29,8 @@ export interface CommandDeps {
   apiKey: ApiKeyStore;
   log: vscode.LogOutputChannel;
   settings(): ExtensionSettings;
+  /** Probe the backend now through the language server. */
+  checkBackend(): Promise<{ health: BackendHealth | undefined; probeSupported: boolean }>;
   togglePaused(): boolean;
 }
 
@@ -69,7 +72,11 @@ function folderUris(): string[] {
 async function openLocation(hit: SearchHit, client: LanguageClient): Promise<void> {
   const range = client.protocol2CodeConverter.asRange(hit.location.range);
   const doc = await vscode.workspace.openTextDocument(vscode.Uri.parse(hit.location.uri));
-  await vscode.window.showTextDocument(doc, { selection: range });
+  const editor = await vscode.window.showTextDocument(doc);
+  // The hit stays selected with the cursor on its first line, where the user starts reading
+  // (showTextDocument's own `selection` would leave the cursor at the end).
+  editor.selection = new vscode.Selection(range.end, range.start);
+  editor.revealRange(range, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
 }
 
 async function searchCodebase(deps: CommandDeps): Promise<void> {
@@ -197,12 +204,30 @@ async function readAuditLog(deps: CommandDeps): Promise<void> {
   await deps.documents.show("audit-log.txt", `codectx audit log (last ${AUDIT_ENTRIES} requests)\n${verdict}\n\n${body}`, "plaintext");
 }
 
+async function checkBackend(deps: CommandDeps): Promise<void> {
+  deps.server.require();
+  const { health, probeSupported } = await vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Window, title: "codectx: checking the model server" },
+    () => deps.checkBackend(),
+  );
+  const summary = checkSummary(health, probeSupported);
+  deps.log.info(summary.message);
+  if (summary.severity === "info") {
+    void vscode.window.showInformationMessage(summary.message);
+    return;
+  }
+  const choice = await vscode.window.showWarningMessage(summary.message, "Open Settings", "Show Output");
+  if (choice === "Open Settings") await vscode.commands.executeCommand("workbench.action.openSettings", "codectx.backend");
+  if (choice === "Show Output") deps.log.show();
+}
+
 async function showMenu(deps: CommandDeps): Promise<void> {
   const paused = deps.settings().completionEnabled ? "" : " (off in settings)";
   const entries: [string, string][] = [
     ["$(debug-pause) Pause/Resume Inline Completions" + paused, "codectx.toggleCompletions"],
     ["$(search) Search Codebase", "codectx.searchCodebase"],
     ["$(refresh) Reindex Workspace", "codectx.reindexWorkspace"],
+    ["$(pulse) Check Backend", "codectx.checkBackend"],
     ["$(eye) Show Context Sent", "codectx.showContextSent"],
     ["$(book) Show Audit Log", "codectx.showAuditLog"],
     ["$(key) Set API Key", "codectx.setApiKey"],
@@ -247,6 +272,7 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
       vscode.window.setStatusBarMessage(`codectx: inline completions ${paused ? "paused" : "resumed"}`, 3000);
       return Promise.resolve();
     }),
+    reg("codectx.checkBackend", () => checkBackend(deps)),
     reg("codectx.restartServer", () => deps.server.restart()),
     reg("codectx.showOutput", () => Promise.resolve(log.show())),
     reg("codectx.showMenu", () => showMenu(deps)),

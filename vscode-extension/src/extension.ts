@@ -1,6 +1,7 @@
 /** Entry point: wires settings, the language server, the status bar and the commands together. */
 import * as vscode from "vscode";
 
+import { healthFromMessage } from "./backendHealth";
 import { registerCommands } from "./commands";
 import { completionMiddleware } from "./completions";
 import { ReadOnlyDocuments } from "./documents";
@@ -8,7 +9,6 @@ import { HealthMonitor } from "./health";
 import { ApiKeyStore } from "./secrets";
 import { ServerManager } from "./server";
 import { type ExtensionSettings, type Inspect, needsRestart, readSettings } from "./settings";
-import { healthFromMessage } from "./status";
 import { StatusBar } from "./statusBar";
 
 const PAUSED_KEY = "codectx.completionsPaused";
@@ -27,6 +27,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const status = new StatusBar(settings.completionEnabled, paused);
   const documents = new ReadOnlyDocuments();
   const apiKey = new ApiKeyStore(context.secrets);
+  const health = new HealthMonitor({
+    current: () => status.current.backend,
+    model: () => settings.backendModel || undefined,
+    intervalSec: () => settings.healthIntervalSec,
+    update: (backend) => status.setBackend(backend),
+    updateIndex: (index) => status.setIndex(index),
+    log,
+  });
 
   const server = new ServerManager(log, {
     settings: () => settings,
@@ -39,7 +47,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       answered: (count, where) => {
         if (count === 0) return;
         log.info(`inline suggestion: ${where}`);
-        status.setBackend({ reachable: true, model: settings.backendModel || undefined });
+        health.inferred({ state: "ok", model: settings.backendModel || undefined, probed: false });
       },
     }),
     onState: (state, detail) => {
@@ -51,8 +59,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       if (value.kind !== "report") log.info(`progress ${token} ${value.kind}: ${value.kind === "begin" ? value.title : (value.message ?? "")}`);
     },
     onMessage: (type, message) => {
-      const health = healthFromMessage(message);
-      if (health) status.setBackend(health);
+      const inferred = healthFromMessage(message);
+      if (inferred) health.inferred(inferred);
       log.info(`server message: ${message}`);
       const show =
         type === 1 ? vscode.window.showErrorMessage : type === 2 ? vscode.window.showWarningMessage : vscode.window.showInformationMessage;
@@ -60,24 +68,21 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     },
   });
 
-  const health = new HealthMonitor(
-    server,
-    () => status.current.backend,
-    () => settings.backendModel || undefined,
-    (h) => status.setBackend(h),
-  );
+  health.follow(server);
   running = server;
   context.subscriptions.push(
     log,
     status,
     documents,
     health,
+    server.traceChannel,
     ...registerCommands({
       server,
       documents,
       apiKey,
       log,
       settings: () => settings,
+      checkBackend: async () => ({ health: await health.probe(), probeSupported: health.probeSupported }),
       togglePaused: () => {
         paused = !paused;
         void context.globalState.update(PAUSED_KEY, paused);
@@ -90,6 +95,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       const before = settings;
       settings = readSettings(inspectorFor());
       status.setCompletions(settings.completionEnabled, paused);
+      server.traceChannel.setSetting(settings.trace);
+      if (before.healthIntervalSec !== settings.healthIntervalSec) health.reschedule();
       if (needsRestart(before, settings)) await server.restart();
       else await server.pushSettings();
     }),

@@ -15,13 +15,13 @@ import {
   type ServerOptions,
   ShowMessageNotification,
   State,
-  Trace,
 } from "vscode-languageclient/node";
 
 import { ProgressFeature, type ProgressValue } from "./progress";
 import { RestartPolicy } from "./restartPolicy";
 import { type ExtensionSettings, type Inspect, resolveServerCommand, toFolderSettings, toServerSettings } from "./settings";
 import type { ServerState } from "./status";
+import { TraceChannel } from "./traceChannel";
 
 export interface ServerHooks {
   settings(): ExtensionSettings;
@@ -41,14 +41,22 @@ export class ServerManager implements vscode.Disposable {
   /** The current generation reached the running state (a failed start is not a crash). */
   private running = false;
   private restartTimer: NodeJS.Timeout | undefined;
-  private trace: vscode.LogOutputChannel | undefined;
+  /** Shared by every client generation, so the trace reads as one log across restarts. */
+  private readonly trace: TraceChannel;
   private readonly policy = new RestartPolicy();
   private readonly listeners = new Set<(client: LanguageClient | undefined) => void>();
 
   constructor(
     private readonly log: vscode.LogOutputChannel,
     private readonly hooks: ServerHooks,
-  ) {}
+  ) {
+    this.trace = new TraceChannel("codectx trace", hooks.settings().trace, (name) => vscode.window.createOutputChannel(name));
+  }
+
+  /** The protocol-trace channel; follows `codectx.trace.server` without a restart. */
+  get traceChannel(): TraceChannel {
+    return this.trace;
+  }
 
   get current(): LanguageClient | undefined {
     return this.client?.state === State.Running ? this.client : undefined;
@@ -94,8 +102,8 @@ export class ServerManager implements vscode.Disposable {
     const clientOptions: LanguageClientOptions = {
       documentSelector: [{ scheme: "file" }],
       outputChannel: this.log,
-      // Protocol traces (codectx.trace.server) go to their own plain channel: the log channel would filter them out.
-      traceOutputChannel: settings.trace === "off" ? undefined : (this.trace ??= vscode.window.createOutputChannel("codectx trace", { log: true })),
+      // The client traces only while this channel's level is Trace; TraceChannel takes that level from codectx.trace.server.
+      traceOutputChannel: this.trace,
       initializationOptions: toServerSettings(settings),
       middleware: {
         ...this.hooks.middleware,
@@ -132,9 +140,6 @@ export class ServerManager implements vscode.Disposable {
     this.log.info(`starting ${server.display}`);
     try {
       await client.start();
-      if (settings.trace !== "off") {
-        await client.setTrace(settings.trace === "verbose" ? Trace.Verbose : Trace.Messages);
-      }
     } catch (err) {
       if (generation !== this.generation) return;
       const reason = err instanceof Error ? err.message : String(err);
@@ -191,7 +196,7 @@ export class ServerManager implements vscode.Disposable {
 
   dispose(): void {
     void this.stop();
-    this.trace?.dispose();
+    this.trace.dispose();
   }
 
   private crashed(generation: number): void {

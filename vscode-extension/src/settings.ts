@@ -27,6 +27,8 @@ export interface ExtensionSettings {
   neverSend: string[];
   redact: boolean;
   trace: "off" | "messages" | "verbose";
+  /** Seconds between backend probes while the window is focused; 0: only on start and on request. */
+  healthIntervalSec: number;
 }
 
 export const DEFAULTS: ExtensionSettings = {
@@ -39,6 +41,7 @@ export const DEFAULTS: ExtensionSettings = {
   neverSend: [],
   redact: true,
   trace: "off",
+  healthIntervalSec: 60,
 };
 
 /** Keys that could send code elsewhere, weaken privacy or run a program: user level only. */
@@ -93,6 +96,7 @@ export function readSettings(inspect: Inspect): ExtensionSettings {
     neverSend: stringList(userLevel(inspect, "privacy.neverSend")),
     redact: userLevel<boolean>(inspect, "privacy.redact") !== false,
     trace: trace === "messages" || trace === "verbose" ? trace : "off",
+    healthIntervalSec: clampInt(anyLevel(inspect, "health.intervalSeconds"), DEFAULTS.healthIntervalSec, 0, 86_400),
   };
 }
 
@@ -176,7 +180,6 @@ export function resolveCliCommand(s: ExtensionSettings): { command: string; args
 export function needsRestart(before: ExtensionSettings, after: ExtensionSettings): boolean {
   return (
     JSON.stringify(before.serverCommand) !== JSON.stringify(after.serverCommand) ||
-    before.serverInterpreter !== after.serverInterpreter ||
-    before.trace !== after.trace
+    before.serverInterpreter !== after.serverInterpreter
   );
 }

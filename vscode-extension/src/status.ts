@@ -3,6 +3,7 @@
  * health and whether completions are paused, reduced to one text, tooltip and
  * severity. Pure, so every combination can be tested.
  */
+import { type BackendHealth, backendLine, type IndexHealth, indexLine, shortModel } from "./backendHealth";
 
 export type ServerState = "starting" | "running" | "restarting" | "stopped" | "failed" | "restricted";
 
@@ -12,16 +13,12 @@ export interface IndexingState {
   percentage?: number;
 }
 
-export interface BackendHealth {
-  reachable: boolean;
-  model?: string;
-  detail?: string;
-}
-
 export interface StatusState {
   server: ServerState;
   indexing?: IndexingState;
   backend?: BackendHealth;
+  /** The server's own view of the index (from `codectx/health`); progress drives the text, this the tooltip. */
+  index?: IndexHealth;
   completionsEnabled: boolean;
   completionsPaused: boolean;
 }
@@ -69,20 +66,19 @@ export function renderStatus(state: StatusState): StatusView {
     lines.push(`${state.indexing.title}${state.indexing.message ? `: ${state.indexing.message}` : ""}`);
   }
 
-  if (state.backend) {
-    if (state.backend.reachable) {
-      lines.push(`Model server reachable${state.backend.model ? `: ${state.backend.model}` : ""}`);
-    } else {
-      lines.push(`Model server unreachable${state.backend.detail ? `: ${state.backend.detail}` : ""}`);
-      if (state.server === "running") {
-        severity = "warning";
-        if (!state.indexing) {
-          icon = "$(warning)";
-          suffix = " offline";
-        }
+  const backend = state.backend;
+  if (backend) {
+    lines.push(backendLine(backend));
+    const bad = backend.state === "unreachable" || backend.state === "error";
+    if (bad && state.server === "running") {
+      severity = "warning";
+      if (!state.indexing) {
+        icon = "$(warning)";
+        suffix = backend.state === "unreachable" ? " offline" : " backend error";
       }
     }
   }
+  if (state.index && state.server === "running") lines.push(indexLine(state.index));
 
   if (!state.completionsEnabled) {
     lines.push("Inline completions off (setting codectx.completion.enabled)");
@@ -94,6 +90,10 @@ export function renderStatus(state: StatusState): StatusView {
     }
   } else {
     lines.push("Inline completions on");
+  }
+  // A healthy backend names its model, so the user sees at a glance what answers.
+  if (state.server === "running" && suffix === "" && backend?.state === "ok" && backend.model) {
+    suffix = ` ${shortModel(backend.model)}`;
   }
   lines.push("Click for codectx actions");
   return { text: `${icon} codectx${suffix}`, tooltip: lines.join("\n"), severity };
@@ -116,26 +116,4 @@ export function applyProgress(
     message: value.message ?? base.message,
     percentage: value.percentage ?? base.percentage,
   };
-}
-
-/** A server message about the model server, as backend health; undefined when it is about something else. */
-export function healthFromMessage(message: string): BackendHealth | undefined {
-  const text = message.replace(/^codectx:\s*/, "");
-  const m = /^no AI suggestions:\s*(.*)$/is.exec(text);
-  if (m) return { reachable: false, detail: m[1]?.trim() || undefined };
-  if (/\b(backend|model server)\b.*\b(unreachable|refused|timed? ?out|failed|down)\b/i.test(text)) {
-    return { reachable: false, detail: text };
-  }
-  return undefined;
-}
-
-/**
- * Backend health after a `codectx.status` answer. The server only knows about a
- * problem (`backend_problem`); a cleared problem means the backend answered again.
- */
-export function healthFromStatus(raw: unknown, current: BackendHealth | undefined, model?: string): BackendHealth | undefined {
-  const problem = (raw as { backend_problem?: unknown } | null)?.backend_problem;
-  if (problem === true) return current && !current.reachable ? current : { reachable: false };
-  if (problem === false && current && !current.reachable) return { reachable: true, model };
-  return current;
 }

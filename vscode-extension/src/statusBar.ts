@@ -1,7 +1,8 @@
 /** The codectx status-bar item: renders the state kept here with status.ts. */
 import * as vscode from "vscode";
 
-import { applyProgress, type BackendHealth, renderStatus, type ServerState, type StatusState } from "./status";
+import type { BackendHealth, IndexHealth } from "./backendHealth";
+import { applyProgress, renderStatus, type ServerState, type StatusState } from "./status";
 import type { ProgressValue } from "./progress";
 
 export class StatusBar implements vscode.Disposable {
@@ -23,11 +24,17 @@ export class StatusBar implements vscode.Disposable {
 
   setServer(server: ServerState): void {
     if (server !== "running") this.indexing.clear();
-    this.update({ server, indexing: server === "running" ? this.state.indexing : undefined });
+    // A stopped or new server knows nothing yet about the backend or the index: drop the old answers.
+    const fresh = server === "running" ? {} : { backend: undefined, index: undefined };
+    this.update({ server, indexing: server === "running" ? this.state.indexing : undefined, ...fresh });
   }
 
   setBackend(backend: BackendHealth | undefined): void {
     this.update({ backend });
+  }
+
+  setIndex(index: IndexHealth | undefined): void {
+    this.update({ index });
   }
 
   setCompletions(enabled: boolean, paused: boolean): void {

@@ -77,6 +77,15 @@ describe("readSettings", () => {
     expect(readSettings(layers({ "completion.debounceMs": { globalValue: 99999 } })).debounceMs).toBe(5000);
     expect(readSettings(layers({ "completion.debounceMs": { globalValue: Number.NaN } })).debounceMs).toBe(75);
   });
+
+  it("reads the health-check interval, 0 meaning off, clamped to a day", () => {
+    expect(readSettings(layers({})).healthIntervalSec).toBe(60);
+    expect(readSettings(layers({ "health.intervalSeconds": { globalValue: 0 } })).healthIntervalSec).toBe(0);
+    expect(readSettings(layers({ "health.intervalSeconds": { workspaceValue: 15.4 } })).healthIntervalSec).toBe(15);
+    expect(readSettings(layers({ "health.intervalSeconds": { globalValue: -3 } })).healthIntervalSec).toBe(0);
+    expect(readSettings(layers({ "health.intervalSeconds": { globalValue: 1e9 } })).healthIntervalSec).toBe(86_400);
+    expect(readSettings(layers({ "health.intervalSeconds": { globalValue: "often" } })).healthIntervalSec).toBe(60);
+  });
 });
 
 describe("toServerSettings", () => {
@@ -142,5 +151,7 @@ describe("server command", () => {
     expect(needsRestart(DEFAULTS, { ...DEFAULTS, completionEnabled: false })).toBe(false);
     expect(needsRestart(DEFAULTS, { ...DEFAULTS, serverCommand: ["/x", "lsp"] })).toBe(true);
     expect(needsRestart(DEFAULTS, { ...DEFAULTS, serverInterpreter: "/py" })).toBe(true);
+    // The trace channel follows codectx.trace.server by itself; no restart needed.
+    expect(needsRestart(DEFAULTS, { ...DEFAULTS, trace: "verbose" })).toBe(false);
   });
 });

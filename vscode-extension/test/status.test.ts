@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { applyProgress, healthFromMessage, healthFromStatus, renderStatus, type StatusState } from "../src/status";
+import { applyProgress, renderStatus, type StatusState } from "../src/status";
 
 const base: StatusState = { server: "running", completionsEnabled: true, completionsPaused: false };
 
@@ -20,17 +20,58 @@ describe("renderStatus", () => {
     expect(renderStatus({ ...base, indexing: { title: "t" } }).text).toBe("$(sync~spin) codectx indexing");
   });
 
-  it("reports an unreachable backend as a warning", () => {
-    const view = renderStatus({ ...base, backend: { reachable: false, detail: "connection refused" } });
+  it("reports an unreachable backend as a warning item, with the error in the tooltip", () => {
+    const view = renderStatus({
+      ...base,
+      backend: { state: "unreachable", endpoint: "http://127.0.0.1:9/v1", detail: "connection refused", probed: true },
+    });
     expect(view.text).toBe("$(warning) codectx offline");
     expect(view.severity).toBe("warning");
-    expect(view.tooltip).toContain("Model server unreachable: connection refused");
+    expect(view.tooltip).toContain("Model server unreachable at http://127.0.0.1:9/v1: connection refused");
   });
 
-  it("names the model when the backend is reachable", () => {
-    const view = renderStatus({ ...base, backend: { reachable: true, model: "qwen-coder" } });
-    expect(view.tooltip).toContain("Model server reachable: qwen-coder");
+  it("reports a backend error apart from unreachable", () => {
+    const view = renderStatus({ ...base, backend: { state: "error", detail: "HTTP 401: bad key", probed: true } });
+    expect(view.text).toBe("$(warning) codectx backend error");
+    expect(view.severity).toBe("warning");
+    expect(view.tooltip).toContain("answered with an error: HTTP 401: bad key");
+  });
+
+  it("names the model in the item when the backend is ok", () => {
+    const view = renderStatus({
+      ...base,
+      backend: { state: "ok", model: "Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8", endpoint: "http://gpu:8000/v1", latencyMs: 12.4, probed: true },
+    });
+    expect(view.text).toBe("$(sparkle) codectx Qwen3-Coder-30B-A3B-Instruct-FP8");
     expect(view.severity).toBe("normal");
+    expect(view.tooltip).toContain("Model server OK: Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8 at http://gpu:8000/v1 (12 ms");
+  });
+
+  it("lets indexing, pause and server trouble take the text before the model name", () => {
+    const ok = { state: "ok" as const, model: "m1", probed: true };
+    expect(renderStatus({ ...base, backend: ok, indexing: { title: "t", percentage: 10 } }).text).toBe("$(sync~spin) codectx indexing 10%");
+    expect(renderStatus({ ...base, backend: ok, completionsPaused: true }).text).toBe("$(debug-pause) codectx paused");
+    expect(renderStatus({ ...base, backend: ok, server: "failed" }).text).toBe("$(error) codectx");
+    // Unreachable while indexing: the progress stays in the text, the warning in the colour.
+    const both = renderStatus({ ...base, backend: { state: "unreachable", probed: true }, indexing: { title: "t", percentage: 50 } });
+    expect(both.text).toBe("$(sync~spin) codectx indexing 50%");
+    expect(both.severity).toBe("warning");
+  });
+
+  it("keeps disabled and unknown backends plain", () => {
+    const disabled = renderStatus({ ...base, backend: { state: "disabled", detail: "privacy.offline is on", probed: true } });
+    expect(disabled.text).toBe("$(sparkle) codectx");
+    expect(disabled.severity).toBe("normal");
+    expect(disabled.tooltip).toContain("Model server disabled: nothing is sent: privacy.offline is on");
+    const unknown = renderStatus({ ...base, backend: { state: "unknown", probed: true } });
+    expect(unknown.text).toBe("$(sparkle) codectx");
+    expect(unknown.tooltip).toContain("not checked yet");
+  });
+
+  it("adds the index state to the tooltip only while the server runs", () => {
+    const index = { state: "ready" as const, files: 42, chunks: 120, vectorsPending: 3 };
+    expect(renderStatus({ ...base, index }).tooltip).toContain("Index: ready (42 files, 120 chunks, 3 vectors pending)");
+    expect(renderStatus({ ...base, server: "stopped", index }).tooltip).not.toContain("Index:");
   });
 
   it("distinguishes paused from switched off", () => {
@@ -59,35 +100,5 @@ describe("applyProgress", () => {
     s = applyProgress(s, { kind: "report", message: "6/10 files" });
     expect(s?.percentage).toBe(50);
     expect(applyProgress(s, { kind: "end" })).toBeUndefined();
-  });
-});
-
-describe("healthFromMessage", () => {
-  it("recognises the server's backend failure notice", () => {
-    expect(healthFromMessage("codectx: no AI suggestions: cannot reach http://127.0.0.1:9/v1")).toEqual({
-      reachable: false,
-      detail: "cannot reach http://127.0.0.1:9/v1",
-    });
-    expect(healthFromMessage("codectx: model server unreachable at http://x")?.reachable).toBe(false);
-  });
-
-  it("ignores messages about other things", () => {
-    expect(healthFromMessage("codectx: setting ignored: unknown key 'lsp.x'")).toBeUndefined();
-  });
-});
-
-describe("healthFromStatus", () => {
-  it("marks a reported backend problem as unreachable, keeping the known detail", () => {
-    expect(healthFromStatus({ backend_problem: true }, undefined)).toEqual({ reachable: false });
-    const known = { reachable: false, detail: "connection refused" };
-    expect(healthFromStatus({ backend_problem: true }, known)).toBe(known);
-  });
-
-  it("shows recovery once the problem is cleared, and leaves other states alone", () => {
-    expect(healthFromStatus({ backend_problem: false }, { reachable: false }, "m")).toEqual({ reachable: true, model: "m" });
-    const fine = { reachable: true, model: "m" };
-    expect(healthFromStatus({ backend_problem: false }, fine)).toBe(fine);
-    expect(healthFromStatus({ backend_problem: false }, undefined)).toBeUndefined();
-    expect(healthFromStatus(null, fine)).toBe(fine);
   });
 });

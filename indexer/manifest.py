@@ -1,0 +1,136 @@
+"""What the last complete index run saw, readable without opening LanceDB.
+
+`codectx index` on an unchanged workspace should answer at once, but importing
+LanceDB alone takes about two seconds. So every complete run ends by writing
+`manifest.json` beside the tables: each indexed file's size and mtime, a
+fingerprint of the settings that shape the index, and the run's summary. The
+CLI walks the workspace (cheap: unchanged files are not opened) and compares;
+only when something differs does it load the indexer proper.
+
+Every write to the index deletes the manifest first, so a run killed midway,
+or a save re-indexed by the language server, never leaves a stale "up to date".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from codectx.indexer.report import IndexReport
+
+from codectx.settings import Settings
+
+MANIFEST_FILE = "manifest.json"
+JOURNAL_FILE = "journal.json"  # the store's record of a write in progress
+FORMAT = 1
+# The index's on-disk schema (checked against meta.json by the store); here so the quick check can
+# tell an index that needs a rebuild without importing the store.
+SCHEMA_VERSION = 1
+# Keys that do not change what is indexed: how vectors are computed, whether this run embeds.
+_RUNTIME_KEYS = ("embed", "embed_backend", "embed_batch_size", "index_dir")
+# Summary fields carried from the last run into a quick report.
+_CARRIED = (
+    "files",
+    "chunks",
+    "chunks_per_language",
+    "skipped",
+    "model_id",
+    "embed_backend",
+    "vectors_pending",
+)
+
+
+def fingerprint(settings: Settings) -> str:
+    """A hash of every setting that changes which files are indexed and how they are chunked."""
+    shaping = {k: v for k, v in sorted(settings.index.as_dict().items()) if k not in _RUNTIME_KEYS}
+    blob = json.dumps({"schema": SCHEMA_VERSION, "index": shaping}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Manifest:
+    fingerprint: str
+    files: dict[str, tuple[int, int]]  # path -> (size, mtime_ns) of every indexed file
+    embedded: bool  # vectors complete for `report["model_id"]`
+    report: dict[str, Any]
+
+    @staticmethod
+    def path(index_dir: Path) -> Path:
+        return index_dir / MANIFEST_FILE
+
+    @classmethod
+    def read(cls, index_dir: Path) -> Manifest | None:
+        """The manifest, or None when missing, unreadable or of another format (never raises)."""
+        try:
+            data = json.loads(cls.path(index_dir).read_text(encoding="utf-8"))
+            if data.get("format") != FORMAT:
+                return None
+            files = {p: (int(v[0]), int(v[1])) for p, v in data["files"].items()}
+            return cls(str(data["fingerprint"]), files, bool(data["embedded"]), dict(data["report"]))
+        except (OSError, ValueError, KeyError, TypeError, IndexError):
+            return None
+
+    def write(self, index_dir: Path) -> None:
+        """Write atomically (temp file, then rename)."""
+        data = {
+            "format": FORMAT,
+            "fingerprint": self.fingerprint,
+            "embedded": self.embedded,
+            "report": self.report,
+            "files": {p: list(v) for p, v in sorted(self.files.items())},
+        }
+        target = self.path(index_dir)
+        tmp = target.with_name(f".{MANIFEST_FILE}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
+        os.replace(tmp, target)
+
+    @classmethod
+    def drop(cls, index_dir: Path) -> None:
+        """Forget the manifest: called before any write to the index."""
+        try:
+            cls.path(index_dir).unlink()
+        except FileNotFoundError:
+            pass
+
+
+def summary(report: IndexReport) -> dict[str, Any]:
+    return {key: getattr(report, key) for key in _CARRIED}
+
+
+def quick_check(root: Path, settings: Settings, embed: bool) -> IndexReport | None:
+    """The report of a no-op run if nothing changed since the last complete run, else None.
+
+    Walks the workspace like a real run would (so new, deleted and ignored files count) but
+    opens no unchanged file and never imports LanceDB. `embed`: this run wants vectors.
+    """
+    from codectx.indexer.discovery import discover
+
+    index_dir = settings.index_dir()
+    manifest = Manifest.read(index_dir)
+    if manifest is None or manifest.fingerprint != fingerprint(settings):
+        return None
+    if embed and not (manifest.embedded and not manifest.report.get("vectors_pending")):
+        return None
+    if (index_dir / JOURNAL_FILE).exists():
+        return None  # an interrupted write waits to be rolled back
+    found = discover(root, settings, known=manifest.files)
+    if not _same(found.files, manifest.files):
+        return None
+    report = IndexReport(root=str(root), index_dir=str(index_dir), quick=True)
+    for key, value in manifest.report.items():
+        if key in _CARRIED:
+            setattr(report, key, value)
+    report.unchanged = len(found.files)
+    report.skipped = found.skipped_by_reason()
+    return report
+
+
+def _same(found: Any, files: Mapping[str, tuple[int, int]]) -> bool:
+    if len(found) != len(files):
+        return False
+    return all(files.get(sf.path) == (sf.size, sf.mtime_ns) for sf in found)
