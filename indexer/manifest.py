@@ -27,6 +27,7 @@ from codectx.settings import Settings
 
 MANIFEST_FILE = "manifest.json"
 JOURNAL_FILE = "journal.json"  # the store's record of a write in progress
+META_FILE = "meta.json"  # the store's schema version and model
 FORMAT = 1
 # The index's on-disk schema (checked against meta.json by the store); here so the quick check can
 # tell an index that needs a rebuild without importing the store.
@@ -118,6 +119,12 @@ def quick_check(root: Path, settings: Settings, embed: bool) -> IndexReport | No
         return None
     if (index_dir / JOURNAL_FILE).exists():
         return None  # an interrupted write waits to be rolled back
+    try:
+        meta = json.loads((index_dir / META_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(meta, dict) or meta.get("schema_version") != SCHEMA_VERSION:
+        return None  # an older or damaged index: the store rebuilds it
     found = discover(root, settings, known=manifest.files)
     if not _same(found.files, manifest.files):
         return None

@@ -22,7 +22,7 @@ from codectx.indexer.discovery import SourceFile, discover, is_never_index, snif
 from codectx.indexer.embedder import Embedder
 from codectx.indexer.errors import IndexCorrupt, IndexSchemaMismatch
 from codectx.indexer.lock import IndexLock
-from codectx.indexer.manifest import Manifest, fingerprint, summary
+from codectx.indexer.manifest import Manifest, fingerprint, quick_check, summary
 from codectx.indexer.parse import parse_file
 from codectx.indexer.report import IndexReport, ProgressEvent, ProgressFn
 
@@ -230,6 +230,12 @@ def index_workspace(
     lock.acquire(lock_wait_s)
     try:
         t0 = time.perf_counter()
+        wants_vectors = bool(settings.index.embed) if embed is None else embed
+        quick = quick_check(root, settings, wants_vectors)
+        if quick is not None:  # nothing changed since the last complete run
+            quick.timings["total"] = time.perf_counter() - t0
+            _emit(progress, "done", quick.files, quick.files)
+            return quick
         store = open_for_write(index_dir, report)
         _emit(progress, "discover", 0, 0)
         records = store.file_records()

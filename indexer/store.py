@@ -40,12 +40,11 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 from codectx.indexer.errors import IndexCorrupt, IndexNotFound, IndexSchemaMismatch
-from codectx.indexer.manifest import JOURNAL_FILE, SCHEMA_VERSION, Manifest
+from codectx.indexer.manifest import JOURNAL_FILE, META_FILE, SCHEMA_VERSION, Manifest
 from codectx.indexer.model import Chunk, Definition, Import, Reference
 from codectx.indexer.textsearch import chunk_search_text, query_text
 from lancedb.index import FTS
 
-META_FILE = "meta.json"
 # Rebuild the FTS index once this share of rows is unindexed (they are still searched, just slower).
 FTS_REBUILD_SHARE = 0.1
 FTS_REBUILD_MIN_ROWS = 2000
@@ -340,6 +339,35 @@ class IndexStore:
         if columns:
             query = query.select(columns)
         return query.limit(None).to_arrow().to_pylist()  # type: ignore[no-any-return]
+
+    # Bulk reads for in-memory views (the retriever's snapshot): one scan instead of many lookups.
+
+    def rows(
+        self, table: str, columns: list[str] | None = None, where: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Every row of `chunks`, `symbols` or `files` (optionally filtered by a SQL `where`)."""
+        if table not in ("chunks", "symbols", "files"):
+            raise ValueError(f"no table {table!r}")
+        return self._scan(table, where, columns)
+
+    def table_versions(self) -> tuple[int, ...]:
+        """Versions of the symbols, files and chunks tables: any write moves at least one."""
+        return tuple(int(self._table(name).version) for name in ("symbols", "files", "chunks"))
+
+    def vector_matrix(self, model_id: str) -> tuple[list[str], np.ndarray] | None:
+        """All vectors of a model: (content hashes, float32 matrix with one row each), or None."""
+        table = self._vectors(model_id)
+        if table is None:
+            return None
+        data = table.search().select(["content_hash", "vector"]).limit(None).to_arrow()
+        hashes = data.column("content_hash").to_pylist()
+        flat = data.column("vector").combine_chunks()
+        dims = flat.type.list_size
+        values = flat.values.to_numpy(zero_copy_only=False)
+        return hashes, np.asarray(values, dtype=np.float32).reshape(-1, dims)
+
+    def row_count(self, table: str) -> int:
+        return int(self._table(table).count_rows())
 
     def fts_search(
         self,

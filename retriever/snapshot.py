@@ -24,11 +24,11 @@ MAX_FILES_CACHED = 2048
 
 
 def _versions(store: Any) -> tuple[Any, ...]:
-    table = getattr(store, "_table", None)
-    if table is None:
+    versions = getattr(store, "table_versions", None)
+    if versions is None:
         return ()
     try:
-        return tuple(table(name).version for name in ("symbols", "files", "chunks"))
+        return tuple(versions())
     except Exception:
         return ()
 
@@ -77,7 +77,7 @@ class IndexSnapshot:
                 self._lexical = None
 
     def _files(self) -> dict[str, tuple[float, list[Import]]]:
-        rows = self.store._scan("files", None, ["path", "indexed_at", "imports"])
+        rows = self.store.rows("files", ["path", "indexed_at", "imports"])
         return {r["path"]: (float(r["indexed_at"] or 0.0), _imports_from_json(r["imports"])) for r in rows}
 
     def _chunks_of(
@@ -90,7 +90,7 @@ class IndexSnapshot:
         batches = [None] if paths is None else [paths[i : i + 500] for i in range(0, len(paths), 500)]
         for batch in batches:
             where = None if batch is None else "path IN (" + ", ".join(_sql(p) for p in batch) + ")"
-            for row in self.store._scan("chunks", where, columns):
+            for row in self.store.rows("chunks", columns, where):
                 chunk = Chunk(**{n: row[n] for n in names})
                 out.setdefault(row["path"], []).append(chunk)
                 if texts is not None:
@@ -106,7 +106,7 @@ class IndexSnapshot:
         full-text search for this process: seconds on a Django-size index, so on a background
         thread unless `wait` (LanceDB answers meanwhile).
         """
-        if not hasattr(self.store, "_scan"):
+        if not hasattr(self.store, "rows"):
             return
         if not self._loaded:
             versions = _versions(self.store)
@@ -140,7 +140,7 @@ class IndexSnapshot:
         for _ in range(attempts):
             versions = _versions(self.store)
             try:
-                rows = self.store._scan("chunks", None, ["id", "search"])
+                rows = self.store.rows("chunks", ["id", "search"])
                 index = LexicalIndex([(r["id"], r["search"] or "") for r in rows])
             except Exception:  # the store changed under us: try again
                 continue
@@ -181,11 +181,11 @@ class IndexSnapshot:
         self._stamps = {p: stamp for p, (stamp, _i) in files.items()}
 
     def _load_symbols(self) -> dict[str, list[Definition]]:
-        scan = getattr(self.store, "_scan", None)
+        rows = getattr(self.store, "rows", None)
         table: dict[str, list[Definition]] = {}
-        if scan is None:
+        if rows is None:
             return table
-        for row in scan("symbols", None):
+        for row in rows("symbols"):
             d = Definition(**row)
             table.setdefault(d.name, []).append(d)
             if d.qualname and d.qualname != d.name:
@@ -198,7 +198,7 @@ class IndexSnapshot:
         self.refresh()
         table = self._by_name
         if table is None:
-            if not hasattr(self.store, "_scan"):
+            if not hasattr(self.store, "rows"):
                 return list(self.store.symbols_named(name))
             table = self._load_symbols()
             with self._lock:
@@ -248,18 +248,10 @@ class IndexSnapshot:
         found = self._dense.get(model_id)
         if found is not None:
             return found
-        vectors = getattr(self.store, "_vectors", None)
-        table = vectors(model_id) if vectors is not None else None
-        if table is None:
+        bulk = getattr(self.store, "vector_matrix", None)
+        found = bulk(model_id) if bulk is not None else None
+        if found is None:
             return None
-        import numpy as np
-
-        data = table.search().select(["content_hash", "vector"]).limit(None).to_arrow()
-        hashes = data.column("content_hash").to_pylist()
-        flat = data.column("vector").combine_chunks()
-        dims = flat.type.list_size
-        matrix = np.asarray(flat.values.to_numpy(zero_copy_only=False), dtype=np.float32).reshape(-1, dims)
-        found = (hashes, matrix)
         with self._lock:
             self._dense[model_id] = found
         return found
