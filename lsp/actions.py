@@ -3,8 +3,9 @@
 Listing actions is cheap and never calls the model; `codeAction/resolve`
 (or, for clients without resolve, the `codectx.applyAction` command) asks
 the model for the replacement, turns it into a minimal WorkspaceEdit and
-refuses it when the result does not parse. "Explain" shows the model's
-answer as a message instead of editing.
+refuses it when the result does not parse. "Explain" edits nothing: the
+model's answer opens as a markdown document (window/showDocument), or is
+shown as a message to clients that cannot open documents.
 
 With an empty selection, the action applies to the enclosing definition
 (or the current line when there is none).
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from codectx.lsp import services
+from codectx.lsp.answers import show_answer
 from codectx.lsp.edits import Span, workspace_edit
 from codectx.lsp.errors import LspError
 from codectx.lsp.positions import Codec, clamp, split_lines
@@ -124,7 +126,8 @@ async def resolve_edit(ls: CodectxServer, data: dict[str, Any]) -> tuple[types.W
         raise LspError("a refactor needs an instruction (what should change?)")
     if data.get("action") == "explain":
         answer = await services.explain(ls, folder, uri, rel, "\n".join(lines), span)
-        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=answer))
+        code = "\n".join(lines[span.start_line : span.end_line + 1])
+        show_answer(ls, rel, span, answer, code, _language(rel))
         return None, answer
     replacement = await services.refactor(ls, folder, uri, rel, "\n".join(lines), span, instruction)
     doc = ls.workspace.text_documents.get(uri)
@@ -181,7 +184,7 @@ def register(server: CodectxServer) -> None:
         data = action.data if isinstance(action.data, dict) else {}
         edit, message = await resolve_edit(ls, data)
         if data.get("action") == "explain":
-            return action  # the answer was shown as a message; nothing to edit
+            return action  # the answer is shown as a document or message; nothing to edit
         if edit is None:
             raise LspError(message)
         action.edit = edit

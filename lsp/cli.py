@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
-import logging
 import sys
 
 from codectx.errors import UsageError
@@ -22,7 +21,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout (default)")
     mode.add_argument("--tcp", metavar="HOST:PORT", help="listen on a TCP socket, e.g. 127.0.0.1:2087")
-    parser.add_argument("--log-file", metavar="FILE", help="write the server log here (default: stderr)")
+    parser.add_argument(
+        "--log-file",
+        metavar="FILE",
+        help="write the server log here (default: the editor's LSP log over stdio, stderr with --tcp)",
+    )
     parser.add_argument(
         "--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"), help="log detail"
     )
@@ -52,24 +55,15 @@ def _is_loopback(host: str) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    handler: logging.Handler = (
-        logging.FileHandler(args.log_file, encoding="utf-8")
-        if args.log_file
-        else logging.StreamHandler(sys.stderr)
-    )
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    # Libraries (pygls, httpx, onnx quantization) log a lot at INFO; keep the log about codectx.
-    level = getattr(logging, args.log_level)
-    logging.basicConfig(
-        level=min(level, logging.WARNING) if args.log_level == "DEBUG" else logging.WARNING,
-        handlers=[handler],
-        force=True,
-    )
-    logging.getLogger("codectx").setLevel(level)
+    from codectx.lsp.logs import configure
+
+    # Over stdio the log goes to the editor's LSP log; on TCP (debugging) it stays on stderr.
+    bridge = configure(args.log_level, args.log_file, to_client=not args.tcp)
 
     from codectx.lsp.server import build_server
 
     server = build_server()
+    server.log_bridge = bridge
     if args.tcp:
         host, port = parse_hostport(args.tcp)
         if not _is_loopback(host):

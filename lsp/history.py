@@ -39,6 +39,7 @@ class RequestRecord:
     sha256: str = ""
     audit_id: str = ""
     text: str = ""
+    model: str = ""
     timings: dict[str, float] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:

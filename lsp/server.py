@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from codectx.lsp.config import build_settings
 from codectx.lsp.documents import RecentEdits, check_usable
 from codectx.lsp.errors import UriRefused
+from codectx.lsp.health import HEALTH_CHANGED, HealthMonitor
 from codectx.lsp.notices import Notices
 from codectx.lsp.progress import ProgressReporter
 from codectx.lsp.uris import uri_to_path
@@ -39,7 +40,7 @@ T = TypeVar("T")
 class CodectxServer(LanguageServer):
     """The server object handed to every handler: state shared across features."""
 
-    def __init__(self) -> None:
+    def __init__(self, answers_dir: Path | None = None) -> None:
         super().__init__(
             "codectx", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental
         )
@@ -47,10 +48,13 @@ class CodectxServer(LanguageServer):
         self.folder_settings: dict[Path, Any] = {}
         self.recent = RecentEdits()
         self.notices = Notices(self.window_show_message)
+        self.health = HealthMonitor(lambda payload: self.protocol.notify(HEALTH_CHANGED, payload))
         self.workspaces = Workspaces(ProgressReporter(self), self._index_error)
         self.default_settings: Settings = build_settings(None).settings
         self.warm = False  # heavy modules imported and the embedder loaded
         self.history: Any = None  # codectx.lsp.history.History, set by register()
+        self.log_bridge: Any = None  # codectx.lsp.logs.LspLogHandler when logs go to the client
+        self.answers_dir = answers_dir  # where explanations are written as documents (None: messages only)
         from codectx.lsp.suggest import Suggester
 
         self.suggester = Suggester(self)
@@ -156,6 +160,8 @@ def register_lifecycle(server: CodectxServer) -> None:
     @server.feature(types.INITIALIZE)
     def initialize(ls: CodectxServer, params: types.InitializeParams) -> None:
         """Reads folders and the editor's user-level settings; never blocks (no I/O beyond config files)."""
+        if ls.log_bridge is not None:
+            ls.log_bridge.attach(ls, asyncio.get_running_loop())
         ls.editor_settings = params.initialization_options
         for root in _initial_folders(params):
             ls.workspaces.set_folder(root, ls.settings_for_root(root.resolve()))
@@ -302,10 +308,13 @@ async def _pull_folder_settings(ls: CodectxServer) -> None:
     ls.refresh_settings()
 
 
-def build_server() -> CodectxServer:
-    from codectx.lsp import actions, commands, completion, custom, history, inline
+def build_server(answers_dir: Path | None = None) -> CodectxServer:
+    """The server with every feature registered; `answers_dir` defaults to the user's codectx cache."""
+    from codectx.lsp import actions, commands, completion, custom, health, history, inline
 
-    server = CodectxServer()
+    from codectx.settings import cache_dir
+
+    server = CodectxServer(answers_dir if answers_dir is not None else cache_dir() / "answers")
     register_lifecycle(server)
     history.register(server)
     completion.register(server)
@@ -313,6 +322,7 @@ def build_server() -> CodectxServer:
     actions.register(server)
     commands.register(server)
     custom.register(server)
+    health.register(server)
     return server
 
 

@@ -39,6 +39,9 @@ def embedder_for(settings: Settings) -> Any:
     with _embedders_lock:
         if key not in _embedders:
             from codectx.indexer.embedder import Embedder
+            from codectx.lsp.logs import quiet_libraries
+
+            quiet_libraries()
 
             _embedders[key] = Embedder.from_settings(settings)
         return _embedders[key]
@@ -214,6 +217,7 @@ async def _stream(
     finally:
         # `service.last` was set by the call that just returned or raised: no other task ran in between.
         remember(record, service)
+    record.model = str(completion.model or "")
     record.timings["ttft_ms"] = float(completion.timings.get("ttft_ms", 0.0))
     record.timings["backend_total_ms"] = float(completion.timings.get("total_ms", 0.0))
     if completion.request_id:
@@ -274,8 +278,10 @@ async def refactor(
     except Exception as exc:
         record.status, record.error = "error", str(exc)
         remember(record, service)
+        ls.health.observe_exception(folder.settings, exc)
         raise
     remember(record, service)
+    ls.health.ok(folder.settings, None, None)
     record.status, record.text = "ok", replacement
     return str(replacement)
 
@@ -303,10 +309,16 @@ async def explain(ls: CodectxServer, folder: Folder, uri: str, rel: str, text: s
             f"```\n{code}\n```",
         },
     ]
-    model, _family = await service.family()
-    result = await service.client.chat(
-        messages, sources=[source_span(rel, span.start_line, span.end_line)], model=model
-    )
+    try:
+        model, _family = await service.family()
+        result = await service.client.chat(
+            messages, sources=[source_span(rel, span.start_line, span.end_line)], model=model
+        )
+    except Exception as exc:
+        record.status, record.error = "error", str(exc)
+        ls.health.observe_exception(folder.settings, exc)
+        raise
+    ls.health.ok(folder.settings, model, None)
     prepared = getattr(result, "prepared", None)
     body = getattr(prepared, "content", b"") or b""
     record.payload = body.decode("utf-8", errors="replace")

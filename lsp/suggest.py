@@ -83,9 +83,11 @@ class Suggester:
         if exc is not None:
             record.status = "error"
             record.error = str(exc)
+            ls.health.observe_exception(folder.settings, exc)
             self.report(exc)
             return "", record.id
         ls.notices.resolved("backend")
+        ls.health.ok(folder.settings, record.model, record.timings.get("ttft_ms"))
         result = task.result()
         record.status = "ok" if result else "empty"
         record.text = result

@@ -40,6 +40,7 @@ class IndexProgress:
     chunks: int = 0
     vectors: int = 0
     vectors_total: int = 0
+    vectors_pending: int = 0  # chunks still without a vector (the indexer's last report)
 
     def message(self) -> str:
         files = f"{self.files}/{self.files_total}" if self.files_total else str(self.files)
@@ -278,6 +279,8 @@ class Workspaces:
         values: dict[str, Any] = {}
         if isinstance(getattr(report, "vectors_embedded", None), int):
             values["vectors"] = report.vectors_embedded
+        if isinstance(getattr(report, "vectors_pending", None), int):
+            values["vectors_pending"] = report.vectors_pending
         for name in ("files", "chunks", "vectors"):
             for alias in (name, f"n_{name}", f"{name}_indexed", f"{name}_total"):
                 value = getattr(report, alias, None)

@@ -292,8 +292,12 @@ async def lsp_session(
     env: dict[str, str] | None = None,
     caps: types.ClientCapabilities | None = None,
     wait_warm: bool = True,
+    stderr: list[bytes] | None = None,
 ) -> AsyncIterator[Any]:
-    """Start `python -m codectx lsp`, initialize it on `root`, yield the client, shut down cleanly."""
+    """Start `python -m codectx lsp`, initialize it on `root`, yield the client, shut down cleanly.
+
+    With `stderr`, the server's stderr lines are collected there instead of forwarded.
+    """
     from pytest_lsp import make_test_lsp_client
 
     lsp: Any = make_test_lsp_client()
@@ -309,10 +313,21 @@ async def lsp_session(
         return types.ApplyWorkspaceEditResult(applied=True)
 
     lsp.applied_edits = []
+    lsp.health_events = []
+
+    @lsp.feature("codectx/healthChanged")
+    def _health_changed(params: Any) -> None:
+        lsp.health_events.append(plain(params))
+
     if configuration:
         for scope, value in configuration.items():
             lsp.set_configuration(value, scope_uri=scope)
     await lsp.start_io(*SERVER_COMMAND, env=server_env(tmp, env), cwd=str(root))
+    if stderr is not None and lsp._server is not None and lsp._server.stderr is not None:
+        forwarder = getattr(lsp, "_stderr_forwarder", None)
+        if forwarder is not None:
+            forwarder.cancel()
+        lsp._stderr_forwarder = asyncio.create_task(_collect(lsp._server.stderr, stderr))
     try:
         result = await asyncio.wait_for(
             lsp.initialize_session(
@@ -334,6 +349,23 @@ async def lsp_session(
             await asyncio.wait_for(lsp.shutdown_session(), timeout=20)
         with contextlib.suppress(Exception):
             await lsp.stop()
+
+
+async def _collect(stream: asyncio.StreamReader, sink: list[bytes]) -> None:
+    while line := await stream.readline():
+        sink.append(line)
+
+
+def plain(value: Any) -> Any:
+    """A custom request's or notification's params/result (pygls objects) as plain JSON values."""
+    as_dict = getattr(value, "_asdict", None)
+    if callable(as_dict):
+        return {k: plain(v) for k, v in as_dict().items()}
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
 
 
 async def wait_until_warm(lsp: Any, timeout: float = 600.0) -> None:

@@ -1,4 +1,4 @@
-"""The in-memory full-text index: analysis like LanceDB's, BM25 ranking, updates, and its use by the snapshot."""
+"""The in-memory full-text index: LanceDB-like analysis, BM25 ranking, updates, use by the snapshot."""
 
 from __future__ import annotations
 

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from tests.lsp_helpers import (
+    _SHARED_CACHE,
     FixedBackend,
     apply_text_edits,
+    capabilities,
     edits_for,
     lsp_session,
     make_repo,
@@ -150,8 +153,9 @@ async def test_refactor_command_with_instruction_and_apply(tmp_path: Path, repo:
         backend.stop()
 
 
-async def test_explain_shows_a_message(tmp_path: Path, repo: Path) -> None:
-    backend = FixedBackend(chat=lambda body: "It adds two numbers and returns the sum.").start()
+async def test_explain_opens_a_markdown_document(tmp_path: Path, repo: Path) -> None:
+    answer = "It adds two numbers and returns the sum.\n\nNothing else happens."
+    backend = FixedBackend(chat=lambda body: answer).start()
     try:
         async with lsp_session(tmp_path, repo, options(backend.url)) as lsp:
             uri = open_doc(lsp, repo / "calc" / "ops.py")
@@ -159,6 +163,36 @@ async def test_explain_shows_a_message(tmp_path: Path, repo: Path) -> None:
             explain = next(a for a in actions if "Explain" in a.title)
             resolved = await lsp.code_action_resolve_async(explain)
             assert resolved.edit is None
+            await wait_for(lambda: lsp.shown_documents, timeout=10)
+            shown = lsp.shown_documents[0]
+            assert shown.take_focus and not shown.external
+            path = Path(urlparse(shown.uri).path)
+            # In the server's own cache folder, never in the workspace.
+            assert path.parent == _SHARED_CACHE / "codectx" / "answers"
+            assert repo not in path.parents and path.suffix == ".md"
+            assert path.stat().st_mode & 0o077 == 0  # it quotes the user's code: owner-only
+            text = path.read_text("utf-8")
+            assert text.startswith("# Explanation of `calc/ops.py`, lines 4–")
+            assert answer in text
+            assert "def add(left, right):" in text  # the code explained, quoted below the answer
+            assert not any("adds two numbers" in m.message for m in lsp.messages)
+    finally:
+        backend.stop()
+
+
+async def test_explain_is_a_message_for_clients_without_show_document(tmp_path: Path, repo: Path) -> None:
+    backend = FixedBackend(chat=lambda body: "It adds two numbers and returns the sum.").start()
+    caps = capabilities()
+    assert caps.window is not None
+    caps.window.show_document = None
+    try:
+        async with lsp_session(tmp_path, repo, options(backend.url), caps=caps) as lsp:
+            uri = open_doc(lsp, repo / "calc" / "ops.py")
+            actions = await lsp.text_document_code_action_async(action_params(uri))
+            explain = next(a for a in actions if "Explain" in a.title)
+            resolved = await lsp.code_action_resolve_async(explain)
+            assert resolved.edit is None
             await wait_for(lambda: any("adds two numbers" in m.message for m in lsp.messages), timeout=10)
+            assert lsp.shown_documents == []
     finally:
         backend.stop()

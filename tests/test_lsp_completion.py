@@ -13,7 +13,15 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from tests.lsp_helpers import FIXED_COMPLETION, FixedBackend, lsp_session, make_repo, open_doc, wait_for
+from tests.lsp_helpers import (
+    FIXED_COMPLETION,
+    FixedBackend,
+    apply_text_edits,
+    lsp_session,
+    make_repo,
+    open_doc,
+    wait_for,
+)
 
 CURSOR = types.Position(line=16, character=4)  # the blank indented line in calc/report.py:main()
 
@@ -86,8 +94,35 @@ async def test_inline_completion(tmp_path: Path, repo: Path, backend: FixedBacke
                 context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Invoked),
             )
         )
+        # The cursor sits after indentation only: the item replaces from the line start, carrying
+        # that indentation, so editors that re-indent blank lines do not double (or drop) it.
+        assert [i.insert_text for i in result.items] == ["    " + FIXED_COMPLETION]
+        assert result.items[0].range.start == types.Position(line=16, character=0)
+        assert result.items[0].range.end == CURSOR
+        text = (repo / "calc" / "report.py").read_text()
+        after = apply_text_edits(text, [types.TextEdit(range=result.items[0].range, new_text="    total")])
+        assert after.splitlines()[16] == "    total"  # accepting keeps exactly one indentation
+
+        # After code on the line, the item inserts at the cursor as before.
+        path = repo / "calc" / "report.py"
+        typed = text.replace("    \n    print", "    tot\n    print")
+        lsp.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+                content_changes=[types.TextDocumentContentChangeWholeDocument(text=typed)],
+            )
+        )
+        after_word = types.Position(line=16, character=7)
+        result = await lsp.text_document_inline_completion_async(
+            types.InlineCompletionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri),
+                position=after_word,
+                context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Invoked),
+            )
+        )
         assert [i.insert_text for i in result.items] == [FIXED_COMPLETION]
-        assert result.items[0].range.start == CURSOR
+        assert result.items[0].range.start == after_word == result.items[0].range.end
+        assert path.read_text() == text  # the unsaved edit was used, the file left alone
 
 
 async def test_show_context_is_the_exact_payload(tmp_path: Path, repo: Path, backend: FixedBackend) -> None:

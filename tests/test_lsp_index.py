@@ -8,7 +8,7 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from tests.lsp_helpers import lsp_session, make_repo, open_doc, progress_events, wait_for
+from tests.lsp_helpers import lsp_session, make_repo, open_doc, plain, progress_events, wait_for
 
 
 @pytest.fixture
@@ -36,6 +36,10 @@ async def test_initialize_builds_index_with_progress_then_search(tmp_path: Path,
         folder = status["folders"][0]
         assert folder["state"] == "ready", folder
         assert folder["files"] == 4
+        health = plain(await lsp.protocol.send_request_async("codectx/health", {}))
+        assert health["index"]["state"] == "ready"
+        assert health["index"]["files"] == 4 and health["index"]["chunks"] > 0
+        assert health["index"]["vectors_pending"] == 0  # every chunk got its vector
 
         locations = await lsp.workspace_execute_command_async(
             types.ExecuteCommandParams(

@@ -146,3 +146,70 @@ def test_folder_layer_repeating_user_values_is_not_a_warning(tmp_path: Path) -> 
     same = {"codectx": {"backend": {"url": "http://mine/v1"}}}
     result = build_settings(tmp_path, same, same, environ={}, user_config=tmp_path / "none.toml")
     assert result.settings.backend.url == "http://mine/v1" and result.problems == []
+
+
+def test_inline_edit_starts_at_line_start_after_indentation_only() -> None:
+    from codectx.lsp.inline import inline_edit
+
+    lines = split_lines("def f():\n\t    \n    x = 1\n    s = '😀' + \n")
+    rng, text = inline_edit(lines, 1, 5, "return 1", Codec())
+    assert (rng.start, rng.end) == (types.Position(line=1, character=0), types.Position(line=1, character=5))
+    assert text == "\t    return 1"  # tabs and spaces kept exactly
+    rng, text = inline_edit(lines, 2, 9, "  # one", Codec())
+    assert rng.start == rng.end == types.Position(line=2, character=9) and text == "  # one"
+    rng, text = inline_edit(lines, 0, 0, "import os", Codec())  # column 0: nothing to carry
+    assert rng.start == rng.end == types.Position(line=0, character=0) and text == "import os"
+    # After non-ASCII text the end is in the client's units (the emoji is 2 UTF-16 units).
+    rng, _ = inline_edit(lines, 3, 14, "t", Codec())  # the end of the line
+    assert rng.start == rng.end == types.Position(line=3, character=15)
+
+
+def test_health_monitor_notifies_on_state_changes_only(tmp_path: Path) -> None:
+    from codectx.backend.errors import BackendRejected, BackendTimeout, BackendUnavailable
+    from codectx.lsp.health import HealthMonitor, classify, pick_model, public_endpoint
+
+    settings = build_settings(tmp_path, {"backend": {"url": "http://u:secret@127.0.0.1:8000/v1"}}).settings
+    sent: list[dict] = []
+    monitor = HealthMonitor(sent.append, clock=lambda: 123.0)
+    assert monitor.current(settings).state == "unknown"
+    monitor.ok(settings, "m", 12.5)
+    monitor.ok(settings, None, 10.0)  # still ok: no news, and the model is remembered
+    assert monitor.backend.model == "m"
+    monitor.failed(settings, BackendUnavailable("connection refused"))
+    monitor.failed(settings, BackendTimeout("slow", phase="connect"))
+    assert [s["state"] for s in sent] == ["ok", "unreachable"]
+    assert sent[0] == {
+        "state": "ok",
+        "endpoint": "http://127.0.0.1:8000/v1",  # the password never reaches the editor
+        "model": "m",
+        "latency_ms": 12.5,
+        "error": None,
+        "checked_at": 123.0,
+    }
+    assert classify(BackendRejected("no", status=401)) == "error"
+    assert public_endpoint("https://[::1]:9/v1?k=v") == "https://[::1]:9/v1"
+    assert pick_model(settings, ["a", "b"]) == ("a", None)
+    monitor.observe_exception(settings, ValueError("a bug, not the backend"))
+    assert monitor.backend.state == "unreachable"
+    off = build_settings(tmp_path, {}).settings
+    assert HealthMonitor(sent.append).current(off).state == "disabled"
+
+
+def test_answer_files_are_private_and_pruned(tmp_path: Path) -> None:
+    from codectx.lsp.answers import answer_markdown, answer_path, write_answer
+
+    folder = tmp_path / "answers"
+    span = Span(3, 0, 6, 0)
+    text = answer_markdown("pkg/m.py", span, "It adds.", "def add():\n    ```\n", "python")
+    assert text.startswith("# Explanation of `pkg/m.py`, lines 4–7\n\nIt adds.")
+    assert "````python\ndef add():\n    ```\n\n````" in text  # a longer fence around code with ```
+    paths = [
+        write_answer(folder, answer_path(folder, f"pkg/{name}", span, 999.5 + i), f"answer {i}", keep=3)
+        for i, name in enumerate(["z y.py", "a.py", "m.py", "b.py", "c.py"])
+    ]
+    left = sorted(p.name for p in folder.iterdir())
+    assert left == [p.name for p in paths[-3:]]  # the newest three, whatever their names
+    assert paths[-1].name == "explain-000000001003500-c.py-L4.md"
+    assert paths[0].name.endswith("-z_y.py-L4.md")  # no spaces or slashes in names
+    assert paths[-1].read_text() == "answer 4"
+    assert (folder.stat().st_mode & 0o077) == 0 and (paths[-1].stat().st_mode & 0o077) == 0

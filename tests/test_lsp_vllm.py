@@ -17,7 +17,7 @@ import psutil
 import pytest
 from lsprotocol import types
 
-from tests.lsp_helpers import lsp_session, make_repo, open_doc, progress_events, wait_for
+from tests.lsp_helpers import lsp_session, make_repo, open_doc, plain, progress_events, wait_for
 from tests.vllm_engine import Engine, vllm_model, vllm_server  # noqa: F401
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
@@ -64,6 +64,14 @@ async def test_completion_through_real_engine(tmp_path: Path, vllm_server: Engin
             assert item.data["source"] == "codectx"
             assert item.text_edit.range.end == CURSOR
         assert not [m for m in lsp.messages if "suggestion" in m.message]
+        # The completion left its verdict behind; an explicit probe asks the engine again.
+        known = plain(await lsp.protocol.send_request_async("codectx/health", {}))["backend"]
+        assert known["state"] == "ok" and known["model"] == vllm_server.model_name
+        probed = plain(await lsp.protocol.send_request_async("codectx/health", {"probe": True}))["backend"]
+        assert probed["state"] == "ok", probed
+        assert probed["model"] == vllm_server.model_name
+        assert probed["endpoint"] == vllm_server.api_url
+        assert probed["latency_ms"] > 0 and probed["checked_at"] >= known["checked_at"]
 
 
 async def test_typing_burst_load(tmp_path: Path, vllm_server: Engine) -> None:  # noqa: F811

@@ -11,11 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from codectx.cli import main
 from codectx.indexer.manifest import Manifest, quick_check
 from codectx.indexer.pipeline import index_paths
 
+from codectx.cli import main
 from codectx.settings import load_settings
 
 TREE = {
