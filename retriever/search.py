@@ -26,6 +26,8 @@ from codectx.settings import Settings
 
 _IDENT_QUERY = re.compile(r"^[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)*\(?\)?$")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CALLED = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\(")
+_CAMEL_HUMP = re.compile(r"[a-z][A-Z]")
 # Full-text queries are plain terms: tantivy's query syntax would choke on code punctuation.
 MAX_FTS_TERMS = 40
 OVERFETCH = 4
@@ -101,10 +103,10 @@ def symbol_names(query: str) -> list[str]:
     if is_identifier_query(query):
         parts = re.split(r"\.|::|->", text)
         return list(dict.fromkeys([parts[-1], *parts[:-1]]))
+    called = set(_CALLED.findall(query))
     names = []
     for word in _WORD.findall(query):
-        called = re.search(rf"{re.escape(word)}\(", query)
-        if "_" in word.strip("_") or re.search(r"[a-z][A-Z]", word) or called:
+        if "_" in word.strip("_") or _CAMEL_HUMP.search(word) or word in called:
             names.append(word)
     return list(dict.fromkeys(names))
 
