@@ -71,6 +71,24 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "context_dense": Key(
             "bool", True, "The completion context search embeds its query (false: lexical only, faster)."
         ),
+        "context_embed_always": Key(
+            "bool",
+            False,
+            "Embed the completion scope even when definitions fill the budget: ranks likely next "
+            "calls better, at the cost of one query embedding per scope change.",
+        ),
+        "used_weight": Key(
+            "float", 0.5, "Context ranking weight of definitions of names the cursor's scope uses.", min=0
+        ),
+        "imported_weight": Key(
+            "float",
+            1.0,
+            "Context ranking weight of names the file imports but the scope does not use yet.",
+            min=0,
+        ),
+        "callee_weight": Key(
+            "float", 1.0, "Context ranking weight of definitions that code similar to the scope calls.", min=0
+        ),
         "definition_max_tokens": Key(
             "int", 400, "A definition longer than this is cut to its head in completion context.", min=16
         ),

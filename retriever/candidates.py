@@ -6,6 +6,13 @@ cursor-independent inputs (the names used in the enclosing scope in
 first-use order, the enclosing scope's text as search query), so the order
 is stable while the cursor moves; the one exception is the definition of the
 call whose arguments the cursor is in, which is ranked first.
+
+Definitions come from several ranked lists fused by `rankdefs`: names the
+scope uses, names the file imports but the scope does not use yet, what code
+similar to the scope calls (`callees`), and, when the scope is embedded,
+closeness of each definition's vector to the scope's. The similar code is
+found by the same search that gives the `retrieved` items; when the
+definitions alone fill the budget that search runs on full text only.
 """
 
 from __future__ import annotations
@@ -20,10 +27,12 @@ from typing import TYPE_CHECKING, Any
 
 from codectx.indexer.model import Chunk, Import
 from codectx.retriever.bm25 import tokenize
+from codectx.retriever.callees import reachable_as_attribute, similar_code_callees
 from codectx.retriever.cursor import CursorInfo
 from codectx.retriever.definitions import RESOLVED_LANGUAGES, DefinitionResolver, local_types, split_chain
 from codectx.retriever.fusion import weighted_rrf
-from codectx.retriever.search import HybridSearcher, chunk_for_definition
+from codectx.retriever.rankdefs import affinity_list, fuse_definitions
+from codectx.retriever.search import HybridSearcher, chunk_for_definition, fts_terms
 from codectx.retriever.tokens import TokenCounter, count_many
 
 from codectx.settings import Settings
@@ -36,6 +45,11 @@ MAX_NAMES = 48
 PER_NAME = 2
 MAX_IMPORTED = 40
 SEARCH_K = 8
+AFFINITY_WEIGHT = 1.0  # the affinity list (definitions by vector closeness to the scope)
+AFFINITY_TOP = 20
+SIMILAR_MINED = 12  # similar chunks whose calls vote for definitions
+MAX_CALLEES = 24
+WEAK_SHARE = 0.25  # a name matched only by name counts a quarter of one resolved through imports
 QUERY_LINES = 60
 WINDOW = 20
 
@@ -100,42 +114,43 @@ def scope_query(lines: list[str], line: int, info: CursorInfo) -> str:
     return "\n".join(lines[start : end + 1])
 
 
-def _definition_candidates(
+def _definition_lists(
     searcher: HybridSearcher,
     path: str,
     language: str,
     info: CursorInfo,
-    imports: Sequence[Import],
+    resolver: DefinitionResolver,
+    names: list[str],
     own: tuple[int, int],
     scope_text: str,
-) -> list[Candidate]:
-    resolver = DefinitionResolver(searcher.store, path, language, imports, local_types(scope_text))
+) -> dict[str, list[Candidate]]:
+    """Ranked definition lists: names the scope uses (by import/module/file, then by bare name
+    match) in first-use order, and names the file imports but the scope does not use yet."""
     typed = info.callee
-    out: list[Candidate] = []
-    names = _names(info, scope_text)
+    used: list[Candidate] = []
+    weak: list[Candidate] = []
     for name in names:
         is_chain = len(split_chain(name)) > 1
-        resolutions = resolver.resolve(name, exclude=own)
         taken = 0
-        for res in resolutions:
+        for res in resolver.resolve(name, exclude=own):
             if res.how == "name" and not (
                 name == typed or is_chain or name in info.chains or language not in RESOLVED_LANGUAGES
             ):
                 continue  # a bare local name matching some far-away definition is mostly noise
             d = res.definition
+            if res.how == "name" and is_chain and not reachable_as_attribute(d):
+                continue  # `app.teardown_request` is no function nested in some test
             chunk = chunk_for_definition(searcher.chunks_for_file(d.path), d)
             if chunk is None or _overlaps(chunk.path, chunk.start_line, chunk.end_line, path, own):
                 continue
-            # Interleaved with the imported-but-unused list below (which takes the odd slots).
-            score = 1.0 - 0.02 * len(out) - (0.5 if res.how == "name" else 0.0) - 0.001 * taken
-            out.append(
+            (weak if res.how == "name" else used).append(
                 Candidate(
                     chunk.path,
                     chunk.start_line,
                     chunk.end_line,
                     d.qualname or d.name,
                     "definition",
-                    score,
+                    0.0,
                     chunk.text,
                     f"definition of `{name}` used here ({res.how.replace('-', ' ')} lookup)",
                     typed_call=bool(typed) and name == typed,
@@ -146,10 +161,10 @@ def _definition_candidates(
                 break
     # Names the file imports but this scope does not use yet: what the next line may call.
     # Ranked by how much their definition shares words with the enclosing scope.
-    used = set(names)
+    used_names = set(names)
     scope_terms = set(tokenize(scope_text))
     imported: list[tuple[float, int, Candidate]] = []
-    for position, local in enumerate(n for n in resolver.by_name if n not in used):
+    for position, local in enumerate(n for n in resolver.by_name if n not in used_names):
         if position >= MAX_IMPORTED:
             break
         for res in resolver.resolve(local, exclude=own)[:1]:
@@ -171,10 +186,39 @@ def _definition_candidates(
                 f"definition of `{local}`, imported by this file but not used in this scope yet",
             )
             imported.append((-similarity, position, cand))
-    used_count = len(out)
-    for rank, (_sim, _pos, cand) in enumerate(sorted(imported, key=lambda x: (x[0], x[1]))):
-        cand.score = 1.0 - 0.02 * rank - 0.01 - (0.0 if rank < used_count else 0.02 * (rank - used_count))
-        out.append(cand)
+    ordered = [c for _s, _p, c in sorted(imported, key=lambda x: (x[0], x[1]))]
+    return {"used": used, "weak": weak, "imported": ordered}
+
+
+def _callee_list(
+    searcher: HybridSearcher,
+    similar: Sequence[tuple[Chunk, float]],
+    names: Sequence[str],
+    language: str,
+    path: str,
+    own: tuple[int, int],
+) -> list[Candidate]:
+    """Definitions that code similar to this scope calls (see `callees`), most voted first."""
+    out: list[Candidate] = []
+    for vote in similar_code_callees(searcher.store, similar[:SIMILAR_MINED], names, language):
+        d = vote.definition
+        chunk = chunk_for_definition(searcher.chunks_for_file(d.path), d)
+        if chunk is None or _overlaps(chunk.path, chunk.start_line, chunk.end_line, path, own):
+            continue
+        out.append(
+            Candidate(
+                chunk.path,
+                chunk.start_line,
+                chunk.end_line,
+                d.qualname or d.name,
+                "definition",
+                0.0,
+                chunk.text,
+                f"definition of `{vote.name}`, called by similar code ({', '.join(vote.sources[:3])})",
+            )
+        )
+        if len(out) >= MAX_CALLEES:
+            break
     return out
 
 
@@ -227,46 +271,65 @@ class _QueryVectors:
         return vector
 
 
-def _retrieved_candidates(
-    searcher: HybridSearcher, settings: Settings, query: str, path: str, own: tuple[int, int]
-) -> list[Candidate]:
-    cfg = settings.retriever
-    vector = None
+def scope_vector(searcher: HybridSearcher, settings: Settings, query: str) -> Any:
+    """The scope query's vector (cached: the enclosing function rarely changes), or None when
+    dense search is off or there are no vectors yet."""
     done, _pending = searcher.progress()
-    dense = bool(cfg.context_dense) and done > 0
-    if dense:
+    embedder = searcher.embedder() if settings.retriever.context_dense and done > 0 else None
+    if embedder is None:
+        return None
+    cache = searcher.__dict__.setdefault("_query_vectors", _QueryVectors())
+    return cache.get(embedder, query)
+
+
+def similar_chunks(
+    searcher: HybridSearcher, settings: Settings, query: str, path: str, own: tuple[int, int], dense: bool
+) -> list[tuple[Chunk, float, str]]:
+    """Chunks like the enclosing code (hybrid search, names list left out), best first:
+    (chunk, fused score relative to the best, which lists found it)."""
+    cfg = settings.retriever
+    vector = scope_vector(searcher, settings, query) if dense else None
+    dense = vector is not None
+    # The searcher's full-text and vector lists, re-sorted so that equal scores (near-identical
+    # code) come in a fixed order: the mined calls, and so the ranking, must not flicker.
+    depth = SEARCH_K * 3
+    terms = fts_terms(query)
+    sources = {"fts": searcher.store.fts_search(terms, depth) if terms else []}
+    if dense and vector is not None:
         embedder = searcher.embedder()
-        if embedder is None:
-            dense = False
-        else:
-            cache = searcher.__dict__.setdefault("_query_vectors", _QueryVectors())
-            vector = cache.get(embedder, query)
-    lists, chunks, _ = searcher.ranked_lists(query, depth=SEARCH_K * 3, dense=dense, vector=vector)
-    lists.pop("symbol", None)  # the definitions source already covers names
-    fused = weighted_rrf(lists, searcher.weights(""), k=settings.retriever.rrf_k)
-    out = []
+        if embedder is not None:
+            sources["dense"] = searcher.store.vector_search(vector, depth, embedder.model_id)
+    chunks: dict[str, Chunk] = {}
+    lists: dict[str, list[str]] = {}
+    for name, hits in sources.items():
+        ordered = sorted(hits, key=lambda h: (-round(h.score, 5), h.chunk.path, h.chunk.start_line))
+        lists[name] = [h.chunk.id for h in ordered]
+        chunks.update((h.chunk.id, h.chunk) for h in ordered)
+    fused = weighted_rrf(lists, searcher.weights(""), k=cfg.rrf_k)
     top = fused[0].score if fused else 1.0
+    out = []
     for f in fused:
         chunk: Chunk = chunks[f.key]
         if _overlaps(chunk.path, chunk.start_line, chunk.end_line, path, own):
             continue
-        out.append(
-            Candidate(
-                chunk.path,
-                chunk.start_line,
-                chunk.end_line,
-                chunk.qualname or chunk.symbol,
-                "retrieved",
-                f.score / top,
-                chunk.text,
-                "similar to the enclosing code ("
-                + ", ".join(f"{k} #{v}" for k, v in sorted(f.ranks.items()))
-                + ")",
-            )
-        )
-        if len(out) >= SEARCH_K:
-            break
+        out.append((chunk, f.score / top, ", ".join(f"{k} #{v}" for k, v in sorted(f.ranks.items()))))
     return out
+
+
+def _retrieved_candidates(similar: Sequence[tuple[Chunk, float, str]]) -> list[Candidate]:
+    return [
+        Candidate(
+            chunk.path,
+            chunk.start_line,
+            chunk.end_line,
+            chunk.qualname or chunk.symbol,
+            "retrieved",
+            score,
+            chunk.text,
+            f"similar to the enclosing code ({found})",
+        )
+        for chunk, score, found in similar[:SEARCH_K]
+    ]
 
 
 def gather_candidates(
@@ -287,32 +350,60 @@ def gather_candidates(
 ) -> tuple[list[Candidate], list[str]]:
     """Every source's candidates (unmerged), and notes for the caller."""
     notes: list[str] = []
+    cfg = settings.retriever
     t = time.perf_counter()
     query = scope_query(lines, line, info)
-    out = _definition_candidates(searcher, path, language, info, imports, own, query)
-    out += _scope_candidates(searcher, path, info, own)
+    resolver = DefinitionResolver(searcher.store, path, language, imports, local_types(query))
+    names = _names(info, query)
+    lists = _definition_lists(searcher, path, language, info, resolver, names, own, query)
+    scope = _scope_candidates(searcher, path, info, own)
+    recents = [
+        Candidate(
+            edit.path,
+            edit.start_line,
+            edit.end_line,
+            "",
+            "recent",
+            0.45,
+            edit.text,
+            "recently edited in another file",
+        )
+        for edit in recent
+        if edit.path != path and edit.text.strip()
+    ]
     timings["definitions"] = (time.perf_counter() - t) * 1000
-    for edit in recent:
-        if edit.path != path and edit.text.strip():
-            out.append(
-                Candidate(
-                    edit.path,
-                    edit.start_line,
-                    edit.end_line,
-                    "",
-                    "recent",
-                    0.45,
-                    edit.text,
-                    "recently edited in another file",
-                )
-            )
-    structural = sum(count_many(counter, [c.text for c in out]))
-    if settings.retriever.context_search and structural < context_tokens:
+    retrieved: list[Candidate] = []
+    if cfg.context_search:
         t = time.perf_counter()
-        out += _retrieved_candidates(searcher, settings, query, path, own)
+        structural = sum(
+            count_many(counter, [c.text for cs in [*lists.values(), scope, recents] for c in cs])
+        )
+        # Similar code is still mined for likely calls when the structural sources fill the
+        # budget, but from the lexical lists only (no query embedding) unless told otherwise.
+        dense = structural < context_tokens or bool(cfg.context_embed_always)
+        if not dense:
+            notes.append("dense search skipped: definitions and scope already fill the context budget")
+        similar = similar_chunks(searcher, settings, query, path, own, dense)
         timings["search"] = (time.perf_counter() - t) * 1000
-    elif settings.retriever.context_search:
-        notes.append("search skipped: definitions and scope already fill the context budget")
+        t = time.perf_counter()
+        lists["callees"] = _callee_list(
+            searcher, [(c, w) for c, w, _f in similar], names, language, path, own
+        )
+        timings["callees"] = (time.perf_counter() - t) * 1000
+        if dense:
+            retrieved = _retrieved_candidates(similar)
+            vector = scope_vector(searcher, settings, query)
+            # From the cursor-independent lists only, so the order holds while the cursor moves.
+            stable = {k: lists[k] for k in ("imported", "callees")}
+            lists["affinity"] = affinity_list(searcher, vector, stable, AFFINITY_TOP)
+    weights = {
+        "used": cfg.used_weight,
+        "weak": cfg.used_weight * WEAK_SHARE,
+        "imported": cfg.imported_weight,
+        "callees": cfg.callee_weight,
+        "affinity": AFFINITY_WEIGHT,
+    }
+    out = fuse_definitions(lists, weights) + scope + recents + retrieved
     return out, notes
 
 

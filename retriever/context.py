@@ -3,8 +3,10 @@
 `assemble_context` gathers candidates from four sources, ranks them, and
 fills a token budget:
 
-1. definitions of the symbols used at and near the cursor, resolved through
-   the file's imports (highest);
+1. definitions (highest): of the symbols used at and near the cursor,
+   resolved through the file's imports; of names the file imports but the
+   scope does not use yet; and of what code similar to the scope calls (the
+   likely next call, before its name is typed);
 2. siblings in the enclosing scope (other methods of the same class), heads only;
 3. recently edited regions of other files, when the caller passes them;
 4. a hybrid search whose query is the enclosing function (cursor-independent).

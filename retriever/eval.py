@@ -6,7 +6,15 @@ Tasks are built without labels from the index:
   file (and only there, so the gold answer is unambiguous); the cursor sits
   right after the `(`. Gold: the callee's definition span.
 - cross-file, name not typed: the same call site with the line cut at the
-  start of the call (the chain and its arguments removed); cursor there.
+  start of the call (the chain and its arguments removed); cursor there. The
+  function being written ends there too: the rest of the innermost enclosing
+  definition (or, at module level, of the block of non-blank lines) is
+  blanked, so a later use of the callee cannot leak the answer through the
+  suffix. Lines are blanked, not deleted, so line numbers still match the index.
+
+Call sites whose gold would be a guess are left out: `lib.name(` where `lib`
+is an import from outside the workspace, and `x.name(` where the only
+`name` is a function nested in another (never reachable as an attribute).
 - natural language: the first sentence of a docstring/doc comment as the
   query; gold: its function. The docstring is hidden: the gold chunk is taken
   out of every ranked list and put back where its doc-less version ranks: its
@@ -31,9 +39,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from codectx.indexer.model import Chunk, Definition
+from codectx.indexer.model import Chunk, Definition, Import
 from codectx.retriever.bm25 import ChunkBM25
+from codectx.retriever.callees import reachable_as_attribute
 from codectx.retriever.context import assemble_context
+from codectx.retriever.definitions import RESOLVED_LANGUAGES
 from codectx.retriever.fusion import weighted_rrf
 from codectx.retriever.search import HybridSearcher
 from codectx.retriever.tokens import default_counter
@@ -41,6 +51,7 @@ from codectx.retriever.tokens import default_counter
 from codectx.settings import Settings
 
 KS = (1, 5, 10)
+FUNCTION_KINDS = frozenset({"function", "method", "constructor"})
 CALLABLE_KINDS = frozenset({"function", "method", "class", "constructor", "struct", "interface", "macro"})
 BASELINE_LINES = 15
 MIN_QUERY_WORDS = 4
@@ -139,6 +150,11 @@ def _symbol_index(store: Any) -> dict[str, list[Definition]]:
 def code_tasks(store: Any, root: Path, limit: int, seed: int) -> list[CodeTask]:
     """Cross-file call-site tasks (both variants), sampled reproducibly."""
     symbols = _symbol_index(store)
+    enclosing: dict[str, list[Definition]] = {}
+    for defs in symbols.values():
+        for d in defs:
+            if d.kind in FUNCTION_KINDS:
+                enclosing.setdefault(d.path, []).append(d)
     found: list[tuple[str, str, int, int, int, Definition]] = []
     seen: set[tuple[str, str]] = set()
     for path in sorted(store.file_records()):
@@ -147,6 +163,7 @@ def code_tasks(store: Any, root: Path, limit: int, seed: int) -> list[CodeTask]:
         except OSError:
             continue
         lines = text.split("\n")
+        library = _library_names(store.file_imports(path))
         for ref in store.file_references(path):
             defs = symbols.get(ref.name, [])
             if len(defs) != 1 or defs[0].path == path or defs[0].kind not in CALLABLE_KINDS:
@@ -158,6 +175,11 @@ def code_tasks(store: Any, root: Path, limit: int, seed: int) -> list[CodeTask]:
             if row[ref.column : ref.column + len(ref.name)] != ref.name or not after.lstrip().startswith("("):
                 continue
             chain = ref.chain or ref.name
+            head = re.split(r"\?\.|\.|::|->", chain)[0]
+            if head != ref.name and head in library and defs[0].language in RESOLVED_LANGUAGES:
+                continue  # `pytest.main(`: a library's function that merely shares a name with ours
+            if head != ref.name and not reachable_as_attribute(defs[0]):
+                continue  # `f.read(`: no function nested in another can be reached as an attribute
             start = ref.column - (len(chain) - len(ref.name))
             if start < 0 or row[start : ref.column + len(ref.name)].replace(" ", "") != chain.replace(
                 " ", ""
@@ -173,8 +195,36 @@ def code_tasks(store: Any, root: Path, limit: int, seed: int) -> list[CodeTask]:
         tasks.append(CodeTask("cross_file_typed", path, text, line, paren, gold.name, gold))
         rows = text.split("\n")
         rows[line] = rows[line][:start]
+        for i in range(line + 1, _written_until(rows, line, enclosing.get(path, []))):
+            rows[i] = ""
         tasks.append(CodeTask("cross_file_untyped", path, "\n".join(rows), line, start, gold.name, gold))
     return tasks
+
+
+def _library_names(imports: Sequence[Import]) -> set[str]:
+    """Local names bound by imports that the indexer could not resolve into the workspace."""
+    names: set[str] = set()
+    for imp in imports:
+        if imp.resolved:
+            continue
+        if imp.alias:
+            names.add(imp.alias)
+        names.update(alias or original for original, alias in imp.names if original != "*")
+        if not imp.names and not imp.alias:
+            names.add(re.split(r"[./:]+", imp.module.lstrip("."))[0])
+    return names
+
+
+def _written_until(rows: list[str], line: int, defs: Sequence[Definition]) -> int:
+    """The end (exclusive) of what is still being written at `line`: the innermost enclosing
+    function, or at module level the block of non-blank lines."""
+    inner = [d for d in defs if d.start_line < line <= d.end_line]
+    if inner:
+        return min(d.end_line for d in inner) + 1
+    end = line + 1
+    while end < len(rows) and rows[end].strip():
+        end += 1
+    return end
 
 
 def text_tasks(chunks: Sequence[Chunk], limit: int, seed: int) -> list[TextTask]:

@@ -125,11 +125,27 @@ class IndexSnapshot:
             return
         if wait:
             self._rebuild_lexical()
+            self._warm_token_counts()
         elif self._lexical_thread is None or not self._lexical_thread.is_alive():
-            self._lexical_thread = threading.Thread(
-                target=self._rebuild_lexical, name="codectx-lexical", daemon=True
-            )
+            self._lexical_thread = threading.Thread(target=self._warm_up, name="codectx-lexical", daemon=True)
             self._lexical_thread.start()
+
+    def _warm_up(self) -> None:
+        self._rebuild_lexical()
+        self._warm_token_counts()
+
+    def _warm_token_counts(self, batch: int = 512) -> None:
+        """Count every chunk's tokens once, up front: context assembly counts candidates on every
+        request, and a first-time count is what makes a cold request slow. The tokenizer runs
+        outside the GIL, so requests are served meanwhile."""
+        from codectx.retriever.tokens import default_counter
+
+        count_many = getattr(default_counter(), "count_many", None)
+        if count_many is None:
+            return
+        texts = [c.text for chunks in list(self._chunks.values()) for c in chunks]
+        for start in range(0, len(texts), batch):
+            count_many(texts[start : start + batch])
 
     @property
     def lexical_ready(self) -> bool:

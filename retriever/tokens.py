@@ -44,7 +44,7 @@ class LocalTokenCounter:
     repeated counts free.
     """
 
-    def __init__(self, tokenizer_file: Path | None = None, cache_size: int = 20_000) -> None:
+    def __init__(self, tokenizer_file: Path | None = None, cache_size: int = 200_000) -> None:
         from tokenizers import Tokenizer
 
         path = tokenizer_file or _bundled_tokenizer()

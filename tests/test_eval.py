@@ -66,3 +66,37 @@ def test_eval_cli_json(tmp_path: Path) -> None:
         text=True,
     )
     assert bad.returncode == 2 and "--limit" in bad.stderr
+
+
+def test_untyped_tasks_hide_the_rest_of_the_function_being_written(tmp_path: Path) -> None:
+    root = copy_repo("python", tmp_path)
+    (root / "app" / "twice.py").write_text(
+        "import json\n\nfrom app.urls import join_url\n\n\n"
+        "def build(host):\n"
+        "    first = join_url(host, 1)\n"
+        "    second = join_url(host, 2)\n"
+        "    return [first, second]\n\n\n"
+        "def dump(data):\n"
+        "    data.parse_blob(1)\n"
+        "    return json.loads(data)\n"
+    )
+    (root / "app" / "other.py").write_text(
+        "def loads(text):\n    return text\n\n\n"
+        "def wrapper():\n    def parse_blob(x):\n        return x\n\n    return parse_blob\n"
+    )
+    (root / "app" / "urls.py").write_text("def join_url(host, n):\n    return host * n\n")
+    _settings, store = build_index(root)
+    tasks = [t for t in code_tasks(store, root, limit=50, seed=0) if t.path == "app/twice.py"]
+    by_kind = {t.kind: t for t in tasks}
+    typed, untyped = by_kind["cross_file_typed"], by_kind["cross_file_untyped"]
+    assert untyped.callee == "join_url" and untyped.line == 6
+    rows, original = untyped.text.split("\n"), typed.text.split("\n")
+    assert len(rows) == len(original)  # blanked, not deleted: line numbers match the index
+    assert rows[6] == "    first = " and rows[7] == rows[8] == ""  # the rest of build() is hidden
+    assert "join_url" not in "\n".join(rows[untyped.line + 1 :])
+    assert rows[11:] == original[11:]  # later functions are untouched
+    assert typed.text == (root / "app" / "twice.py").read_text()
+    # `json.loads(` calls the library, not app/other.py's loads, though the names match.
+    assert all(t.callee != "loads" for t in tasks)
+    # `data.parse_blob(` cannot reach a function nested in wrapper(): no task with a guessed gold.
+    assert all(t.callee != "parse_blob" for t in tasks)
