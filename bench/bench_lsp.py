@@ -135,12 +135,33 @@ class VllmEngine:
         stop_process(self.proc)
 
 
+def prepare_placeholder_index(root: Path, index_dir: Path) -> None:
+    """The full-text index plus one random unit vector per chunk, before the server starts: the
+    server then serves dense search at full cost without embedding Django (tens of minutes here)."""
+    from bench_retriever import placeholder_vectors
+    from codectx.indexer.embedder import Embedder
+    from codectx.indexer.pipeline import index_workspace
+    from codectx.indexer.store import IndexStore
+
+    from codectx.settings import load_settings
+
+    settings = load_settings(root, {"index.index_dir": str(index_dir), "index.embed": False})
+    index_workspace(root, settings, embed=False)
+    embedder = Embedder.from_settings(settings)
+    placeholder_vectors(
+        IndexStore.open(index_dir), embedder.model_id, int(embedder.embed_query("x").shape[0])
+    )
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     root = fetch_sdist(*SDIST)
     work = Path(tempfile.mkdtemp(prefix="codectx-bench-lsp-work-"))
-    index_dir = DATA / "lsp-index" / ("embed" if args.embed else "lexical")
+    kind = "placeholder" if args.placeholder_vectors else ("embed" if args.embed else "lexical")
+    index_dir = DATA / "lsp-index" / kind
     if args.cold and index_dir.exists():
         shutil.rmtree(index_dir)
+    if args.placeholder_vectors:
+        prepare_placeholder_index(root, index_dir)
     engine: VllmEngine | None = None
     fixed: FixedBackend | None = None
     if os.environ.get("CODECTX_VLLM_PYTHON") and not args.fixed:
@@ -153,7 +174,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     opts = {
         "codectx": {
             "backend": {"url": url, "max_tokens": args.max_tokens},
-            "index": {"index_dir": str(index_dir), "embed": bool(args.embed)},
+            "index": {"index_dir": str(index_dir), "embed": bool(args.embed or args.placeholder_vectors)},
             "lsp": {"debounce_ms": 0, "request_budget_ms": 30000},
         }
     }
@@ -162,6 +183,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "backend": backend_name,
         "workspace": f"{SDIST[0]}=={SDIST[1]}",
         "embed": args.embed,
+        "vectors": "placeholder (random unit vectors, same scan cost)"
+        if args.placeholder_vectors
+        else ("real" if args.embed else "none"),
     }
     rss_peak = 0
     try:
@@ -296,6 +320,11 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2, help="passes over the positions (first one warms)")
     parser.add_argument("--max-tokens", type=int, default=16, help="completion length")
     parser.add_argument("--embed", action="store_true", help="also compute vectors (slow on 2 cores)")
+    parser.add_argument(
+        "--placeholder-vectors",
+        action="store_true",
+        help="random vectors for every chunk (dense search at full cost, no embedding time)",
+    )
     parser.add_argument("--cold", action="store_true", help="delete the benchmark's index first")
     parser.add_argument(
         "--fixed", action="store_true", help="use the fixed-answer server even if vLLM is set"
@@ -307,6 +336,7 @@ def main() -> int:
     rows = [
         ("backend", result["backend"], ""),
         ("workspace", f"{result['workspace']} ({result['index'].get('files')} files indexed)", ""),
+        ("vectors", result["vectors"], ""),
         ("initialize -> first completion", f"{result['initialize_to_first_completion_ms']:.0f} ms", ""),
         ("initialize -> index done", f"{result['initialize_to_index_done_ms'] / 1000:.1f} s", ""),
         ("completions measured (errors)", f"{result['requests']} ({result['errors']})", ""),

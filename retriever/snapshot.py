@@ -20,6 +20,7 @@ from codectx.indexer.model import Chunk, Definition, Import
 from codectx.retriever.lexical import LexicalIndex
 
 CHECK_INTERVAL_S = 1.0
+SYNC_LEXICAL_CHUNKS = 5000  # up to this many chunks, preload builds the full-text index at once
 MAX_FILES_CACHED = 2048
 
 
@@ -104,7 +105,7 @@ class IndexSnapshot:
 
         With `lexical`, also build the in-memory full-text index that replaces LanceDB's
         full-text search for this process: seconds on a Django-size index, so on a background
-        thread unless `wait` (LanceDB answers meanwhile).
+        thread unless `wait` or the index is small (LanceDB answers meanwhile).
         """
         if not hasattr(self.store, "rows"):
             return
@@ -123,7 +124,9 @@ class IndexSnapshot:
                 self._loaded = True
         if not lexical or self._lexical is not None:
             return
-        if wait:
+        if wait or len(self._by_id) <= SYNC_LEXICAL_CHUNKS:
+            # Small indexes build in well under a second: do it now, so answers never change
+            # under the caller when the index appears.
             self._rebuild_lexical()
             self._warm_token_counts()
         elif self._lexical_thread is None or not self._lexical_thread.is_alive():
