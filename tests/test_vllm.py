@@ -150,7 +150,12 @@ async def test_cancelling_the_caller_aborts_the_request(vllm_server: Engine) -> 
 
         task = asyncio.create_task(long_completion())
         await asyncio.wait_for(started.wait(), 180)
-        assert metric(await observer.metrics_text(), "vllm:num_requests_running") >= 1
+        # The gauge is published a step or two after the first token: poll while the stream runs.
+        deadline = time.monotonic() + 30
+        while metric(await observer.metrics_text(), "vllm:num_requests_running") < 1:
+            assert not task.done(), "the long completion ended before vLLM reported it running"
+            assert time.monotonic() < deadline, "vLLM never reported the request as running"
+            await asyncio.sleep(0.1)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
