@@ -118,10 +118,13 @@ async def test_typing_burst_load(tmp_path: Path, vllm_server: Engine) -> None:  
 
         for batch, batch_statuses in ((results, first), (results2, second)):
             assert batch_statuses[-1] in ("ok", "empty"), batch_statuses  # the last one is answered
-            # Each newer keystroke supersedes the request before it (a request the engine finishes
-            # within 30 ms may legitimately complete first, so allow a few).
+            # Each newer keystroke supersedes the request before it. A request the engine finishes
+            # within the 30 ms before the next keystroke may legitimately complete first (more of
+            # them as context assembly gets faster), so allow some; none may fail.
             superseded = [s in ("superseded", "cancelled") for s in batch_statuses[:-1]]
-            assert sum(superseded) >= 45, batch_statuses
+            assert sum(superseded) >= 40, batch_statuses
+            allowed = ("superseded", "cancelled", "ok", "empty")
+            assert all(s in allowed for s in batch_statuses), batch_statuses
             assert all(list(r.items) == [] for r, gone in zip(batch[:-1], superseded, strict=True) if gone)
         # The engine is not left generating for abandoned requests.
         await wait_for(lambda: running(vllm_server) == 0, timeout=30, interval=0.2)
