@@ -149,14 +149,14 @@ def _index(args: argparse.Namespace) -> int:
     from codectx.indexer.pipeline import index_workspace
 
     if args.json:
-        report = index_workspace(root, settings, None)
+        report = index_workspace(root, settings, None, check_manifest=False)
         print_json(report.as_dict())
         return 0
     if sys.stderr.isatty():
         with _RichProgress() as live:
-            report = index_workspace(root, settings, live)
+            report = index_workspace(root, settings, live, check_manifest=False)
     else:
-        report = index_workspace(root, settings, _PlainProgress())
+        report = index_workspace(root, settings, _PlainProgress(), check_manifest=False)
     _print_report(report)
     return 0
 

@@ -218,8 +218,11 @@ def index_workspace(
     embed: bool | None = None,
     embedder: Embedder | None = None,
     lock_wait_s: float = 0.0,
+    check_manifest: bool = True,
 ) -> IndexReport:
     """Bring the index of `root` up to date: lexical stage first, then vectors.
+
+    `check_manifest=False` skips the quick no-op check (for a caller that has just made it).
 
     `embed` overrides settings.index.embed; `embedder` reuses a loaded model (the language server).
     """
@@ -231,7 +234,7 @@ def index_workspace(
     try:
         t0 = time.perf_counter()
         wants_vectors = bool(settings.index.embed) if embed is None else embed
-        quick = quick_check(root, settings, wants_vectors)
+        quick = quick_check(root, settings, wants_vectors) if check_manifest else None
         if quick is not None:  # nothing changed since the last complete run
             quick.timings["total"] = time.perf_counter() - t0
             _emit(progress, "done", quick.files, quick.files)

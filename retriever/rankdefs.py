@@ -44,7 +44,7 @@ def affinity_list(
     """The definition candidates ordered by how close their vectors are to the scope's (the
     index's own chunk vectors: no embedding beyond the scope query, which is cached)."""
     embedder = searcher.embedder()
-    matrix_of = getattr(searcher.store, "_matrix", None)  # TODO(store): a public vectors-by-hash read
+    matrix_of = getattr(searcher.store, "dense_matrix", None)
     if embedder is None or matrix_of is None:
         return []
     loaded = matrix_of(embedder.model_id)

@@ -109,10 +109,13 @@ class IndexSnapshot:
         """
         if not hasattr(self.store, "rows"):
             return
+        # The full-text column comes with the one chunk scan, for the index built below.
+        texts: dict[str, str] | None = {} if lexical and self._lexical is None else None
+        versions = self._versions
         if not self._loaded:
             versions = _versions(self.store)
             files = self._files()
-            chunks = self._chunks_of(None)
+            chunks = self._chunks_of(None, texts)
             with self._lock:
                 self._versions = versions
                 self._checked = time.monotonic()
@@ -124,17 +127,19 @@ class IndexSnapshot:
                 self._loaded = True
         if not lexical or self._lexical is not None:
             return
+        seed = (versions, texts) if texts else None  # None: already loaded, the build scans
         if wait or len(self._by_id) <= SYNC_LEXICAL_CHUNKS:
             # Small indexes build in well under a second: do it now, so answers never change
             # under the caller when the index appears.
-            self._rebuild_lexical()
-            self._warm_token_counts()
+            self._warm_up(seed)
         elif self._lexical_thread is None or not self._lexical_thread.is_alive():
-            self._lexical_thread = threading.Thread(target=self._warm_up, name="codectx-lexical", daemon=True)
+            self._lexical_thread = threading.Thread(
+                target=self._warm_up, args=(seed,), name="codectx-lexical", daemon=True
+            )
             self._lexical_thread.start()
 
-    def _warm_up(self) -> None:
-        self._rebuild_lexical()
+    def _warm_up(self, seed: tuple[tuple[Any, ...], dict[str, str]] | None = None) -> None:
+        self._rebuild_lexical(seed)
         self._warm_token_counts()
 
     def _warm_token_counts(self, batch: int = 512) -> None:
@@ -154,15 +159,24 @@ class IndexSnapshot:
     def lexical_ready(self) -> bool:
         return self._lexical is not None
 
-    def _rebuild_lexical(self, attempts: int = 3) -> None:
-        """Build a fresh full-text index; swapped in only if no change landed while it was built."""
+    def _rebuild_lexical(
+        self, seed: tuple[tuple[Any, ...], dict[str, str]] | None = None, attempts: int = 3
+    ) -> None:
+        """Build a fresh full-text index; swapped in only if no change landed while it was built.
+
+        `seed`: (table versions, texts by chunk id) already read by the caller, for the first try.
+        """
         for _ in range(attempts):
-            versions = _versions(self.store)
-            try:
-                rows = self.store.rows("chunks", ["id", "search"])
-                index = LexicalIndex([(r["id"], r["search"] or "") for r in rows])
-            except Exception:  # the store changed under us: try again
-                continue
+            if seed is not None:
+                (versions, texts), seed = seed, None
+                index = LexicalIndex(list(texts.items()))
+            else:
+                versions = _versions(self.store)
+                try:
+                    rows = self.store.rows("chunks", ["id", "search"])
+                    index = LexicalIndex([(r["id"], r["search"] or "") for r in rows])
+                except Exception:  # the store changed under us: try again
+                    continue
             self.refresh(force=False)
             with self._lock:
                 if not self._loaded or self._lexical is not None:
@@ -194,7 +208,7 @@ class IndexSnapshot:
                 # index is built off the request path.
                 self._lexical = None
                 self._lexical_thread = threading.Thread(
-                    target=self._rebuild_lexical, name="codectx-lexical", daemon=True
+                    target=self._warm_up, name="codectx-lexical", daemon=True
                 )
                 self._lexical_thread.start()
         self._stamps = {p: stamp for p, (stamp, _i) in files.items()}
@@ -262,7 +276,7 @@ class IndexSnapshot:
                 self._progress = (0, 0)
         return self._progress
 
-    def _matrix(self, model_id: str) -> tuple[list[str], Any] | None:
+    def dense_matrix(self, model_id: str) -> tuple[list[str], Any] | None:
         """All vectors of a model as one normalized matrix (hashes, matrix), loaded once per index version."""
         found = self._dense.get(model_id)
         if found is not None:
@@ -279,7 +293,7 @@ class IndexSnapshot:
         """Nearest chunks by cosine: an exact scan of the in-memory matrix (~10x faster than a
         LanceDB query at 50k rows); falls back to the store's own search."""
         self.refresh()
-        loaded = None if kwargs else self._matrix(model_id)
+        loaded = None if kwargs else self.dense_matrix(model_id)
         if loaded is None:
             return list(self.store.vector_search(vector, k, model_id, **kwargs))
         import numpy as np
