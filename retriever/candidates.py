@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from codectx.indexer.model import Chunk, Import
+from codectx.indexer.model import Chunk, Definition, Import
 from codectx.retriever.bm25 import tokenize
 from codectx.retriever.callees import reachable_as_attribute, similar_code_callees
 from codectx.retriever.cursor import CursorInfo
@@ -70,6 +70,21 @@ class Candidate:
     def rank_key(self) -> tuple[int, bool, float, str, int]:
         # The call being typed is the one cursor-dependent input: its definition goes first.
         return (TIERS[self.reason], not self.typed_call, -round(self.score, 9), self.path, self.start_line)
+
+
+def _definition_candidate(chunk: Chunk, d: Definition, why: str, typed_call: bool = False) -> Candidate:
+    """A definition's chunk as a candidate; its rank comes from the fused lists, not a score."""
+    return Candidate(
+        chunk.path,
+        chunk.start_line,
+        chunk.end_line,
+        d.qualname or d.name,
+        "definition",
+        0.0,
+        chunk.text,
+        why,
+        typed_call=typed_call,
+    )
 
 
 def _overlaps(path: str, start: int, end: int, own_path: str, own: tuple[int, int]) -> bool:
@@ -144,14 +159,9 @@ def _definition_lists(
             if chunk is None or _overlaps(chunk.path, chunk.start_line, chunk.end_line, path, own):
                 continue
             (weak if res.how == "name" else used).append(
-                Candidate(
-                    chunk.path,
-                    chunk.start_line,
-                    chunk.end_line,
-                    d.qualname or d.name,
-                    "definition",
-                    0.0,
-                    chunk.text,
+                _definition_candidate(
+                    chunk,
+                    d,
                     f"definition of `{name}` used here ({res.how.replace('-', ' ')} lookup)",
                     typed_call=bool(typed) and name == typed,
                 )
@@ -175,15 +185,8 @@ def _definition_lists(
             head = f"{chunk.qualname} {chunk.signature} {chunk.doc}"
             terms = set(tokenize(head))
             similarity = len(terms & scope_terms) / math.sqrt(len(terms) + 1)
-            cand = Candidate(
-                chunk.path,
-                chunk.start_line,
-                chunk.end_line,
-                d.qualname or d.name,
-                "definition",
-                0.0,
-                chunk.text,
-                f"definition of `{local}`, imported by this file but not used in this scope yet",
+            cand = _definition_candidate(
+                chunk, d, f"definition of `{local}`, imported by this file but not used in this scope yet"
             )
             imported.append((-similarity, position, cand))
     ordered = [c for _s, _p, c in sorted(imported, key=lambda x: (x[0], x[1]))]
@@ -206,14 +209,9 @@ def _callee_list(
         if chunk is None or _overlaps(chunk.path, chunk.start_line, chunk.end_line, path, own):
             continue
         out.append(
-            Candidate(
-                chunk.path,
-                chunk.start_line,
-                chunk.end_line,
-                d.qualname or d.name,
-                "definition",
-                0.0,
-                chunk.text,
+            _definition_candidate(
+                chunk,
+                d,
                 f"definition of `{vote.name}`, called by similar code ({', '.join(vote.sources[:3])})",
             )
         )
