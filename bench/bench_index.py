@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -52,6 +53,7 @@ def show(name: str, data: object) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sample", type=int, default=2000, help="chunks for the embedding comparison")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating embedding rounds")
     parser.add_argument("--full-embed", action="store_true", help="also embed the whole sdist (slow)")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -78,7 +80,9 @@ def main() -> int:
 
     noop = index_workspace(work, settings, embed=False)
     results["noop_s"] = noop.timings["total"]
-    results["noop_cli_s"] = cli_time(work, "--no-embed")
+    noop_cli = [cli_time(work, "--no-embed") for _ in range(3)]
+    results["noop_cli_runs_s"] = noop_cli
+    results["noop_cli_s"] = statistics.median(noop_cli)
 
     show("cold", results["cold"])
     show("noop", {"library_s": results["noop_s"], "cli_s": results["noop_cli_s"]})
@@ -98,8 +102,14 @@ def main() -> int:
     edit.timings["total"] = edit_s
     results["edit"] = {"total_s": edit_s, "updated": edit.updated, "vectors_embedded": edit.vectors_embedded}
     show("edit", results["edit"])
-    target.write_text(target.read_text() + "\n\ndef bench_edit2(value):\n    return value * 2\n")
-    results["edit_cli_no_embed_s"] = cli_time(work, "--no-embed")
+    # A fresh `codectx index` process per edit, as a user runs it; the median of three.
+    cli_edits = []
+    for n in range(3):
+        target.write_text(target.read_text() + f"\n\ndef bench_edit_cli{n}(value):\n    return value * {n}\n")
+        cli_edits.append(cli_time(work, "--no-embed"))
+    results["edit_cli_no_embed_runs_s"] = cli_edits
+    results["edit_cli_no_embed_s"] = statistics.median(cli_edits)
+    show("edit (CLI)", cli_edits)
 
     chunks = list(store.all_chunks())
     chunks.sort(key=lambda c: (c.path, c.start_line))
@@ -110,19 +120,27 @@ def main() -> int:
 
     plain = SentenceTransformer(str(embedder.model_path), device="cpu")
     plain.encode(texts[:8])
-    t = time.perf_counter()
-    ref = plain.encode(texts, batch_size=32, normalize_embeddings=True)
-    plain_s = time.perf_counter() - t
-    t = time.perf_counter()
-    ours = embedder.embed_texts(texts)
-    ours_s = time.perf_counter() - t
+    # Side by side: alternate the two on the same chunks, so a load change on this shared
+    # 2-core machine hits both; the speedup is the median of the paired rounds.
+    pairs: list[tuple[float, float]] = []
+    for _ in range(args.rounds):
+        t = time.perf_counter()
+        ref = plain.encode(texts, batch_size=32, normalize_embeddings=True)
+        plain_s = time.perf_counter() - t
+        t = time.perf_counter()
+        ours = embedder.embed_texts(texts)
+        pairs.append((plain_s, time.perf_counter() - t))
+        show("embed round", {"plain_s": pairs[-1][0], "codectx_s": pairs[-1][1]})
+    plain_s = statistics.median(p for p, _ in pairs)
+    ours_s = statistics.median(o for _, o in pairs)
     cos = (np.asarray(ref) * ours).sum(axis=1)
     results["embed"] = {
         "chunks": len(texts),
         "backend": embedder.backend,
         "plain_st_per_s": len(texts) / plain_s,
         "codectx_per_s": len(texts) / ours_s,
-        "speedup": plain_s / ours_s,
+        "speedup": statistics.median(p / o for p, o in pairs),
+        "speedup_per_round": [p / o for p, o in pairs],
         "cosine_min": float(cos.min()),
         "cosine_mean": float(cos.mean()),
     }
@@ -143,9 +161,17 @@ def main() -> int:
         ("lexical+symbol stage", f"{lexical_s:.1f} s", f"< {TARGETS['lexical_s']:.0f} s"),
         ("files/s, chunks/s", f"{cold.files / lexical_s:.0f}, {cold.chunks / lexical_s:.0f}", ""),
         ("no-op re-run (library)", f"{results['noop_s']:.2f} s", f"< {TARGETS['noop_s']:.0f} s"),
-        ("no-op re-run (CLI process)", f"{results['noop_cli_s']:.2f} s", ""),
+        (
+            "no-op re-run (CLI process, median of 3)",
+            f"{results['noop_cli_s']:.2f} s",
+            f"< {TARGETS['noop_s']:.0f} s",
+        ),
         ("one-file edit incl. embedding", f"{edit.timings['total']:.2f} s", f"< {TARGETS['edit_s']:.0f} s"),
-        ("one-file edit (CLI, --no-embed)", f"{results['edit_cli_no_embed_s']:.2f} s", ""),
+        (
+            "one-file edit (CLI process, --no-embed, median of 3)",
+            f"{results['edit_cli_no_embed_s']:.2f} s",
+            f"< {TARGETS['edit_s']:.0f} s",
+        ),
         ("embed plain sentence-transformers", f"{emb['plain_st_per_s']:.1f} chunks/s", ""),
         (f"embed codectx ({emb['backend']})", f"{emb['codectx_per_s']:.1f} chunks/s", ""),
         (

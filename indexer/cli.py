@@ -137,9 +137,10 @@ def _index(args: argparse.Namespace) -> int:
         extra["index.embed"] = False
     settings = settings_for(root, args, extra)
     # Most re-runs change nothing: answer from the manifest before loading LanceDB (~2 s).
-    from codectx.indexer.manifest import quick_check
+    from codectx.indexer.manifest import check_workspace
 
-    quick = quick_check(root, settings, embed=bool(settings.index.embed))
+    checked = check_workspace(root, settings, embed=bool(settings.index.embed))
+    quick = checked.report
     if quick is not None:
         if args.json:
             print_json(quick.as_dict())
@@ -149,14 +150,14 @@ def _index(args: argparse.Namespace) -> int:
     from codectx.indexer.pipeline import index_workspace
 
     if args.json:
-        report = index_workspace(root, settings, None, check_manifest=False)
+        report = index_workspace(root, settings, None, check_manifest=False, checked=checked)
         print_json(report.as_dict())
         return 0
     if sys.stderr.isatty():
         with _RichProgress() as live:
-            report = index_workspace(root, settings, live, check_manifest=False)
+            report = index_workspace(root, settings, live, check_manifest=False, checked=checked)
     else:
-        report = index_workspace(root, settings, _PlainProgress(), check_manifest=False)
+        report = index_workspace(root, settings, _PlainProgress(), check_manifest=False, checked=checked)
     _print_report(report)
     return 0
 

@@ -181,9 +181,10 @@ class _Walker:
         self.report_ignored = False
         self.known: Mapping[str, tuple[int, int]] = {}
         self.secret = _spec(never_index_patterns(settings))
-        self.index_dir: Path | None = None
+        # Paths inside the walk are strings: pathlib objects for every entry cost a third of it.
+        self.index_dir: str | None = None
         try:
-            self.index_dir = Path(os.path.realpath(settings.index_dir()))
+            self.index_dir = os.path.realpath(settings.index_dir())
         except CodectxError:
             self.index_dir = None
 
@@ -197,15 +198,13 @@ class _Walker:
             specs.append(("", _spec(info)))
         return _Rules(tuple(specs))
 
-    def rules_for(
-        self, real_dir: Path, rel_dir: str, parent: _Rules, names: set[str] | None = None
-    ) -> _Rules:
+    def rules_for(self, real_dir: str, rel_dir: str, parent: _Rules, names: set[str] | None = None) -> _Rules:
         """The rules in force inside a folder; `names` (its listing) spares opening absent files."""
         specs = list(parent.specs)
         for ignore_file in (".gitignore", ".codectxignore"):
             if names is not None and ignore_file not in names:
                 continue
-            patterns = _read_patterns(real_dir / ignore_file)
+            patterns = _read_patterns(Path(real_dir, ignore_file))
             if patterns:
                 specs.append((rel_dir, _spec(patterns)))
         return _Rules(tuple(specs)) if len(specs) != len(parent.specs) else parent
@@ -223,8 +222,8 @@ class _Walker:
         visited.add((root_stat.st_dev, root_stat.st_ino))
         # Each entry: (real folder, workspace-relative folder, the parent's rules, real ancestors
         # for loop detection). A folder's own ignore files are read once its listing is known.
-        stack: list[tuple[Path, str, _Rules, tuple[str, ...]]] = [
-            (self.root, "", self.base_rules(), (str(self.root),))
+        stack: list[tuple[str, str, _Rules, tuple[str, ...]]] = [
+            (str(self.root), "", self.base_rules(), (str(self.root),))
         ]
         while stack:
             real_dir, rel_dir, parent_rules, ancestors = stack.pop()
@@ -238,13 +237,13 @@ class _Walker:
                 self.skip(rel_dir + "/", "ignored")
                 continue
             rules = self.rules_for(real_dir, rel_dir, parent_rules, names)
-            subdirs: list[tuple[Path, str, _Rules, tuple[str, ...]]] = []
+            subdirs: list[tuple[str, str, _Rules, tuple[str, ...]]] = []
             for entry in entries:
                 rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
                 child = self._entry(entry, rel, rules, ancestors, visited)
                 if child is not None:
                     real_child, child_rel = child
-                    subdirs.append((real_child, child_rel, rules, (*ancestors, str(real_child))))
+                    subdirs.append((real_child, child_rel, rules, (*ancestors, real_child)))
             stack.extend(reversed(subdirs))
         self.out.files.sort(key=lambda f: f.path)
         return self.out
@@ -256,7 +255,7 @@ class _Walker:
         rules: _Rules,
         ancestors: tuple[str, ...],
         visited: set[tuple[int, int]],
-    ) -> tuple[Path, str] | None:
+    ) -> tuple[str, str] | None:
         """Handle one folder entry; return (real path, rel) of a folder to descend into."""
         try:
             is_link = entry.is_symlink()
@@ -275,13 +274,13 @@ class _Walker:
                 self.skip(rel, "unreadable")
             return None
         if stat.S_ISDIR(st.st_mode):
-            return self._folder(entry.name, rel, Path(real), st, rules, ancestors, visited)
+            return self._folder(entry.name, rel, real, st, rules, ancestors, visited)
         if not stat.S_ISREG(st.st_mode):
             return None  # sockets, fifos, devices
-        self._file(entry.name, rel, Path(entry.path), st, rules)
+        self._file(entry.name, rel, entry.path, st, rules)
         return None
 
-    def skipped_folder(self, name: str, real: Path) -> bool:
+    def skipped_folder(self, name: str, real: str) -> bool:
         """A folder skipped by name: dependencies, virtualenvs, build output, the index.
 
         (A virtualenv under another name is recognised by its `pyvenv.cfg` once listed.)"""
@@ -295,12 +294,12 @@ class _Walker:
         self,
         name: str,
         rel: str,
-        real: Path,
+        real: str,
         st: os.stat_result,
         rules: _Rules,
         ancestors: tuple[str, ...],
         visited: set[tuple[int, int]],
-    ) -> tuple[Path, str] | None:
+    ) -> tuple[str, str] | None:
         if name in (".git", ".codectx") or (self.index_dir is not None and real == self.index_dir):
             return None
         if self.skipped_folder(name, real):
@@ -310,12 +309,12 @@ class _Walker:
             return None
         key = (st.st_dev, st.st_ino)
         if key in visited:
-            self.skip(rel + "/", "symlink-loop" if str(real) in ancestors else "duplicate")
+            self.skip(rel + "/", "symlink-loop" if real in ancestors else "duplicate")
             return None
         visited.add(key)
         return real, rel
 
-    def _file(self, name: str, rel: str, path: Path, st: os.stat_result, rules: _Rules) -> None:
+    def _file(self, name: str, rel: str, path: str, st: os.stat_result, rules: _Rules) -> None:
         if self.secret.match_file(rel):
             self.skip(rel, "secret-file")
             return
@@ -337,7 +336,7 @@ class _Walker:
         unchanged = known is not None and known[0] == st.st_size and known[1] == st.st_mtime_ns
         if unchanged and language and not name.endswith(".h"):  # `.h` needs the head to tell C from C++
             # Unchanged since the caller last saw it indexable: the content sniff would agree.
-            self.out.files.append(SourceFile(rel, path, st.st_size, st.st_mtime_ns, language))
+            self.out.files.append(SourceFile(rel, Path(path), st.st_size, st.st_mtime_ns, language))
             return
         try:
             with open(path, "rb") as fh:
@@ -355,7 +354,7 @@ class _Walker:
             self.skip(rel, reason)
             return
         language = refine_language(language, rel, head)
-        self.out.files.append(SourceFile(rel, path, st.st_size, st.st_mtime_ns, language))
+        self.out.files.append(SourceFile(rel, Path(path), st.st_size, st.st_mtime_ns, language))
 
 
 def discover(root: Path, settings: Settings, known: Mapping[str, tuple[int, int]] | None = None) -> Discovery:
@@ -389,7 +388,7 @@ def discover_files(root: Path, settings: Settings, paths: Iterable[str]) -> Disc
         raise DiscoveryError(f"workspace is not a folder: {root}")
     walker = _Walker(real_root, settings)
     walker.report_ignored = True
-    rules_at: dict[str, _Rules] = {"": walker.rules_for(real_root, "", walker.base_rules())}
+    rules_at: dict[str, _Rules] = {"": walker.rules_for(str(real_root), "", walker.base_rules())}
     for raw in paths:
         rel = _norm(raw)
         if not rel or posixpath.normpath(rel).startswith(".."):
@@ -404,14 +403,14 @@ def discover_files(root: Path, settings: Settings, paths: Iterable[str]) -> Disc
             real = real_root / folder
             if (
                 name in (".git", ".codectx")
-                or walker.skipped_folder(name, real)
+                or walker.skipped_folder(name, str(real))
                 or (real / "pyvenv.cfg").exists()
                 or rules.ignored(folder, True)
             ):
                 blocked = True
                 break
             if folder not in rules_at:
-                rules_at[folder] = walker.rules_for(real, folder, rules)
+                rules_at[folder] = walker.rules_for(str(real), folder, rules)
             rules = rules_at[folder]
         if blocked:
             walker.skip(rel, "ignored")
@@ -431,5 +430,5 @@ def discover_files(root: Path, settings: Settings, paths: Iterable[str]) -> Disc
         if not stat.S_ISREG(st.st_mode):
             walker.skip(rel, "not-a-file")
             continue
-        walker._file(parts[-1], rel, path, st, rules)
+        walker._file(parts[-1], rel, str(path), st, rules)
     return walker.out

@@ -16,14 +16,18 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codectx.indexer.report import IndexReport
 
 from codectx.settings import Settings
+
+if TYPE_CHECKING:
+    from codectx.indexer.discovery import Discovery
 
 MANIFEST_FILE = "manifest.json"
 JOURNAL_FILE = "journal.json"  # the store's record of a write in progress
@@ -103,38 +107,57 @@ def summary(report: IndexReport) -> dict[str, Any]:
     return {key: getattr(report, key) for key in _CARRIED}
 
 
+@dataclass(frozen=True)
+class QuickCheck:
+    """A quick check's outcome: the no-op report, or the walk a real run can start from."""
+
+    report: IndexReport | None  # set when nothing changed since the last complete run
+    found: Discovery | None = None  # the workspace as walked (when the manifest was usable)
+    known: Mapping[str, tuple[int, int]] | None = None  # the files the walk trusted unopened
+    walk_s: float = 0.0
+
+
 def quick_check(root: Path, settings: Settings, embed: bool) -> IndexReport | None:
-    """The report of a no-op run if nothing changed since the last complete run, else None.
+    """The report of a no-op run if nothing changed since the last complete run, else None."""
+    return check_workspace(root, settings, embed).report
+
+
+def check_workspace(root: Path, settings: Settings, embed: bool) -> QuickCheck:
+    """Compare the workspace with the manifest of the last complete run.
 
     Walks the workspace like a real run would (so new, deleted and ignored files count) but
     opens no unchanged file and never imports LanceDB. `embed`: this run wants vectors.
+    When something changed, the walk comes back too, so the run that follows need not
+    repeat it (its `known` files are the manifest's, which are the index's own records).
     """
     from codectx.indexer.discovery import discover
 
     index_dir = settings.index_dir()
     manifest = Manifest.read(index_dir)
     if manifest is None or manifest.fingerprint != fingerprint(settings):
-        return None
-    if embed and not (manifest.embedded and not manifest.report.get("vectors_pending")):
-        return None
+        return QuickCheck(None)
     if (index_dir / JOURNAL_FILE).exists():
-        return None  # an interrupted write waits to be rolled back
+        return QuickCheck(None)  # an interrupted write waits to be rolled back
     try:
         meta = json.loads((index_dir / META_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None
+        return QuickCheck(None)
     if not isinstance(meta, dict) or meta.get("schema_version") != SCHEMA_VERSION:
-        return None  # an older or damaged index: the store rebuilds it
+        return QuickCheck(None)  # an older or damaged index: the store rebuilds it
+    start = time.perf_counter()
     found = discover(root, settings, known=manifest.files)
+    walk_s = time.perf_counter() - start
+    if embed and not (manifest.embedded and not manifest.report.get("vectors_pending")):
+        return QuickCheck(None, found, manifest.files, walk_s)
     if not _same(found.files, manifest.files):
-        return None
+        return QuickCheck(None, found, manifest.files, walk_s)
     report = IndexReport(root=str(root), index_dir=str(index_dir), quick=True)
     for key, value in manifest.report.items():
         if key in _CARRIED:
             setattr(report, key, value)
     report.unchanged = len(found.files)
     report.skipped = found.skipped_by_reason()
-    return report
+    return QuickCheck(report, found, manifest.files, walk_s)
 
 
 def _same(found: Any, files: Mapping[str, tuple[int, int]]) -> bool:

@@ -22,7 +22,7 @@ from codectx.indexer.discovery import SourceFile, discover, is_never_index, snif
 from codectx.indexer.embedder import Embedder
 from codectx.indexer.errors import IndexCorrupt, IndexSchemaMismatch
 from codectx.indexer.lock import IndexLock
-from codectx.indexer.manifest import Manifest, fingerprint, quick_check, summary
+from codectx.indexer.manifest import Manifest, QuickCheck, check_workspace, fingerprint, summary
 from codectx.indexer.parse import parse_file
 from codectx.indexer.report import IndexReport, ProgressEvent, ProgressFn
 
@@ -219,10 +219,12 @@ def index_workspace(
     embedder: Embedder | None = None,
     lock_wait_s: float = 0.0,
     check_manifest: bool = True,
+    checked: QuickCheck | None = None,
 ) -> IndexReport:
     """Bring the index of `root` up to date: lexical stage first, then vectors.
 
-    `check_manifest=False` skips the quick no-op check (for a caller that has just made it).
+    `check_manifest=False` skips the quick no-op check; a caller that has just made it
+    passes its outcome as `checked`, and the run reuses its walk of the workspace.
 
     `embed` overrides settings.index.embed; `embedder` reuses a loaded model (the language server).
     """
@@ -234,7 +236,10 @@ def index_workspace(
     try:
         t0 = time.perf_counter()
         wants_vectors = bool(settings.index.embed) if embed is None else embed
-        quick = quick_check(root, settings, wants_vectors) if check_manifest else None
+        walked_before = checked.walk_s if checked is not None else 0.0
+        if checked is None and check_manifest:
+            checked = check_workspace(root, settings, wants_vectors)
+        quick = checked.report if checked is not None else None
         if quick is not None:  # nothing changed since the last complete run
             quick.timings["total"] = time.perf_counter() - t0
             _emit(progress, "done", quick.files, quick.files)
@@ -242,7 +247,13 @@ def index_workspace(
         store = open_for_write(index_dir, report)
         _emit(progress, "discover", 0, 0)
         records = store.file_records()
-        found = discover(root, settings, known={p: (r.size, r.mtime_ns) for p, r in records.items()})
+        known = {p: (r.size, r.mtime_ns) for p, r in records.items()}
+        # The quick check's walk is good when it trusted exactly these records (no writer since).
+        if checked is not None and checked.found is not None and checked.known == known:
+            found = checked.found
+            t0 -= walked_before  # the caller's walk is this run's discovery stage
+        else:
+            found = discover(root, settings, known=known)
         report.skipped = found.skipped_by_reason()
         t1 = time.perf_counter()
         report.timings["discover"] = t1 - t0

@@ -120,3 +120,25 @@ def test_quick_path_does_not_load_lancedb(tree: Path, capsys: pytest.CaptureFixt
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "up to date" in out.stdout and "NO-LANCEDB 0" in out.stdout
+
+
+def test_a_real_run_reuses_the_checks_walk_only_while_it_matches_the_index(tree: Path) -> None:
+    from codectx.indexer.manifest import check_workspace
+    from codectx.indexer.pipeline import index_workspace
+
+    settings = load_settings(tree.resolve(), environ={})
+    index_workspace(tree.resolve(), settings, embed=False)
+    bump(tree / "src" / "util.py", "def helper() -> str:\n    return 'one'\n")
+    checked = check_workspace(tree.resolve(), settings, embed=False)
+    assert checked.report is None and checked.found is not None  # changed: the walk comes back
+    report = index_workspace(tree.resolve(), settings, embed=False, check_manifest=False, checked=checked)
+    assert report.updated == 1 and report.unchanged == 2
+
+    # A walk taken before another writer ran is stale: the run walks again and sees the new edit.
+    bump(tree / "src" / "app.py", "def run(port: int) -> int:\n    return port + 2\n")
+    stale = check_workspace(tree.resolve(), settings, embed=False)
+    index_workspace(tree.resolve(), settings, embed=False)  # the other writer
+    bump(tree / "web" / "api.ts", "export function load(): number {\n  return 2;\n}\n")
+    later = index_workspace(tree.resolve(), settings, embed=False, check_manifest=False, checked=stale)
+    assert later.updated == 1 and later.added == 0 and later.removed == 0
+    assert Manifest.read(settings.index_dir()) is not None

@@ -1,0 +1,46 @@
+"""LanceDB's import skips its unused REST client and override checks, and both still work."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from codectx.indexer.deferred import mark_override
+
+PROBE = """
+import sys
+import codectx.indexer.store as store
+from codectx.indexer.deferred import CLIENT, is_deferred
+client = sys.modules[CLIENT]
+api_loaded = any(name.startswith(CLIENT + ".api") for name in sys.modules)
+print("deferred" if is_deferred(client) and not api_loaded else "loaded")
+import pyarrow as pa
+import lancedb
+db = lancedb.connect(sys.argv[1])
+table = db.create_table("t", pa.table({"a": [1, 2, 3]}))
+print("rows", table.count_rows())
+from lance_namespace_urllib3_client import BranchApi  # the real package on first use
+print("client", BranchApi.__name__, is_deferred(client))
+"""
+
+
+def test_store_import_defers_the_rest_client_and_lancedb_still_works(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, str(tmp_path / "db")], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:3] == ["deferred", "rows 3", "client BranchApi False"]
+
+
+def test_mark_override_marks_like_typing_override() -> None:
+    def plain() -> int:
+        return 1
+
+    assert mark_override(plain) is plain and plain.__override__  # type: ignore[attr-defined]
+
+    def keyword() -> int:
+        return 2
+
+    assert mark_override(check_signature=False)(keyword) is keyword
+    assert keyword.__override__  # type: ignore[attr-defined]
