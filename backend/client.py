@@ -213,13 +213,7 @@ class BackendClient:
             "temperature": float(temperature if temperature is not None else b.temperature),
             "stream": stream,
         }
-        if stop:
-            body["stop"] = list(stop)
-        if stream:
-            body["stream_options"] = {"include_usage": True}
-        if extra:
-            body.update(extra)
-        return body
+        return _with_options(body, stop, stream, extra)
 
     async def complete(self, prompt: str, *, sources: Sequence[Any] = (), **options: Any) -> CompletionResult:
         """A non-streaming completion of a raw prompt."""
@@ -253,13 +247,7 @@ class BackendClient:
             "temperature": float(temperature if temperature is not None else b.temperature),
             "stream": stream,
         }
-        if stop:
-            body["stop"] = list(stop)
-        if stream:
-            body["stream_options"] = {"include_usage": True}
-        if extra:
-            body.update(extra)
-        return body
+        return _with_options(body, stop, stream, extra)
 
     async def chat(
         self, messages: Sequence[dict[str, str]], *, sources: Sequence[Any] = (), **options: Any
@@ -467,3 +455,16 @@ def parse_metrics(text: str) -> dict[str, float]:
             continue
         totals[match.group(1)] = totals.get(match.group(1), 0.0) + value
     return totals
+
+
+def _with_options(
+    body: dict[str, Any], stop: Sequence[str], stream: bool, extra: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The options completion and chat bodies share: stop strings, usage on streams, extras."""
+    if stop:
+        body["stop"] = list(stop)
+    if stream:
+        body["stream_options"] = {"include_usage": True}
+    if extra:
+        body.update(extra)
+    return body
