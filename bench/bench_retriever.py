@@ -77,6 +77,18 @@ def placeholder_vectors(store: Any, model_id: str, dims: int = 384) -> None:
         vecs = rng.standard_normal((len(missing), dims)).astype("float32")
         vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
         store.add_vectors(model_id, missing, vecs)
+    # Name vectors too (zero rows for unnamed chunks, as the indexer writes them), so the
+    # dense search re-ranks by the body/name mix at full cost.
+    from codectx.indexer.embedder import name_model_id
+
+    names = sorted(store.chunk_hashes() - store.vector_hashes(name_model_id(model_id)))
+    if names:
+        chunks = store.chunks_with_hashes(names)
+        rng = np.random.default_rng(1)
+        vecs = rng.standard_normal((len(names), dims)).astype("float32")
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        vecs[[i for i, h in enumerate(names) if not chunks[h].symbol]] = 0
+        store.add_vectors(name_model_id(model_id), names, vecs)
     if hasattr(store, "update_meta") and store.model_id != model_id:
         store.update_meta(model_id=model_id)
 

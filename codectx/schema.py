@@ -65,6 +65,14 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "rrf_k": Key(
             "float", 10.0, "Reciprocal-rank fusion constant: lower trusts each list's top ranks more.", min=0
         ),
+        "name_weight": Key(
+            "float",
+            0.5,
+            "Share of a chunk's name-and-signature vector in its dense score (the rest is the body "
+            "vector); 0 ranks by the body alone. Chunks without a name score 0 on that share.",
+            min=0,
+            max=1,
+        ),
         "context_search": Key(
             "bool", True, "Completion context also runs a hybrid search around the cursor."
         ),
@@ -78,16 +86,23 @@ SCHEMA: dict[str, dict[str, Key]] = {
             "calls better, at the cost of one query embedding per scope change.",
         ),
         "used_weight": Key(
-            "float", 0.5, "Context ranking weight of definitions of names the cursor's scope uses.", min=0
+            "float", 0.25, "Context ranking weight of definitions of names the cursor's scope uses.", min=0
         ),
         "imported_weight": Key(
             "float",
-            1.0,
+            1.5,
             "Context ranking weight of names the file imports but the scope does not use yet.",
             min=0,
         ),
         "callee_weight": Key(
             "float", 1.0, "Context ranking weight of definitions that code similar to the scope calls.", min=0
+        ),
+        "receiver_weight": Key(
+            "float",
+            0.25,
+            "Context ranking weight of what the rest of the workspace calls on the receivers in the "
+            "cursor's scope (`ctx.` -> the methods code elsewhere calls on `ctx`).",
+            min=0,
         ),
         "definition_max_tokens": Key(
             "int", 400, "A definition longer than this is cut to its head in completion context.", min=16

@@ -65,6 +65,8 @@ class _PlainProgress:
             stderr(f"embed: {ev.done}/{ev.total} chunks ({rate:.0f}/s, ETA {eta:.0f}s)")
         elif ev.stage in ("parse", "embed"):
             stderr(f"{ev.stage}: {ev.done}/{ev.total} {'files' if ev.stage == 'parse' else 'chunks'}")
+        elif ev.stage == "names":
+            stderr(f"names: {ev.done}/{ev.total} name vectors")
         elif ev.stage == "commit":
             stderr(f"commit: {ev.done}/{ev.total} files searchable")
         elif ev.stage == "model":

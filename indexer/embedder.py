@@ -10,6 +10,13 @@ one backend is searchable with the other.
 The model truncates at its max sequence length (256 tokens for MiniLM), so
 the text embedded for a chunk starts with what identifies it: path, qualified
 name, signature and doc, then the body.
+
+Each named chunk also gets a short second vector, of its name split into
+words and its signature (`name_text`): prose queries match what a function is
+called even when its body is long or its doc missing. These live under their
+own id (`name_model_id`), keyed by content hash like the body vectors (the
+symbol and signature come from the text, so the hash covers them). Chunks
+without a symbol get a zero vector there: "no name", cosine 0, and done.
 """
 
 from __future__ import annotations
@@ -29,12 +36,15 @@ from typing import Any
 import numpy as np
 from codectx.indexer.errors import EmbedderError
 from codectx.indexer.model import Chunk
+from codectx.indexer.textsearch import split_identifier
 
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
 ONNX_FORMAT = 3  # bump when the export recipe changes, so cached exports are redone
 # Characters kept per text before tokenizing: far more than 256 tokens of code, far less than a big chunk.
 MAX_CHARS = 3000
 QUERY_MAX_TOKENS = 128  # queries are cut here; documents use the model's full length
+NAME_SUFFIX = "#names"  # the name vectors' id is the model id plus this
+NAME_MAX_TOKENS = 64  # a name and signature are short; longer signatures keep their head
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +100,23 @@ def embedding_text(chunk: Chunk) -> str:
     return "\n".join(parts)[:MAX_CHARS]
 
 
+def name_model_id(model_id: str) -> str:
+    """The id under which a model's name vectors are stored."""
+    return model_id + NAME_SUFFIX
+
+
+def name_text(chunk: Chunk) -> str:
+    """The short text of a chunk's name vector: its symbol as words, then its signature; "" if unnamed.
+
+    The qualified name is left out on purpose: a class prefix is not part of the chunk's text, so
+    a renamed class would leave stale vectors under an unchanged content hash.
+    """
+    if not chunk.symbol:
+        return ""
+    words = " ".join(split_identifier(chunk.symbol))
+    return f"{words}\n{chunk.signature.strip()}"[:MAX_CHARS]
+
+
 def _mean_pooling_model(path: Path) -> bool:
     """True if the folder is Transformer -> mean Pooling (-> Normalize): what the ONNX path computes."""
     try:
@@ -126,6 +153,7 @@ class Embedder:
         self._impl: _Backend | None = None
         self._load_lock = threading.Lock()
         self.calls = 0  # texts embedded so far (tests check the cache with it)
+        self.name_calls = 0  # name texts embedded so far
 
     @classmethod
     def from_settings(cls, settings: Any, cache_dir: Path | None = None) -> Embedder:
@@ -202,6 +230,19 @@ class Embedder:
         self, chunks: Sequence[Chunk], progress: Callable[[int], None] | None = None
     ) -> np.ndarray:
         return self.embed_texts([embedding_text(c) for c in chunks], progress)
+
+    def embed_names(self, chunks: Sequence[Chunk]) -> np.ndarray:
+        """Name vectors (see `name_text`); zero rows for unnamed chunks. Not counted in `calls`,
+        which counts chunk documents."""
+        impl = self._load()
+        out = np.zeros((len(chunks), impl.dims), dtype=np.float32)
+        texts = [name_text(c) for c in chunks]
+        named = sorted((i for i, t in enumerate(texts) if t), key=lambda i: len(texts[i]))
+        for start in range(0, len(named), self.batch_size):
+            idx = named[start : start + self.batch_size]
+            out[idx] = impl.encode([texts[i] for i in idx], NAME_MAX_TOKENS)
+            self.name_calls += len(idx)
+        return out
 
     def embed_query(self, text: str, max_tokens: int | None = QUERY_MAX_TOKENS) -> np.ndarray:
         """One normalized query vector. Queries are cut at `max_tokens`: the encoder's cost grows

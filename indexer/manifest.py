@@ -36,6 +36,9 @@ FORMAT = 1
 # The index's on-disk schema (checked against meta.json by the store); here so the quick check can
 # tell an index that needs a rebuild without importing the store.
 SCHEMA_VERSION = 1
+# The vectors a complete run leaves per chunk (body, then name vectors): an index from before a
+# kind existed fails the quick check once, so its first run fills the new kind in.
+VECTOR_KINDS = ("body", "name")
 # Keys that do not change what is indexed: how vectors are computed, whether this run embeds.
 _RUNTIME_KEYS = ("embed", "embed_backend", "embed_batch_size", "index_dir")
 # Summary fields carried from the last run into a quick report.
@@ -53,7 +56,9 @@ _CARRIED = (
 def fingerprint(settings: Settings) -> str:
     """A hash of every setting that changes which files are indexed and how they are chunked."""
     shaping = {k: v for k, v in sorted(settings.index.as_dict().items()) if k not in _RUNTIME_KEYS}
-    blob = json.dumps({"schema": SCHEMA_VERSION, "index": shaping}, sort_keys=True, default=str)
+    blob = json.dumps(
+        {"schema": SCHEMA_VERSION, "vectors": VECTOR_KINDS, "index": shaping}, sort_keys=True, default=str
+    )
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from codectx.indexer.discovery import SourceFile, discover, is_never_index, sniff
-from codectx.indexer.embedder import Embedder
+from codectx.indexer.embedder import Embedder, name_model_id
 from codectx.indexer.errors import IndexCorrupt, IndexSchemaMismatch
 from codectx.indexer.lock import IndexLock
 from codectx.indexer.manifest import Manifest, QuickCheck, check_workspace, fingerprint, summary
@@ -157,21 +157,26 @@ def embed_pending(
     progress: ProgressFn | None = None,
     only: Iterable[str] | None = None,
 ) -> None:
-    """Embed every chunk content that has no vector for the embedder's model, committing as it goes.
+    """Embed every chunk content that has no vector for the embedder's model, committing as it goes;
+    then the same for name vectors (`name_model_id`), which are short and cheap.
 
     `only` limits the work to some content hashes (e.g. the chunks of a just-saved file).
     """
     model_id = embedder.model_id
-    pending_set = store.chunk_hashes() - store.vector_hashes(model_id)
+    names_id = name_model_id(model_id)
+    live = store.chunk_hashes()
+    pending_set = live - store.vector_hashes(model_id)
+    names_set = live - store.vector_hashes(names_id)
     if only is not None:
         pending_set &= set(only)
+        names_set &= set(only)
     pending = sorted(pending_set)
     report.model_id = model_id
-    if not pending:
+    if not pending and not names_set:
         return
     _emit(progress, "model", 0, len(pending), f"loading embedding model {model_id}")
     report.embed_backend = embedder.backend
-    chunks = store.chunks_with_hashes(pending)
+    chunks = store.chunks_with_hashes(sorted(pending_set | names_set))
     todo = [h for h in pending if h in chunks]
     done = 0
     _emit(progress, "embed", 0, len(todo))
@@ -187,6 +192,13 @@ def embed_pending(
         store.add_vectors(model_id, part, vectors)
         done += len(part)
         report.vectors_embedded += len(part)
+    names = [h for h in sorted(names_set) if h in chunks]
+    if names:
+        _emit(progress, "names", 0, len(names))
+    for start in range(0, len(names), EMBED_COMMIT * 4):
+        part = names[start : start + EMBED_COMMIT * 4]
+        store.add_vectors(names_id, part, embedder.embed_names([chunks[h] for h in part]))
+        _emit(progress, "names", start + len(part), len(names))
 
 
 def _finish(store: IndexStore, report: IndexReport, model_id: str | None, embedded: bool) -> None:
@@ -278,6 +290,7 @@ def index_workspace(
             embed_pending(store, emb, report, progress)
             report.timings["embed"] = time.perf_counter() - t2
             store.prune_vectors(emb.model_id)
+            store.prune_vectors(name_model_id(emb.model_id))
         store.compact()
         _finish(store, report, emb.model_id if emb else store.model_id, emb is not None)
         _write_manifest(store, settings, report, embedded=emb is not None)

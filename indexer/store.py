@@ -43,6 +43,7 @@ prepare_lancedb_import()  # before LanceDB: skips ~1.7 s of import we never use
 import lancedb  # noqa: E402
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
+from codectx.indexer.embedder import NAME_SUFFIX  # noqa: E402
 from codectx.indexer.errors import IndexCorrupt, IndexNotFound, IndexSchemaMismatch  # noqa: E402
 from codectx.indexer.manifest import JOURNAL_FILE, META_FILE, SCHEMA_VERSION, Manifest  # noqa: E402
 from codectx.indexer.model import Chunk, Definition, Import, Reference  # noqa: E402
@@ -330,6 +331,16 @@ class IndexStore:
     def model_id(self) -> str | None:
         return self._meta.get("model_id")
 
+    def reload_meta(self) -> None:
+        """Re-read meta.json: another writer (the CLI beside a language server) may have moved the
+        model or the last run. A missing or damaged file keeps what was read at open."""
+        try:
+            meta = json.loads((self.index_dir / META_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return
+        if isinstance(meta, dict):
+            self._meta = meta
+
     def update_meta(self, **values: Any) -> None:
         self._meta.update(values)
         _write_json_atomic(self.index_dir / META_FILE, self._meta)
@@ -357,6 +368,20 @@ class IndexStore:
     def table_versions(self) -> tuple[int, ...]:
         """Versions of the symbols, files and chunks tables: any write moves at least one."""
         return tuple(int(self._table(name).version) for name in ("symbols", "files", "chunks"))
+
+    def vector_versions(self) -> tuple[tuple[str, int], ...]:
+        """(table, version) of every vectors table (body and name vectors): embedding moves them."""
+        found = []
+        for name in sorted(self._db.list_tables().tables):
+            if name.startswith("vectors_"):
+                table = self._tables.get(name)
+                if table is None:
+                    try:
+                        table = self._tables[name] = self._db.open_table(name)
+                    except (ValueError, FileNotFoundError, RuntimeError):
+                        continue
+                found.append((name, int(table.version)))
+        return tuple(found)
 
     def vector_matrix(self, model_id: str) -> tuple[list[str], np.ndarray] | None:
         """All vectors of a model: (content hashes, float32 matrix with one row each), or None."""
@@ -664,6 +689,7 @@ class IndexStore:
         names = ["chunks", "symbols", "files"]
         if self.model_id:
             names.append(vectors_table_name(self.model_id))
+            names.append(vectors_table_name(self.model_id + NAME_SUFFIX))
         for name in names:
             try:
                 table = self._table(name)

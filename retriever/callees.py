@@ -62,6 +62,21 @@ def calls_in(text: str) -> list[str]:
     return list(found)[:MAX_CALLS_PER_CHUNK]
 
 
+_PARSED: dict[str, tuple[list[str], dict[str, str]]] = {}
+PARSED_CACHE = 20_000
+
+
+def _parsed(chunk: Chunk) -> tuple[list[str], dict[str, str]]:
+    """A chunk's calls and local types, cached by content: similar chunks recur across requests."""
+    key = chunk.content_hash or chunk.text
+    found = _PARSED.get(key)
+    if found is None:
+        if len(_PARSED) >= PARSED_CACHE:
+            _PARSED.clear()
+        found = _PARSED[key] = (calls_in(chunk.text), local_types(chunk.text))
+    return found
+
+
 def similar_code_callees(
     store: object,
     similar: Sequence[tuple[Chunk, float]],
@@ -87,15 +102,15 @@ def similar_code_callees(
         if resolver is None:
             imports = list(imports_of(chunk.path)) if imports_of is not None else []
             resolver = resolvers[chunk.path] = DefinitionResolver(store, chunk.path, chunk.language, imports)
-        resolver.local_types = local_types(chunk.text)
+        calls, types = _parsed(chunk)
+        resolver.local_types = types
         voted: set[tuple[str, int]] = set()
-        for chain in calls_in(chunk.text):
+        for chain in calls:
             parts = split_chain(chain)
             if parts[-1] in skip or chain in skip:
                 continue
-            for res in resolver.resolve(chain)[:1]:
-                if res.how == "name" and len(parts) == 1 and chunk.language in RESOLVED_LANGUAGES:
-                    continue
+            bare = len(parts) == 1 and chunk.language in RESOLVED_LANGUAGES
+            for res in resolver.resolve(chain, by_name=not bare)[:1]:
                 d = res.definition
                 if d.path == chunk.path and d.start_line <= chunk.end_line and d.end_line >= chunk.start_line:
                     continue  # defined in or around the similar chunk itself: local to that code

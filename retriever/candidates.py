@@ -17,22 +17,28 @@ definitions alone fill the budget that search runs on full text only.
 
 from __future__ import annotations
 
-import math
-import re
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from codectx.indexer.model import Chunk, Definition, Import
-from codectx.retriever.bm25 import tokenize
-from codectx.retriever.callees import reachable_as_attribute, similar_code_callees
+from codectx.indexer.model import Chunk, Import
 from codectx.retriever.cursor import CursorInfo
-from codectx.retriever.definitions import RESOLVED_LANGUAGES, DefinitionResolver, local_types, split_chain
+from codectx.retriever.definitions import DefinitionResolver, local_types
+from codectx.retriever.deflists import (
+    STRUCTURAL,
+    WEAK_SHARE,
+    Candidate,
+    callee_list,
+    definition_lists,
+    overlaps,
+    receiver_list,
+    scope_names,
+)
 from codectx.retriever.fusion import weighted_rrf
 from codectx.retriever.rankdefs import affinity_list, fuse_definitions
-from codectx.retriever.search import HybridSearcher, chunk_for_definition, fts_terms
+from codectx.retriever.search import HybridSearcher, fts_terms
 from codectx.retriever.tokens import TokenCounter, count_many
 
 from codectx.settings import Settings
@@ -40,81 +46,15 @@ from codectx.settings import Settings
 if TYPE_CHECKING:
     from codectx.retriever.context import RecentEdit
 
-TIERS = {"definition": 0, "scope": 1, "recent": 2, "retrieved": 3}
-MAX_NAMES = 48
-PER_NAME = 2
-MAX_IMPORTED = 40
+__all__ = ["Candidate", "gather_candidates", "merge_overlaps", "scope_query", "similar_chunks"]
+
 SEARCH_K = 8
 AFFINITY_WEIGHT = 1.0  # the affinity list (definitions by vector closeness to the scope)
 AFFINITY_TOP = 20
 SIMILAR_MINED = 12  # similar chunks whose calls vote for definitions
-MAX_CALLEES = 24
-WEAK_SHARE = 0.25  # a name matched only by name counts a quarter of one resolved through imports
 QUERY_LINES = 60
+SCOPE_QUERY_TOKENS = 64  # the scope's head says what it does; the encoder costs ~10 ms per 64 tokens
 WINDOW = 20
-
-
-@dataclass
-class Candidate:
-    path: str
-    start_line: int
-    end_line: int
-    symbol: str
-    reason: str
-    score: float
-    text: str
-    why: str
-    typed_call: bool = False
-
-    @property
-    def rank_key(self) -> tuple[int, bool, float, str, int]:
-        # The call being typed is the one cursor-dependent input: its definition goes first.
-        return (TIERS[self.reason], not self.typed_call, -round(self.score, 9), self.path, self.start_line)
-
-
-def _definition_candidate(chunk: Chunk, d: Definition, why: str, typed_call: bool = False) -> Candidate:
-    """A definition's chunk as a candidate; its rank comes from the fused lists, not a score."""
-    return Candidate(
-        chunk.path,
-        chunk.start_line,
-        chunk.end_line,
-        d.qualname or d.name,
-        "definition",
-        0.0,
-        chunk.text,
-        why,
-        typed_call=typed_call,
-    )
-
-
-def _overlaps(path: str, start: int, end: int, own_path: str, own: tuple[int, int]) -> bool:
-    return path == own_path and start <= own[1] and end >= own[0]
-
-
-_IDENT_OR_CHAIN = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\?\.|\.|::|->)[A-Za-z_$][\w$]*)*")
-
-
-def _names(info: CursorInfo, scope_text: str) -> list[str]:
-    """Names and chains in first-use order in the enclosing scope, then any others, then the typed call.
-
-    First-use order in the scope text does not depend on where the cursor is.
-    """
-    known = set(info.names) | set(info.chains)
-    ordered: dict[str, None] = {}
-    for match in _IDENT_OR_CHAIN.finditer(scope_text):
-        chain = match.group()
-        parts = split_chain(chain)
-        if len(parts) > 1:
-            ordered.setdefault(chain, None)
-        for part in parts:
-            if part in known or (not known and len(part) > 1):
-                ordered.setdefault(part, None)
-    for name in sorted(known):
-        ordered.setdefault(name, None)
-    names = list(ordered)[:MAX_NAMES]
-    if info.callee and info.callee not in names:
-        names.append(info.callee)
-    return names
 
 
 def scope_query(lines: list[str], line: int, info: CursorInfo) -> str:
@@ -129,97 +69,6 @@ def scope_query(lines: list[str], line: int, info: CursorInfo) -> str:
     return "\n".join(lines[start : end + 1])
 
 
-def _definition_lists(
-    searcher: HybridSearcher,
-    path: str,
-    language: str,
-    info: CursorInfo,
-    resolver: DefinitionResolver,
-    names: list[str],
-    own: tuple[int, int],
-    scope_text: str,
-) -> dict[str, list[Candidate]]:
-    """Ranked definition lists: names the scope uses (by import/module/file, then by bare name
-    match) in first-use order, and names the file imports but the scope does not use yet."""
-    typed = info.callee
-    used: list[Candidate] = []
-    weak: list[Candidate] = []
-    for name in names:
-        is_chain = len(split_chain(name)) > 1
-        taken = 0
-        for res in resolver.resolve(name, exclude=own):
-            if res.how == "name" and not (
-                name == typed or is_chain or name in info.chains or language not in RESOLVED_LANGUAGES
-            ):
-                continue  # a bare local name matching some far-away definition is mostly noise
-            d = res.definition
-            if res.how == "name" and is_chain and not reachable_as_attribute(d):
-                continue  # `app.teardown_request` is no function nested in some test
-            chunk = chunk_for_definition(searcher.chunks_for_file(d.path), d)
-            if chunk is None or _overlaps(chunk.path, chunk.start_line, chunk.end_line, path, own):
-                continue
-            (weak if res.how == "name" else used).append(
-                _definition_candidate(
-                    chunk,
-                    d,
-                    f"definition of `{name}` used here ({res.how.replace('-', ' ')} lookup)",
-                    typed_call=bool(typed) and name == typed,
-                )
-            )
-            taken += 1
-            if taken >= PER_NAME or res.how != "name":
-                break
-    # Names the file imports but this scope does not use yet: what the next line may call.
-    # Ranked by how much their definition shares words with the enclosing scope.
-    used_names = set(names)
-    scope_terms = set(tokenize(scope_text))
-    imported: list[tuple[float, int, Candidate]] = []
-    for position, local in enumerate(n for n in resolver.by_name if n not in used_names):
-        if position >= MAX_IMPORTED:
-            break
-        for res in resolver.resolve(local, exclude=own)[:1]:
-            d = res.definition
-            chunk = chunk_for_definition(searcher.chunks_for_file(d.path), d)
-            if chunk is None or _overlaps(chunk.path, chunk.start_line, chunk.end_line, path, own):
-                continue
-            head = f"{chunk.qualname} {chunk.signature} {chunk.doc}"
-            terms = set(tokenize(head))
-            similarity = len(terms & scope_terms) / math.sqrt(len(terms) + 1)
-            cand = _definition_candidate(
-                chunk, d, f"definition of `{local}`, imported by this file but not used in this scope yet"
-            )
-            imported.append((-similarity, position, cand))
-    ordered = [c for _s, _p, c in sorted(imported, key=lambda x: (x[0], x[1]))]
-    return {"used": used, "weak": weak, "imported": ordered}
-
-
-def _callee_list(
-    searcher: HybridSearcher,
-    similar: Sequence[tuple[Chunk, float]],
-    names: Sequence[str],
-    language: str,
-    path: str,
-    own: tuple[int, int],
-) -> list[Candidate]:
-    """Definitions that code similar to this scope calls (see `callees`), most voted first."""
-    out: list[Candidate] = []
-    for vote in similar_code_callees(searcher.store, similar[:SIMILAR_MINED], names, language):
-        d = vote.definition
-        chunk = chunk_for_definition(searcher.chunks_for_file(d.path), d)
-        if chunk is None or _overlaps(chunk.path, chunk.start_line, chunk.end_line, path, own):
-            continue
-        out.append(
-            _definition_candidate(
-                chunk,
-                d,
-                f"definition of `{vote.name}`, called by similar code ({', '.join(vote.sources[:3])})",
-            )
-        )
-        if len(out) >= MAX_CALLEES:
-            break
-    return out
-
-
 def _scope_candidates(
     searcher: HybridSearcher, path: str, info: CursorInfo, own: tuple[int, int]
 ) -> list[Candidate]:
@@ -229,7 +78,7 @@ def _scope_candidates(
         return []
     out = []
     for chunk in searcher.chunks_for_file(path):
-        if not chunk.qualname.startswith(owner + ".") or _overlaps(
+        if not chunk.qualname.startswith(owner + ".") or overlaps(
             chunk.path, chunk.start_line, chunk.end_line, path, own
         ):
             continue
@@ -262,7 +111,10 @@ class _QueryVectors:
         if text in self.items:
             self.items.move_to_end(text)
             return self.items[text]
-        vector = embedder.embed_query(text)
+        try:
+            vector = embedder.embed_query(text, max_tokens=SCOPE_QUERY_TOKENS)
+        except TypeError:  # an embedder without a length limit
+            vector = embedder.embed_query(text)
         self.items[text] = vector
         if len(self.items) > self.size:
             self.items.popitem(last=False)
@@ -296,7 +148,8 @@ def similar_chunks(
     if dense and vector is not None:
         embedder = searcher.embedder()
         if embedder is not None:
-            sources["dense"] = searcher.store.vector_search(vector, depth, embedder.model_id)
+            nearest = getattr(searcher.store, "approx_vector_search", searcher.store.vector_search)
+            sources["dense"] = nearest(vector, depth, embedder.model_id)
     chunks: dict[str, Chunk] = {}
     lists: dict[str, list[str]] = {}
     for name, hits in sources.items():
@@ -308,7 +161,7 @@ def similar_chunks(
     out = []
     for f in fused:
         chunk: Chunk = chunks[f.key]
-        if _overlaps(chunk.path, chunk.start_line, chunk.end_line, path, own):
+        if overlaps(chunk.path, chunk.start_line, chunk.end_line, path, own):
             continue
         out.append((chunk, f.score / top, ", ".join(f"{k} #{v}" for k, v in sorted(f.ranks.items()))))
     return out
@@ -352,8 +205,9 @@ def gather_candidates(
     t = time.perf_counter()
     query = scope_query(lines, line, info)
     resolver = DefinitionResolver(searcher.store, path, language, imports, local_types(query))
-    names = _names(info, query)
-    lists = _definition_lists(searcher, path, language, info, resolver, names, own, query)
+    names = scope_names(info, query)
+    lists = definition_lists(searcher, path, language, info, resolver, names, own, query)
+    lists["receivers"] = receiver_list(searcher, resolver, names, path, own)
     scope = _scope_candidates(searcher, path, info, own)
     recents = [
         Candidate(
@@ -374,7 +228,10 @@ def gather_candidates(
     if cfg.context_search:
         t = time.perf_counter()
         structural = sum(
-            count_many(counter, [c.text for cs in [*lists.values(), scope, recents] for c in cs])
+            count_many(
+                counter,
+                [c.text for k in STRUCTURAL for c in lists.get(k, [])] + [c.text for c in [*scope, *recents]],
+            )
         )
         # Similar code is still mined for likely calls when the structural sources fill the
         # budget, but from the lexical lists only (no query embedding) unless told otherwise.
@@ -384,13 +241,14 @@ def gather_candidates(
         similar = similar_chunks(searcher, settings, query, path, own, dense)
         timings["search"] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
-        lists["callees"] = _callee_list(
-            searcher, [(c, w) for c, w, _f in similar], names, language, path, own
+        lists["callees"] = callee_list(
+            searcher, [(c, w) for c, w, _f in similar[:SIMILAR_MINED]], names, language, path, own
         )
         timings["callees"] = (time.perf_counter() - t) * 1000
         if dense:
             retrieved = _retrieved_candidates(similar)
-            vector = scope_vector(searcher, settings, query)
+        vector = scope_vector(searcher, settings, query) if dense else None
+        if vector is not None:
             # From the cursor-independent lists only, so the order holds while the cursor moves.
             stable = {k: lists[k] for k in ("imported", "callees")}
             lists["affinity"] = affinity_list(searcher, vector, stable, AFFINITY_TOP)
@@ -400,6 +258,7 @@ def gather_candidates(
         "imported": cfg.imported_weight,
         "callees": cfg.callee_weight,
         "affinity": AFFINITY_WEIGHT,
+        "receivers": cfg.receiver_weight,
     }
     out = fuse_definitions(lists, weights) + scope + recents + retrieved
     return out, notes

@@ -17,6 +17,8 @@ the file layout. Per language:
 
 from __future__ import annotations
 
+import functools
+import heapq
 import posixpath
 import re
 from collections.abc import Iterable, Sequence
@@ -106,6 +108,7 @@ class DefinitionResolver:
         self._imported = _TargetSet(self.imported_files)
         self._target_sets: dict[str, _TargetSet] = {}
         self._name_matches: dict[tuple[str, tuple[str, ...]], list[Definition]] = {}
+        self._path_facts: dict[str, tuple[int, int]] = {}
         for imp in self.imports:
             for original, alias in imp.names:
                 if original == "*":
@@ -135,8 +138,8 @@ class DefinitionResolver:
             self._imports_of[path] = found
         return found
 
-    def _package_files(self, target: str) -> list[str]:
-        return [posixpath.join(target, name) for name in PACKAGE_INDEX]
+    def _package_files(self, target: str) -> tuple[str, ...]:
+        return _package_files(target)
 
     def in_target(self, name: str, target: str, depth: int = 0) -> tuple[list[Definition], bool]:
         """Definitions of `name` inside an import target, following re-exports; (found, via re-export)."""
@@ -160,8 +163,11 @@ class DefinitionResolver:
                             return found, True
         return [], False
 
-    def resolve(self, chain: str, exclude: tuple[int, int] | None = None) -> list[Resolution]:
-        """Definitions a name or chain at the cursor refers to, best first."""
+    def resolve(
+        self, chain: str, exclude: tuple[int, int] | None = None, by_name: bool = True
+    ) -> list[Resolution]:
+        """Definitions a name or chain at the cursor refers to, best first. `by_name=False`
+        leaves out the last resort, a bare match in the symbol table (costly for common names)."""
         parts = split_chain(chain)
         if not parts:
             return []
@@ -234,7 +240,7 @@ class DefinitionResolver:
             for imp in self.wildcards:
                 target = imp.resolved or imp.module.rstrip(".*").replace(".", "/")
                 add(self.in_target(name, target)[0], "wildcard")
-        if not results:
+        if not results and by_name:
             add(self._name_match(name, parts[:-1]), "name")
         return _dedupe(results)
 
@@ -248,23 +254,32 @@ class DefinitionResolver:
         if not defs:
             return []
         hints = {q.lower().strip("_") for q in qualifiers if q not in SELF_NAMES}
-        # Common names (`get`, `save`) have thousands of definitions: per-path facts are computed once.
-        per_path: dict[str, tuple[int, int]] = {}
+        hints.discard("")
+        # Common names (`get`, `save`) have thousands of definitions: per-path facts are computed
+        # once per resolver (paths repeat across names), the owner only when a qualifier hints.
+        facts_of = self._path_facts
 
         def rank(d: Definition) -> tuple[int, int, int, int, str, int]:
-            owner = d.qualname.rsplit(".", 1)[0].lower() if "." in d.qualname else ""
-            hinted = 0 if hints and any(h and (h in owner or owner.endswith(h)) for h in hints) else 1
-            facts = per_path.get(d.path)
+            facts = facts_of.get(d.path)
             if facts is None:
-                facts = per_path[d.path] = (
+                facts = facts_of[d.path] = (
                     0 if self._imported.contains(d.path) else 1,
                     _distance(self.path, d.path),
                 )
+            hinted = 1
+            if hints and "." in d.qualname:
+                owner = d.qualname.rsplit(".", 1)[0].lower()
+                hinted = 0 if any(h in owner or owner.endswith(h) for h in hints) else 1
             return (facts[0], hinted, 0 if d.exported else 1, facts[1], d.path, d.start_line)
 
-        found = sorted(defs, key=rank)[:MAX_NAME_MATCHES]
+        found = heapq.nsmallest(MAX_NAME_MATCHES, defs, key=rank)
         self._name_matches[key] = found
         return found
+
+
+@functools.lru_cache(maxsize=4096)
+def _package_files(target: str) -> tuple[str, ...]:
+    return tuple(posixpath.join(target, name) for name in PACKAGE_INDEX)
 
 
 class _TargetSet:
@@ -276,11 +291,17 @@ class _TargetSet:
         self.exact = set(targets)
         self.folders = {t.rstrip("/") for t in targets}
         self.stems = {t for t in targets if not posixpath.splitext(t)[1]}
+        self._seen: dict[str, bool] = {}
 
     def contains(self, path: str) -> bool:
-        if path in self.exact or posixpath.dirname(path) in self.folders:
-            return True
-        return bool(self.stems) and posixpath.splitext(path)[0] in self.stems
+        found = self._seen.get(path)
+        if found is None:
+            found = self._seen[path] = (
+                path in self.exact
+                or posixpath.dirname(path) in self.folders
+                or (bool(self.stems) and posixpath.splitext(path)[0] in self.stems)
+            )
+        return found
 
 
 _ASSIGN = re.compile(
@@ -296,7 +317,9 @@ def local_types(scope_text: str) -> dict[str, str]:
     Only capitalised callees count (classes by convention), so `x = load()` is not mistaken for one.
     """
     found: dict[str, str] = {}
-    for match in _ASSIGN.finditer(scope_text):
+    # Only lines with an assignment can bind one (the regex is slow over whole functions).
+    text = "\n".join(row for row in scope_text.split("\n") if "=" in row)
+    for match in _ASSIGN.finditer(text):
         if match.group(1):
             var, ctor = match.group(1), match.group(2)
         else:

@@ -262,7 +262,7 @@ def _hidden_doc_search(
     vector = None
     if embedder is not None and searcher.progress()[0] > 0:
         vector = embedder.embed_query(task.query)
-        dense_hits = searcher.store.vector_search(vector, depth + 1, embedder.model_id)
+        dense_hits = searcher.dense_hits(vector, depth + 1, embedder.model_id)
     elapsed = (time.perf_counter() - started) * 1000
     chunks[gold.id] = gold
     for hit in dense_hits:
@@ -275,9 +275,11 @@ def _hidden_doc_search(
         )
         lists["fts"] = _reinsert(fts, gold.id, position if gold_score > 0 and position < depth else -1)
     if vector is not None:
-        gold_sim = float(
+        body_sim = float(
             np.dot(np.asarray(vector, dtype=np.float32), embedder.embed_documents([stripped])[0])
         )
+        # The name vector (symbol and signature) never holds the doc: only the body is re-embedded.
+        gold_sim = searcher.mixed_score(vector, gold, body_sim, embedder.model_id)
         others = [h for h in dense_hits if h.chunk.id != gold.id][:depth]
         position = next((n for n, h in enumerate(others) if h.score < gold_sim), len(others))
         lists["dense"] = _reinsert(

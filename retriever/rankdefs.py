@@ -44,17 +44,11 @@ def affinity_list(
     """The definition candidates ordered by how close their vectors are to the scope's (the
     index's own chunk vectors: no embedding beyond the scope query, which is cached)."""
     embedder = searcher.embedder()
-    matrix_of = getattr(searcher.store, "dense_matrix", None)
-    if embedder is None or matrix_of is None:
-        return []
-    loaded = matrix_of(embedder.model_id)
+    rows_of = getattr(searcher.store, "dense_rows", None)
+    loaded = rows_of(embedder.model_id) if rows_of is not None and embedder is not None else None
     if loaded is None:
         return []
-    hashes, matrix = loaded
-    rows = searcher.__dict__.get("_rows")
-    if rows is None or rows[0] is not matrix:
-        rows = (matrix, {h: i for i, h in enumerate(hashes)})
-        searcher.__dict__["_rows"] = rows
+    matrix, row_of = loaded
     import numpy as np
 
     query = np.asarray(vector, dtype=np.float32).ravel()
@@ -64,7 +58,7 @@ def affinity_list(
     for cands in lists.values():
         for cand in cands:
             key = (cand.path, cand.start_line)
-            row = rows[1].get(hash_of.get(key, ""))
+            row = row_of.get(hash_of.get(key, ""))
             if row is not None and key not in scored:
                 scored[key] = (float(matrix[row] @ query), cand)
     ordered = sorted(scored.values(), key=lambda x: (-x[0], x[1].path, x[1].start_line))

@@ -172,3 +172,23 @@ def test_a_file_missing_from_the_index_and_broken_code_still_work(tmp_path: Path
     assert any(i.path == "pkg/util/helpers.py" and i.symbol == "parse_port" for i in result.items)
     empty = assemble_context(store, settings, "app/empty.py", "", 0, 0)
     assert empty.prefix == "" and empty.suffix == ""
+
+
+def test_vectors_present_but_context_dense_off_still_answers(tmp_path: Path) -> None:
+    """With `context_dense = false` the scope is never embedded, even where the index has vectors:
+    similar code comes from full text alone and the answer keeps its retrieved items."""
+    from codectx.indexer.embedder import Embedder
+
+    root = copy_repo("python", tmp_path)
+    settings, store = build_index(root, embed=True, **LEXICAL)
+    embedder = Embedder.from_settings(settings)
+    path = "pkg/client.py"
+    text = (root / path).read_text()
+    line, char = _cursor_in(text, "def send", offset=1)
+    calls = embedder.calls
+    result = assemble_context(store, settings, path, text, line, char, embedder=embedder)
+    assert embedder.calls == calls, "context_dense=false must not embed the scope"
+    assert any(c.reason == "retrieved" for c in result.ranked)
+    dense = settings.with_overrides({"retriever.context_dense": True, "retriever.context_embed_always": True})
+    again = assemble_context(store, dense, path, text, line, char, embedder=embedder)
+    assert embedder.calls == calls + 1 and again.items

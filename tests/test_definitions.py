@@ -146,3 +146,18 @@ def _line_of_text(text: str, needle: str) -> tuple[int, int]:
 )
 def test_local_types_from_constructor_calls(code: str, expected: dict[str, str]) -> None:
     assert local_types(code) == expected
+
+
+def test_the_name_match_fallback_can_be_left_out(tmp_path: Path) -> None:
+    root = copy_repo("python", tmp_path)
+    _settings, store = build_index(root)
+    snap = snapshot_of(store)
+    # A file importing nothing: `format_url` is found only by a bare match in the symbol table.
+    resolver = DefinitionResolver(snap, "app/other.py", "python", [])
+    guesses = resolver.resolve("format_url")
+    assert guesses and all(r.how == "name" for r in guesses)
+    assert {r.definition.name for r in guesses} == {"format_url"}
+    assert resolver.resolve("format_url", by_name=False) == []
+    # Resolutions through imports do not depend on the fallback.
+    imported = DefinitionResolver(snap, "app/main.py", "python", snap.file_imports("app/main.py"))
+    assert imported.resolve("fmt", by_name=False) == imported.resolve("fmt")

@@ -1,0 +1,244 @@
+"""The ranked definition lists of completion context, one per source.
+
+Each list ranks definitions by one kind of evidence; `rankdefs` fuses them:
+
+- used: names and chains the enclosing scope uses, resolved through the file's
+  imports (a bare name matched only by name is kept apart, in `weak`);
+- imported: names the file imports but the scope does not use yet, by words
+  shared with the scope;
+- receivers: what the rest of the workspace calls on the receivers in the
+  scope (`ctx.` -> `Context.get_parameter_source`, see `receivers`);
+- callees: what code similar to the scope calls (see `callees`).
+
+Every list depends only on the enclosing scope, never on the cursor column,
+so the ranking holds while the cursor moves within a function.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from codectx.indexer.model import Chunk, Definition
+from codectx.retriever.bm25 import tokenize
+from codectx.retriever.callees import reachable_as_attribute, similar_code_callees
+from codectx.retriever.cursor import CursorInfo
+from codectx.retriever.definitions import RESOLVED_LANGUAGES, DefinitionResolver, split_chain
+from codectx.retriever.receivers import receivers_in
+from codectx.retriever.search import HybridSearcher, chunk_for_definition
+
+TIERS = {"definition": 0, "scope": 1, "recent": 2, "retrieved": 3}
+MAX_NAMES = 48
+PER_NAME = 2
+MAX_IMPORTED = 40
+MAX_CALLEES = 24
+WEAK_SHARE = 0.25  # a name matched only by name counts a quarter of one resolved through imports
+
+
+@dataclass
+class Candidate:
+    path: str
+    start_line: int
+    end_line: int
+    symbol: str
+    reason: str
+    score: float
+    text: str
+    why: str
+    typed_call: bool = False
+
+    @property
+    def rank_key(self) -> tuple[int, bool, float, str, int]:
+        # The call being typed is the one cursor-dependent input: its definition goes first.
+        return (TIERS[self.reason], not self.typed_call, -round(self.score, 9), self.path, self.start_line)
+
+
+def definition_candidate(chunk: Chunk, d: Definition, why: str, typed_call: bool = False) -> Candidate:
+    """A definition's chunk as a candidate; its rank comes from the fused lists, not a score."""
+    return Candidate(
+        chunk.path,
+        chunk.start_line,
+        chunk.end_line,
+        d.qualname or d.name,
+        "definition",
+        0.0,
+        chunk.text,
+        why,
+        typed_call=typed_call,
+    )
+
+
+def overlaps(path: str, start: int, end: int, own_path: str, own: tuple[int, int]) -> bool:
+    return path == own_path and start <= own[1] and end >= own[0]
+
+
+_IDENT_OR_CHAIN = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\?\.|\.|::|->)[A-Za-z_$][\w$]*)*")
+
+
+def scope_names(info: CursorInfo, scope_text: str) -> list[str]:
+    """Names and chains in first-use order in the enclosing scope, then any others, then the typed call.
+
+    First-use order in the scope text does not depend on where the cursor is.
+    """
+    known = set(info.names) | set(info.chains)
+    ordered: dict[str, None] = {}
+    for match in _IDENT_OR_CHAIN.finditer(scope_text):
+        chain = match.group()
+        parts = split_chain(chain)
+        if len(parts) > 1:
+            ordered.setdefault(chain, None)
+        for part in parts:
+            if part in known or (not known and len(part) > 1):
+                ordered.setdefault(part, None)
+    for name in sorted(known):
+        ordered.setdefault(name, None)
+    names = list(ordered)[:MAX_NAMES]
+    if info.callee and info.callee not in names:
+        names.append(info.callee)
+    return names
+
+
+def definition_lists(
+    searcher: HybridSearcher,
+    path: str,
+    language: str,
+    info: CursorInfo,
+    resolver: DefinitionResolver,
+    names: list[str],
+    own: tuple[int, int],
+    scope_text: str,
+) -> dict[str, list[Candidate]]:
+    """Ranked definition lists: names the scope uses (by import/module/file, then by bare name
+    match) in first-use order, and names the file imports but the scope does not use yet."""
+    typed = info.callee
+    used: list[Candidate] = []
+    weak: list[Candidate] = []
+    for name in names:
+        is_chain = len(split_chain(name)) > 1
+        taken = 0
+        # A bare local name matching some far-away definition is mostly noise: not looked up.
+        by_name = name == typed or is_chain or name in info.chains or language not in RESOLVED_LANGUAGES
+        for res in resolver.resolve(name, exclude=own, by_name=by_name):
+            d = res.definition
+            if res.how == "name" and is_chain and not reachable_as_attribute(d):
+                continue  # `app.teardown_request` is no function nested in some test
+            chunk = chunk_for_definition(searcher.chunks_for_file(d.path), d)
+            if chunk is None or overlaps(chunk.path, chunk.start_line, chunk.end_line, path, own):
+                continue
+            (weak if res.how == "name" else used).append(
+                definition_candidate(
+                    chunk,
+                    d,
+                    f"definition of `{name}` used here ({res.how.replace('-', ' ')} lookup)",
+                    typed_call=bool(typed) and name == typed,
+                )
+            )
+            taken += 1
+            if taken >= PER_NAME or res.how != "name":
+                break
+    # Names the file imports but this scope does not use yet: what the next line may call.
+    # Ranked by how much their definition shares words with the enclosing scope.
+    used_names = set(names)
+    scope_terms = set(tokenize(scope_text))
+    imported: list[tuple[float, int, Candidate]] = []
+    for position, local in enumerate(n for n in resolver.by_name if n not in used_names):
+        if position >= MAX_IMPORTED:
+            break
+        for res in resolver.resolve(local, exclude=own)[:1]:
+            d = res.definition
+            chunk = chunk_for_definition(searcher.chunks_for_file(d.path), d)
+            if chunk is None or overlaps(chunk.path, chunk.start_line, chunk.end_line, path, own):
+                continue
+            head = f"{chunk.qualname} {chunk.signature} {chunk.doc}"
+            terms = set(tokenize(head))
+            similarity = len(terms & scope_terms) / math.sqrt(len(terms) + 1)
+            cand = definition_candidate(
+                chunk, d, f"definition of `{local}`, imported by this file but not used in this scope yet"
+            )
+            imported.append((-similarity, position, cand))
+    ordered = [c for _s, _p, c in sorted(imported, key=lambda x: (x[0], x[1]))]
+    return {"used": used, "weak": weak, "imported": ordered}
+
+
+# The lists whose size decides whether the budget is full without similar code: what the scope
+# uses and imports. The receivers list is an inference from usage elsewhere, like the callees:
+# it ranks well only together with the similar code's lists.
+STRUCTURAL = ("used", "weak", "imported")
+MAX_RECEIVERS = 16
+RECEIVER_MEMBERS = 8
+
+
+def receiver_list(
+    searcher: HybridSearcher,
+    resolver: DefinitionResolver,
+    names: Sequence[str],
+    path: str,
+    own: tuple[int, int],
+) -> list[Candidate]:
+    """Definitions of what the rest of the workspace calls on the receivers in this scope
+    (`ctx.` -> `Context.get_parameter_source`), by share of the receiver's uses."""
+    calls_of = getattr(searcher.store, "receiver_calls", None)
+    calls = calls_of() if calls_of is not None else None
+    if calls is None:
+        return []
+    scored: dict[tuple[str, int], list[Any]] = {}
+    for position, receiver in enumerate(receivers_in(names)[:MAX_RECEIVERS]):
+        uses = calls.members(receiver, path, RECEIVER_MEMBERS)
+        if not uses:
+            continue
+        imported = receiver in resolver.modules or receiver in resolver.by_name
+        # Imported modules and classes, and locally constructed objects, resolve through the
+        # file's imports; any other receiver through the class its members point to.
+        typed = imported or receiver in resolver.local_types
+        owner = "" if imported else calls.owner([u.member for u in uses], resolver.named)
+        for use in uses:
+            d = None
+            if typed:
+                found = resolver.resolve(f"{receiver}.{use.member}", exclude=own)[:1]
+                d = found[0].definition if found and found[0].how != "name" else None
+            if d is None and not imported:
+                d = calls.pick(use.member, owner, resolver.named)
+            if d is None:
+                continue
+            chunk = chunk_for_definition(searcher.chunks_for_file(d.path), d)
+            if chunk is None or overlaps(chunk.path, chunk.start_line, chunk.end_line, path, own):
+                continue
+            key = (chunk.path, chunk.start_line)
+            score = use.share / (1.0 + position / 4)
+            if key in scored:
+                scored[key][0] += score
+                continue
+            why = f"definition of `{receiver}.{use.member}`, as the rest of the workspace uses `{receiver}`"
+            scored[key] = [score, definition_candidate(chunk, d, why)]
+    ordered = sorted(scored.values(), key=lambda x: (-round(x[0], 9), x[1].path, x[1].start_line))
+    return [cand for _score, cand in ordered]
+
+
+def callee_list(
+    searcher: HybridSearcher,
+    similar: Sequence[tuple[Chunk, float]],
+    names: Sequence[str],
+    language: str,
+    path: str,
+    own: tuple[int, int],
+) -> list[Candidate]:
+    """Definitions that `similar` code (chunk, weight; best first) calls, most voted first."""
+    out: list[Candidate] = []
+    for vote in similar_code_callees(searcher.store, similar, names, language):
+        d = vote.definition
+        chunk = chunk_for_definition(searcher.chunks_for_file(d.path), d)
+        if chunk is None or overlaps(chunk.path, chunk.start_line, chunk.end_line, path, own):
+            continue
+        out.append(
+            definition_candidate(
+                chunk,
+                d,
+                f"definition of `{vote.name}`, called by similar code ({', '.join(vote.sources[:3])})",
+            )
+        )
+        if len(out) >= MAX_CALLEES:
+            break
+    return out
