@@ -29,7 +29,8 @@ import shutil
 import tempfile
 import threading
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,7 @@ ONNX_FORMAT = 3  # bump when the export recipe changes, so cached exports are re
 # Characters kept per text before tokenizing: far more than 256 tokens of code, far less than a big chunk.
 MAX_CHARS = 3000
 QUERY_MAX_TOKENS = 128  # queries are cut here; documents use the model's full length
+BULK_BATCH = 4  # ONNX bulk batch: small batches waste little padding (measured best of 4-32)
 NAME_SUFFIX = "#names"  # the name vectors' id is the model id plus this
 NAME_MAX_TOKENS = 64  # a name and signature are short; longer signatures keep their head
 
@@ -215,15 +217,37 @@ class Embedder:
 
     def embed_texts(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
         """Normalized float32 vectors, one row per text, in input order; batches sorted by length."""
+        return self._encode_sorted(list(texts), None, progress)
+
+    def _encode_sorted(
+        self, texts: list[str], max_tokens: int | None, progress: Callable[[int], None] | None
+    ) -> np.ndarray:
+        """Encode in length-sorted batches. A backend with `workers` > 1 takes small batches on
+        that many threads, one core each: on a 2-core CPU that beats one big batch on both cores
+        (less padding, no per-operator hand-off), 1.4x on Django's chunks."""
         impl = self._load()
         out = np.zeros((len(texts), impl.dims), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start : start + self.batch_size]
-            out[idx] = impl.encode([texts[i] for i in idx])
-            self.calls += len(idx)
-            if progress:
-                progress(len(idx))
+        step = impl.bulk_batch or self.batch_size
+        batches = [order[start : start + step] for start in range(0, len(order), step)]
+
+        def encode(idx: list[int]) -> np.ndarray:
+            return impl.encode([texts[i] for i in idx], max_tokens, bulk=True)
+
+        if impl.workers > 1 and len(batches) > 1:
+            pool = ThreadPoolExecutor(max_workers=impl.workers, thread_name_prefix="codectx-embed")
+            results: Iterator[np.ndarray] = pool.map(encode, batches)
+        else:
+            pool, results = None, map(encode, batches)
+        try:
+            for idx, vectors in zip(batches, results, strict=True):
+                out[idx] = vectors
+                self.calls += len(idx)
+                if progress:
+                    progress(len(idx))
+        finally:
+            if pool is not None:
+                pool.shutdown(cancel_futures=True)
         return out
 
     def embed_documents(
@@ -237,11 +261,12 @@ class Embedder:
         impl = self._load()
         out = np.zeros((len(chunks), impl.dims), dtype=np.float32)
         texts = [name_text(c) for c in chunks]
-        named = sorted((i for i, t in enumerate(texts) if t), key=lambda i: len(texts[i]))
-        for start in range(0, len(named), self.batch_size):
-            idx = named[start : start + self.batch_size]
-            out[idx] = impl.encode([texts[i] for i in idx], NAME_MAX_TOKENS)
-            self.name_calls += len(idx)
+        named = [i for i, t in enumerate(texts) if t]
+        if named:
+            calls = self.calls
+            out[named] = self._encode_sorted([texts[i] for i in named], NAME_MAX_TOKENS, None)
+            self.calls = calls
+            self.name_calls += len(named)
         return out
 
     def embed_query(self, text: str, max_tokens: int | None = QUERY_MAX_TOKENS) -> np.ndarray:
@@ -255,8 +280,11 @@ class Embedder:
 class _Backend:
     name = ""
     dims = 0
+    workers = 1  # threads that encode batches side by side
+    bulk_batch = 0  # batch size for bulk encoding (0: the embedder's)
 
-    def encode(self, texts: list[str], max_tokens: int | None = None) -> np.ndarray:
+    def encode(self, texts: list[str], max_tokens: int | None = None, bulk: bool = False) -> np.ndarray:
+        """`bulk`: one of many batches (the backend may use its single-thread session)."""
         raise NotImplementedError
 
 
@@ -275,7 +303,7 @@ class _TorchBackend(_Backend):
             raise EmbedderError(f"cannot load embedding model {path}: {exc}") from exc
         self.dims = _embedding_dims(self.model)
 
-    def encode(self, texts: list[str], max_tokens: int | None = None) -> np.ndarray:
+    def encode(self, texts: list[str], max_tokens: int | None = None, bulk: bool = False) -> np.ndarray:
         full = self.model.max_seq_length
         if max_tokens:
             self.model.max_seq_length = min(int(full or max_tokens), max_tokens)
@@ -292,8 +320,6 @@ class _OnnxBackend(_Backend):
     name = "onnx-int8"
 
     def __init__(self, path: Path, model_id: str, folder: Path, threads: int) -> None:
-        import onnxruntime as ort
-
         model_file = folder / "model-int8.onnx"
         if not model_file.is_file():
             _export_int8(path, folder)
@@ -304,12 +330,31 @@ class _OnnxBackend(_Backend):
         self._tokenizers: dict[int, Any] = {}
         self._tokenizers_lock = threading.Lock()
         self.tokenizer = None if self._tokenizer_json else _auto_tokenizer(path)
+        self._model_file = model_file
+        # A query is one short text: all cores work on it. Bulk batches run one per thread on a
+        # single-thread session (made on first use); the fast tokenizer encodes thread-safely.
+        self.session = self._session(threads)
+        self._bulk: Any = None
+        self._bulk_lock = threading.Lock()
+        if threads > 1 and self.tokenizer is None:
+            self.workers = threads
+            self.bulk_batch = BULK_BATCH
+        self.inputs = {i.name for i in self.session.get_inputs()}
+
+    def _session(self, threads: int) -> Any:
+        import onnxruntime as ort
+
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        self.session = ort.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
-        self.inputs = {i.name for i in self.session.get_inputs()}
+        return ort.InferenceSession(str(self._model_file), options, providers=["CPUExecutionProvider"])
+
+    def _bulk_session(self) -> Any:
+        with self._bulk_lock:
+            if self._bulk is None:
+                self._bulk = self._session(1)
+            return self._bulk
 
     def _tokenize(self, texts: list[str], limit: int) -> dict[str, np.ndarray]:
         """Input ids, attention mask and token types, padded to the longest text, cut at `limit`."""
@@ -334,11 +379,12 @@ class _OnnxBackend(_Backend):
             "token_type_ids": np.array([e.type_ids for e in batch], dtype=np.int64),
         }
 
-    def encode(self, texts: list[str], max_tokens: int | None = None) -> np.ndarray:
+    def encode(self, texts: list[str], max_tokens: int | None = None, bulk: bool = False) -> np.ndarray:
         limit = min(self.max_len, max_tokens) if max_tokens else self.max_len
         enc = self._tokenize(texts, limit)
         feed = {k: np.asarray(v, dtype=np.int64) for k, v in enc.items() if k in self.inputs}
-        (hidden,) = self.session.run(["last_hidden_state"], feed)
+        session = self._bulk_session() if bulk and self.workers > 1 else self.session
+        (hidden,) = session.run(["last_hidden_state"], feed)
         mask = enc["attention_mask"].astype(np.float32)[:, :, None]
         pooled = (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)

@@ -128,3 +128,38 @@ def test_fast_tokenizer_matches_transformers_and_queries_are_cut(
     long_query = " ".join(f"word{i}" for i in range(400))
     assert np.allclose(onnx.embed_query(long_query, max_tokens=16), onnx.embed_query(long_query[:2000], 16))
     assert not np.allclose(onnx.embed_query(long_query, max_tokens=16), onnx.embed_query(long_query, 64))
+
+
+def test_onnx_bulk_batches_run_side_by_side_and_keep_input_order(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    onnx = Embedder(backend="onnx-int8", threads=2, cache_dir=tmp_path_factory.mktemp("bulk-cache"))
+    topics = [
+        "invoice totals",
+        "tcp socket retry",
+        "png image resize",
+        "user password hash",
+        "sqlite migration",
+        "http cookie parser",
+        "matrix transpose",
+        "email template",
+        "gzip stream reader",
+        "calendar leap year",
+        "json schema check",
+        "thread pool queue",
+    ]
+    texts = [
+        f"def {t.replace(' ', '_')}(value):\n    # {t} helper\n    return value\n" * (1 + n % 4)
+        for n, t in enumerate(topics)
+    ] + TEXTS
+    seen: list[int] = []
+    vecs = onnx.embed_texts(texts, progress=seen.append)
+    impl = onnx._load()
+    assert impl.workers == 2 and impl.bulk_batch > 0  # several small batches, two threads
+    assert sum(seen) == len(texts) and len(seen) > 2 and onnx.calls == len(texts)
+    alone = np.stack([onnx.embed_query(text, max_tokens=None) for text in texts])
+    # Row i is text i, whatever batch it ran in (int8 activations are quantized per batch, so
+    # the vectors differ slightly from one-text batches, never enough to swap two texts).
+    sims = vecs @ alone.T
+    assert list(sims.argmax(axis=1)) == list(range(len(texts)))
+    assert float(np.diag(sims).min()) > 0.97
