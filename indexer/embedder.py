@@ -348,6 +348,9 @@ class _OnnxBackend(_Backend):
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # Idle pool threads would spin after each run, taking the core that the caller's next
+        # step needs (context p95 on Django 68.6 -> 51.5 ms with this alone).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         return ort.InferenceSession(str(self._model_file), options, providers=["CPUExecutionProvider"])
 
     def _bulk_session(self) -> Any:
