@@ -108,6 +108,7 @@ async def test_router_spreads_completions_and_survives_a_dead_replica(
         # Kill the spare replica while a completion is in flight: only that one may fail.
         failures: list[str] = []
         done = 0
+        killed_at: list[int] = []
         survivor_before = await finished_on(survivor)
 
         async def kill_when_busy() -> None:
@@ -115,6 +116,7 @@ async def test_router_spreads_completions_and_survives_a_dead_replica(
                 await asyncio.sleep(0.05)
             await asyncio.sleep(0.1)  # the 7th request is under way
             assert victim.proc is not None
+            killed_at.append(done)  # completions counted from here on are after the kill
             os.killpg(victim.proc.pid, signal.SIGKILL)
             await asyncio.to_thread(victim.proc.wait, 30)
 
@@ -131,12 +133,14 @@ async def test_router_spreads_completions_and_survives_a_dead_replica(
         await killer
         # vLLM publishes its finished-requests counter a step after the response: read until
         # it has caught up (or 10 s passed) rather than once.
+        # The one in flight at the kill may have finished on the victim just before it died.
+        after_kill = done - killed_at[0] - 1
         deadline = time.monotonic() + 10
         survivor_served = await finished_on(survivor) - survivor_before
-        while survivor_served < 24 - 7 and time.monotonic() < deadline:
+        while survivor_served < after_kill and time.monotonic() < deadline:
             await asyncio.sleep(0.2)
             survivor_served = await finished_on(survivor) - survivor_before
     assert len(failures) <= 1, failures
     assert done >= 23
     # Everything after the kill was served by the survivor.
-    assert survivor_served >= 24 - 7
+    assert after_kill >= 15 and survivor_served >= after_kill, (killed_at, done, survivor_served)

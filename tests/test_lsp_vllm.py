@@ -122,7 +122,8 @@ async def test_typing_burst_load(tmp_path: Path, vllm_server: Engine) -> None:  
             # within the 30 ms before the next keystroke may legitimately complete first (more of
             # them as context assembly gets faster), so allow some; none may fail.
             superseded = [s in ("superseded", "cancelled") for s in batch_statuses[:-1]]
-            assert sum(superseded) >= 40, batch_statuses
+            # Most are superseded; how many finish inside 30 ms depends on how fast context is.
+            assert sum(superseded) >= len(superseded) // 2, batch_statuses
             allowed = ("superseded", "cancelled", "ok", "empty")
             assert all(s in allowed for s in batch_statuses), batch_statuses
             assert all(list(r.items) == [] for r, gone in zip(batch[:-1], superseded, strict=True) if gone)
