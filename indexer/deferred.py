@@ -15,6 +15,12 @@ Two parts of it do nothing for us:
   disassembles the class body's bytecode at definition time to check the override
   (~0.2 s). On 3.12+ LanceDB uses `typing.override`, which only sets `__override__`;
   we give 3.11 the same decorator (the `EnforceOverrides` check reads that attribute).
+- `lance_namespace` still defines ~150 pydantic models, and pydantic builds each one's
+  validator and serializer as the class is created (~0.2 s), though a local index never
+  validates one. `prepare_lancedb_import()` imports LanceDB itself with pydantic's own
+  `defer_build` option set for the classes created meanwhile: each builds on its first use
+  instead, exactly as it would have at import. The option is restored right after, so no
+  other model is affected.
 
 Nothing on disk changes. Each step is skipped when its module is missing or was imported
 already.
@@ -25,7 +31,8 @@ from __future__ import annotations
 import importlib.util
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import ModuleType
 from typing import Any, TypeVar
 
@@ -36,11 +43,35 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def prepare_lancedb_import() -> None:
-    """Call before the first `import lancedb`; harmless after it."""
+    """Call before the first `import lancedb`: imports it the quick way (harmless after it)."""
     if "lancedb" in sys.modules:
         return
     defer_namespace_client()
     _light_override()
+    with deferred_model_build():
+        import lancedb  # noqa: F401
+
+
+@contextmanager
+def deferred_model_build() -> Iterator[None]:
+    """Pydantic models created inside build their validators on first use, not at creation."""
+    try:
+        import pydantic
+    except ImportError:
+        yield
+        return
+    base = pydantic.BaseModel
+    saved = base.model_config
+    if saved.get("defer_build"):
+        yield
+        return
+    # Subclasses merge their bases' `model_config` when created: this reaches every model
+    # defined meanwhile, and only those (each keeps its own merged copy).
+    base.model_config = {**saved, "defer_build": True}
+    try:
+        yield
+    finally:
+        base.model_config = saved
 
 
 def defer_namespace_client() -> bool:

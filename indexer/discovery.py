@@ -72,10 +72,14 @@ class DiscoveryError(IndexerError):
 @dataclass(frozen=True)
 class SourceFile:
     path: str  # POSIX, workspace-relative
-    abs_path: Path
+    real: str  # the absolute path walked (a string: a Path per file costs a fifth of a walk)
     size: int
     mtime_ns: int
     language: str
+
+    @property
+    def abs_path(self) -> Path:
+        return Path(self.real)
 
 
 @dataclass(frozen=True)
@@ -315,20 +319,28 @@ class _Walker:
         return real, rel
 
     def _file(self, name: str, rel: str, path: str, st: os.stat_result, rules: _Rules) -> None:
+        verdict, language = self.by_name(name, rel, rules)
+        if verdict is None:
+            self.by_content(name, rel, path, st, language)
+        elif verdict:
+            self.skip(rel, verdict)
+
+    def by_name(self, name: str, rel: str, rules: _Rules) -> tuple[str | None, str | None]:
+        """A file's verdict from its path alone: (skip reason, or "" when silently ignored, None);
+        with None, the language its name gives (None: the content decides)."""
         if self.secret.match_file(rel):
-            self.skip(rel, "secret-file")
-            return
+            return "secret-file", None
         if rules.ignored(rel, is_dir=False):
-            if self.report_ignored:
-                self.skip(rel, "ignored")
-            return
+            return ("ignored" if self.report_ignored else ""), None
         if name in LOCKFILES:
-            self.skip(rel, "lockfile")
-            return
+            return "lockfile", None
         language = language_for(rel)
         if language is None and "." in name:
-            self.skip(rel, "unsupported")  # by name: no need to open it
-            return
+            return "unsupported", None  # by name: no need to open it
+        return None, language
+
+    def by_content(self, name: str, rel: str, path: str, st: os.stat_result, language: str | None) -> None:
+        """The rest of a file's verdict, from its size and first bytes: listed or skipped."""
         if st.st_size > self.max_bytes:
             self.skip(rel, "too-large")
             return
@@ -336,7 +348,7 @@ class _Walker:
         unchanged = known is not None and known[0] == st.st_size and known[1] == st.st_mtime_ns
         if unchanged and language and not name.endswith(".h"):  # `.h` needs the head to tell C from C++
             # Unchanged since the caller last saw it indexable: the content sniff would agree.
-            self.out.files.append(SourceFile(rel, Path(path), st.st_size, st.st_mtime_ns, language))
+            self.out.files.append(SourceFile(rel, path, st.st_size, st.st_mtime_ns, language))
             return
         try:
             with open(path, "rb") as fh:
@@ -354,7 +366,7 @@ class _Walker:
             self.skip(rel, reason)
             return
         language = refine_language(language, rel, head)
-        self.out.files.append(SourceFile(rel, Path(path), st.st_size, st.st_mtime_ns, language))
+        self.out.files.append(SourceFile(rel, path, st.st_size, st.st_mtime_ns, language))
 
 
 def discover(root: Path, settings: Settings, known: Mapping[str, tuple[int, int]] | None = None) -> Discovery:

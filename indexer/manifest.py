@@ -18,7 +18,7 @@ import json
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -68,6 +68,9 @@ class Manifest:
     files: dict[str, tuple[int, int]]  # path -> (size, mtime_ns) of every indexed file
     embedded: bool  # vectors complete for `report["model_id"]`
     report: dict[str, Any]
+    # The file's identity when read (inode, size, mtime, ctime): still the same later means no
+    # write to the index happened in between (each one drops the manifest first).
+    sig: tuple[int, int, int, int] | None = field(default=None, compare=False)
 
     @staticmethod
     def path(index_dir: Path) -> Path:
@@ -77,11 +80,13 @@ class Manifest:
     def read(cls, index_dir: Path) -> Manifest | None:
         """The manifest, or None when missing, unreadable or of another format (never raises)."""
         try:
-            data = json.loads(cls.path(index_dir).read_text(encoding="utf-8"))
+            with cls.path(index_dir).open("rb") as fh:
+                sig = _sig(os.fstat(fh.fileno()))
+                data = json.loads(fh.read().decode("utf-8"))
             if data.get("format") != FORMAT:
                 return None
             files = {p: (int(v[0]), int(v[1])) for p, v in data["files"].items()}
-            return cls(str(data["fingerprint"]), files, bool(data["embedded"]), dict(data["report"]))
+            return cls(str(data["fingerprint"]), files, bool(data["embedded"]), dict(data["report"]), sig)
         except (OSError, ValueError, KeyError, TypeError, IndexError):
             return None
 
@@ -100,12 +105,24 @@ class Manifest:
         os.replace(tmp, target)
 
     @classmethod
+    def current_sig(cls, index_dir: Path) -> tuple[int, int, int, int] | None:
+        """The manifest file's identity now (None when there is none): compare with `sig`."""
+        try:
+            return _sig(os.stat(cls.path(index_dir)))
+        except OSError:
+            return None
+
+    @classmethod
     def drop(cls, index_dir: Path) -> None:
         """Forget the manifest: called before any write to the index."""
         try:
             cls.path(index_dir).unlink()
         except FileNotFoundError:
             pass
+
+
+def _sig(st: os.stat_result) -> tuple[int, int, int, int]:
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def summary(report: IndexReport) -> dict[str, Any]:
@@ -120,6 +137,7 @@ class QuickCheck:
     found: Discovery | None = None  # the workspace as walked (when the manifest was usable)
     known: Mapping[str, tuple[int, int]] | None = None  # the files the walk trusted unopened
     walk_s: float = 0.0
+    manifest_sig: tuple[int, int, int, int] | None = None  # the manifest `known` came from
 
 
 def quick_check(root: Path, settings: Settings, embed: bool) -> IndexReport | None:
@@ -135,11 +153,12 @@ def check_workspace(root: Path, settings: Settings, embed: bool) -> QuickCheck:
     When something changed, the walk comes back too, so the run that follows need not
     repeat it (its `known` files are the manifest's, which are the index's own records).
     """
-    from codectx.indexer.discovery import discover
+    from codectx.indexer.walkcache import discover_cached
 
     index_dir = settings.index_dir()
     manifest = Manifest.read(index_dir)
-    if manifest is None or manifest.fingerprint != fingerprint(settings):
+    shaping = fingerprint(settings)
+    if manifest is None or manifest.fingerprint != shaping:
         return QuickCheck(None)
     if (index_dir / JOURNAL_FILE).exists():
         return QuickCheck(None)  # an interrupted write waits to be rolled back
@@ -150,19 +169,19 @@ def check_workspace(root: Path, settings: Settings, embed: bool) -> QuickCheck:
     if not isinstance(meta, dict) or meta.get("schema_version") != SCHEMA_VERSION:
         return QuickCheck(None)  # an older or damaged index: the store rebuilds it
     start = time.perf_counter()
-    found = discover(root, settings, known=manifest.files)
+    found = discover_cached(root, settings, index_dir, shaping, known=manifest.files)
     walk_s = time.perf_counter() - start
     if embed and not (manifest.embedded and not manifest.report.get("vectors_pending")):
-        return QuickCheck(None, found, manifest.files, walk_s)
+        return QuickCheck(None, found, manifest.files, walk_s, manifest.sig)
     if not _same(found.files, manifest.files):
-        return QuickCheck(None, found, manifest.files, walk_s)
+        return QuickCheck(None, found, manifest.files, walk_s, manifest.sig)
     report = IndexReport(root=str(root), index_dir=str(index_dir), quick=True)
     for key, value in manifest.report.items():
         if key in _CARRIED:
             setattr(report, key, value)
     report.unchanged = len(found.files)
     report.skipped = found.skipped_by_reason()
-    return QuickCheck(report, found, manifest.files, walk_s)
+    return QuickCheck(report, found, manifest.files, walk_s, manifest.sig)
 
 
 def _same(found: Any, files: Mapping[str, tuple[int, int]]) -> bool:

@@ -28,6 +28,7 @@ from codectx.indexer.report import IndexReport, ProgressEvent, ProgressFn
 
 __all__ = ["IndexReport", "ProgressEvent", "ProgressFn", "index_paths", "index_workspace"]
 from codectx.indexer.store import FileData, FileRecord, IndexStore
+from codectx.indexer.walkcache import discover_cached
 
 from codectx.settings import Settings
 
@@ -105,8 +106,12 @@ def _commit_lexical(
     root: Path,
     report: IndexReport,
     progress: ProgressFn | None,
+    written: dict[str, FileRecord] | None = None,
 ) -> None:
-    """Parse changed files and commit them in batches; adds "parse" and "commit" timings."""
+    """Parse changed files and commit them in batches; adds "parse" and "commit" timings.
+
+    `written` receives the file record of every file committed.
+    """
     batch: list[FileData] = []
     pending_removed = list(removed)
     parse_s = commit_s = 0.0
@@ -117,6 +122,8 @@ def _commit_lexical(
         t = time.perf_counter()
         store.write_files(batch, pending_removed, known)
         commit_s += time.perf_counter() - t
+        if written is not None:
+            written.update((item.record.path, item.record) for item in batch)
         if batch or pending_removed:
             _emit(progress, "commit", done, len(changed))
         batch, pending_removed = [], []
@@ -258,29 +265,29 @@ def index_workspace(
             return quick
         store = open_for_write(index_dir, report)
         _emit(progress, "discover", 0, 0)
-        records = store.file_records()
-        known = {p: (r.size, r.mtime_ns) for p, r in records.items()}
+        known = _indexed_files(store, checked, report)
         # The quick check's walk is good when it trusted exactly these records (no writer since).
         if checked is not None and checked.found is not None and checked.known == known:
             found = checked.found
             t0 -= walked_before  # the caller's walk is this run's discovery stage
         else:
-            found = discover(root, settings, known=known)
+            found = discover_cached(root, settings, index_dir, fingerprint(settings), known=known)
         report.skipped = found.skipped_by_reason()
         t1 = time.perf_counter()
         report.timings["discover"] = t1 - t0
         _emit(progress, "discover", len(found.files), len(found.files))
 
         current = {sf.path for sf in found.files}
-        removed = sorted(p for p in records if p not in current)
+        removed = sorted(p for p in known if p not in current)
+        removed_set = set(removed)
         changed = []
         for sf in found.files:
-            rec = records.get(sf.path)
-            if rec is not None and rec.size == sf.size and rec.mtime_ns == sf.mtime_ns:
+            if known.get(sf.path) == (sf.size, sf.mtime_ns):
                 report.unchanged += 1
             else:
                 changed.append(sf)
-        _commit_lexical(store, changed, removed, set(records), settings, root, report, progress)
+        written: dict[str, FileRecord] = {}
+        _commit_lexical(store, changed, removed, set(known), settings, root, report, progress, written)
         t2 = time.perf_counter()
         report.timings["lexical"] = t2 - t1
         store.update_meta(lexical_indexed=time.time())
@@ -293,7 +300,11 @@ def index_workspace(
             store.prune_vectors(name_model_id(emb.model_id))
         store.compact()
         _finish(store, report, emb.model_id if emb else store.model_id, emb is not None)
-        _write_manifest(store, settings, report, embedded=emb is not None)
+        # The files table now holds the records read above, less the removed paths, plus the
+        # records just written (a file that failed to parse keeps its old record): no re-read.
+        files = {p: v for p, v in known.items() if p not in removed_set}
+        files.update((p, (r.size, r.mtime_ns)) for p, r in written.items())
+        _write_manifest(store, settings, report, files, embedded=emb is not None)
         report.timings["total"] = time.perf_counter() - t0
         _emit(progress, "done", report.files, report.files)
         return report
@@ -301,9 +312,39 @@ def index_workspace(
         lock.release()
 
 
-def _write_manifest(store: IndexStore, settings: Settings, report: IndexReport, embedded: bool) -> None:
-    """Record what this complete run indexed, so that an unchanged workspace is checked quickly."""
-    files = {p: (r.size, r.mtime_ns) for p, r in store.file_records().items()}
+def _indexed_files(
+    store: IndexStore, checked: QuickCheck | None, report: IndexReport
+) -> dict[str, tuple[int, int]]:
+    """The (size, mtime_ns) of every file the index holds.
+
+    From the files table, unless the manifest the quick check read is still there, untouched:
+    every write to the index drops the manifest first and only a complete run writes a new one,
+    so an untouched manifest lists exactly the index's files (and reading the table costs a
+    tenth of a one-file re-index).
+    """
+    if (
+        checked is not None
+        and checked.known is not None
+        and checked.manifest_sig is not None
+        and not report.rebuilt
+        and not report.recovered
+        and Manifest.current_sig(store.index_dir) == checked.manifest_sig
+    ):
+        return dict(checked.known)
+    return {p: (r.size, r.mtime_ns) for p, r in store.file_records().items()}
+
+
+def _write_manifest(
+    store: IndexStore,
+    settings: Settings,
+    report: IndexReport,
+    files: dict[str, tuple[int, int]],
+    embedded: bool,
+) -> None:
+    """Record what this complete run indexed, so that an unchanged workspace is checked quickly.
+
+    `files`: the (size, mtime_ns) of every file record in the index now.
+    """
     embedded = embedded and not report.vectors_pending
     Manifest(fingerprint(settings), files, embedded, summary(report)).write(store.index_dir)
 
@@ -391,4 +432,4 @@ def _known_file(
                 return None
     except OSError:
         return None
-    return SourceFile(rel, path, st.st_size, st.st_mtime_ns, record.language)
+    return SourceFile(rel, str(path), st.st_size, st.st_mtime_ns, record.language)

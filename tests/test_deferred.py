@@ -44,3 +44,33 @@ def test_mark_override_marks_like_typing_override() -> None:
 
     assert mark_override(check_signature=False)(keyword) is keyword
     assert keyword.__override__  # type: ignore[attr-defined]
+
+
+MODELS = """
+import pydantic
+import codectx.indexer.store
+import lance_namespace
+print("restored", "defer_build" not in pydantic.BaseModel.model_config)
+model = lance_namespace.ListTablesResponse
+print("deferred", not model.__pydantic_complete__)
+print("validates", model.model_validate({"tables": ["a", "b"]}).tables, model.__pydantic_complete__)
+try:
+    model.model_validate({"tables": 3})
+except pydantic.ValidationError:
+    print("rejects")
+class Later(pydantic.BaseModel):
+    x: int
+print("later", Later.__pydantic_complete__, Later(x="4").x)
+"""
+
+
+def test_models_defined_by_the_lancedb_import_build_on_first_use_and_only_they() -> None:
+    out = subprocess.run([sys.executable, "-c", MODELS], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        "restored True",
+        "deferred True",
+        "validates ['a', 'b'] True",
+        "rejects",
+        "later True 4",
+    ]

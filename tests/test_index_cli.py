@@ -104,3 +104,48 @@ def test_clear_errors_without_traceback(tmp_path: Path) -> None:
     assert (
         "no index" in status.stderr and "codectx index" in status.stderr and "Traceback" not in status.stderr
     )
+
+
+def test_only_the_command_process_freezes_the_imported_objects(tree: Path) -> None:
+    """`codectx index` moves what the LanceDB import leaves to the collector's permanent generation
+    (a faster run and exit); a program that calls `main` itself (these tests) keeps its collector."""
+    import gc
+
+    from codectx.indexer import cli
+
+    frozen = gc.get_freeze_count()
+    cli._import_pipeline()
+    assert gc.get_freeze_count() == frozen and gc.isenabled()
+    assert not cli.is_command_process()
+    probe = (
+        "import gc, runpy, sys\n"
+        f"sys.argv = ['codectx', 'index', {str(tree)!r}, '--no-embed', '--json']\n"
+        "try:\n    runpy.run_module('codectx', run_name='__main__', alter_sys=True)\n"
+        "except SystemExit as exc:\n    code = exc.code\n"
+        "print('FROZEN' if gc.get_freeze_count() > 0 else 'NOT-FROZEN', gc.isenabled(), code)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.rstrip().splitlines()
+    assert lines[-1] == "FROZEN True 0", out.stdout[-500:]
+    assert json.loads("\n".join(lines[:-1]))["files"] == 6
+
+
+def test_a_command_imports_only_the_cli_modules_up_to_its_own(tmp_path: Path) -> None:
+    """`codectx index` need not load the privacy patterns or the backend client; `--help` and an
+    unknown command still see every command."""
+    probe = (
+        "import sys\n"
+        "from codectx.cli import main\n"
+        f"code = main(['status', {str(tmp_path)!r}])\n"
+        "print(sorted(m for m in sys.modules if m.endswith('.cli') and m.startswith('codectx.')), code)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "['codectx.cli', 'codectx.indexer.cli'] 1", out.stdout + out.stderr
+    every = subprocess.run([sys.executable, "-m", "codectx", "--help"], capture_output=True, text=True)
+    assert every.returncode == 0 and all(c in every.stdout for c in ("index", "redact", "lsp", "config"))
+    wrong = subprocess.run([sys.executable, "-m", "codectx", "nosuch"], capture_output=True, text=True)
+    assert wrong.returncode == 2 and "'audit'" in wrong.stderr and "'config'" in wrong.stderr
+    keys = [sys.executable, "-m", "codectx", "config", "keys"]
+    config = subprocess.run(keys, capture_output=True, text=True)
+    assert config.returncode == 0 and "[privacy]" in config.stdout

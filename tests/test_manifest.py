@@ -142,3 +142,62 @@ def test_a_real_run_reuses_the_checks_walk_only_while_it_matches_the_index(tree:
     later = index_workspace(tree.resolve(), settings, embed=False, check_manifest=False, checked=stale)
     assert later.updated == 1 and later.added == 0 and later.removed == 0
     assert Manifest.read(settings.index_dir()) is not None
+
+
+def test_the_manifest_lists_exactly_the_index_records(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A complete run writes the manifest from the records it read and wrote, without re-reading
+    the files table: after edits, additions and deletions it must still match that table."""
+    from codectx.indexer.store import IndexStore
+
+    settings = load_settings(tree.resolve(), {"index.embed": False})
+    index_dir = settings.index_dir()
+
+    def matches() -> None:
+        manifest = Manifest.read(index_dir)
+        assert manifest is not None
+        records = IndexStore.open(index_dir).file_records()
+        assert manifest.files == {p: (r.size, r.mtime_ns) for p, r in records.items()}
+
+    index_json(capsys, str(tree), "--no-embed")
+    matches()
+    bump(tree / "src" / "util.py", "def helper() -> str:\n    return 'edited'\n")
+    (tree / "src" / "new.py").write_text("def fresh():\n    pass\n")
+    (tree / "web" / "api.ts").unlink()
+    report = index_json(capsys, str(tree), "--no-embed")
+    assert (report["updated"], report["added"], report["removed"]) == (1, 1, 1)
+    matches()
+    assert set(Manifest.read(index_dir).files) == {"src/app.py", "src/util.py", "src/new.py"}  # type: ignore[union-attr]
+
+
+def test_a_run_after_the_check_trusts_the_manifest_only_while_it_is_untouched(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from codectx.indexer.manifest import check_workspace
+    from codectx.indexer.pipeline import index_workspace
+    from codectx.indexer.store import IndexStore
+
+    root = tree.resolve()
+    settings = load_settings(root, environ={})
+    index_workspace(root, settings, embed=False)
+    reads: list[int] = []
+    real = IndexStore.file_records
+
+    def counted(self: IndexStore) -> dict:  # type: ignore[type-arg]
+        reads.append(1)
+        return real(self)
+
+    monkeypatch.setattr(IndexStore, "file_records", counted)
+    bump(tree / "src" / "util.py", "def helper() -> str:\n    return 'one'\n")
+    checked = check_workspace(root, settings, embed=False)
+    report = index_workspace(root, settings, embed=False, check_manifest=False, checked=checked)
+    assert report.updated == 1 and report.unchanged == 2 and reads == []
+
+    # The same manifest bytes rewritten (as by another complete run) is not the same manifest.
+    bump(tree / "src" / "app.py", "def run(port: int) -> int:\n    return port + 2\n")
+    checked = check_workspace(root, settings, embed=False)
+    manifest = Manifest.read(settings.index_dir())
+    assert manifest is not None
+    Manifest.drop(settings.index_dir())
+    manifest.write(settings.index_dir())
+    report = index_workspace(root, settings, embed=False, check_manifest=False, checked=checked)
+    assert report.updated == 1 and reads == [1]
