@@ -48,6 +48,21 @@ def tokenize(text: str) -> list[str]:
     return terms
 
 
+_TERM_SETS: dict[str, frozenset[str]] = {}
+TERM_SETS_MAX = 20_000
+
+
+def term_set(text: str) -> frozenset[str]:
+    """`tokenize`'s terms as a set, cached by text: completion context compares the same
+    definition heads and scopes with each other on every request."""
+    found = _TERM_SETS.get(text)
+    if found is None:
+        if len(_TERM_SETS) >= TERM_SETS_MAX:
+            _TERM_SETS.clear()
+        found = _TERM_SETS[text] = frozenset(tokenize(text))
+    return found
+
+
 def chunk_document(chunk: Chunk) -> str:
     """The text a chunk is matched on: path, names, signature, doc and body."""
     return " ".join((chunk.path, chunk.qualname, chunk.signature, chunk.doc, chunk.text))

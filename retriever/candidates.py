@@ -8,9 +8,10 @@ is stable while the cursor moves; the one exception is the definition of the
 call whose arguments the cursor is in, which is ranked first.
 
 Definitions come from several ranked lists fused by `rankdefs`: names the
-scope uses, names the file imports but the scope does not use yet, what code
-similar to the scope calls (`callees`), and, when the scope is embedded,
-closeness of each definition's vector to the scope's. The similar code is
+scope uses, names the file imports but the scope does not use yet, what the workspace
+calls on the receivers in scope, what code similar to the scope calls
+(`callees`), and closeness to the scope: of each definition's vector to the
+scope's when the scope is embedded, else of the words of its head. The similar code is
 found by the same search that gives the `retrieved` items; when the
 definitions alone fill the budget that search runs on full text only.
 """
@@ -37,7 +38,7 @@ from codectx.retriever.deflists import (
     scope_names,
 )
 from codectx.retriever.fusion import weighted_rrf
-from codectx.retriever.rankdefs import affinity_list, fuse_definitions
+from codectx.retriever.rankdefs import affinity_list, fuse_definitions, lexical_affinity_list
 from codectx.retriever.search import HybridSearcher, fts_terms
 from codectx.retriever.tokens import TokenCounter, count_many
 
@@ -49,11 +50,12 @@ if TYPE_CHECKING:
 __all__ = ["Candidate", "gather_candidates", "merge_overlaps", "scope_query", "similar_chunks"]
 
 SEARCH_K = 8
-AFFINITY_WEIGHT = 1.0  # the affinity list (definitions by vector closeness to the scope)
+AFFINITY_WEIGHT = 1.0  # the affinity list (definitions by closeness to the scope: vectors or words)
 AFFINITY_TOP = 20
+AFFINITY_SOURCES = ("imported", "callees", "receivers")  # the cursor-independent lists
 SIMILAR_MINED = 12  # similar chunks whose calls vote for definitions
 QUERY_LINES = 60
-SCOPE_QUERY_TOKENS = 64  # the scope's head says what it does; the encoder costs ~10 ms per 64 tokens
+SCOPE_QUERY_TOKENS = 48  # the scope's head says what it does; the encoder costs ~10 ms per 64 tokens
 WINDOW = 20
 
 
@@ -206,7 +208,7 @@ def gather_candidates(
     query = scope_query(lines, line, info)
     resolver = DefinitionResolver(searcher.store, path, language, imports, local_types(query))
     names = scope_names(info, query)
-    lists = definition_lists(searcher, path, language, info, resolver, names, own, query)
+    lists = definition_lists(searcher, path, language, info, resolver, names, own, query, "\n".join(lines))
     lists["receivers"] = receiver_list(searcher, resolver, names, path, own)
     scope = _scope_candidates(searcher, path, info, own)
     recents = [
@@ -248,10 +250,15 @@ def gather_candidates(
         if dense:
             retrieved = _retrieved_candidates(similar)
         vector = scope_vector(searcher, settings, query) if dense else None
+        # From the cursor-independent lists only, so the order holds while the cursor moves.
+        stable = {k: lists[k] for k in AFFINITY_SOURCES if k in lists}
         if vector is not None:
-            # From the cursor-independent lists only, so the order holds while the cursor moves.
-            stable = {k: lists[k] for k in ("imported", "callees")}
             lists["affinity"] = affinity_list(searcher, vector, stable, AFFINITY_TOP)
+        else:
+            # Without the scope's vector (the budget is full of definitions), the words that the
+            # definitions' heads share with the scope rank them instead (+0.02 recall@10 when
+            # the name is not typed yet, on requests, click and flask).
+            lists["affinity"] = lexical_affinity_list(query, stable, AFFINITY_TOP)
     weights = {
         "used": cfg.used_weight,
         "weak": cfg.used_weight * WEAK_SHARE,

@@ -1,15 +1,18 @@
 """How definition candidates from several sources are ranked together.
 
 Each source (names the scope uses, names the file imports, calls made by
-similar code, closeness of vectors to the scope) gives a ranked list; the
+similar code, closeness to the scope by vectors or by words) gives a ranked list; the
 lists are fused by weighted reciprocal rank, summed when a definition is in
 several, so agreement between sources lifts a definition.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+
+from codectx.retriever.bm25 import term_set
 
 if TYPE_CHECKING:
     from codectx.retriever.candidates import Candidate
@@ -38,6 +41,40 @@ def fuse_definitions(lists: dict[str, list[Candidate]], weights: dict[str, float
     return list(fused.values())
 
 
+def lexical_affinity_list(scope_text: str, lists: dict[str, list[Candidate]], top: int) -> list[Candidate]:
+    """The definition candidates ordered by the words their heads (name, signature, first lines)
+    share with the scope: identifiers and their parts, each weighted by how rare it is among the
+    candidates (a word most of them have counts little). Candidates sharing no word are left
+    out. For a scope that is not embedded; no index access."""
+    scope = term_set(scope_text)
+    pool: dict[tuple[str, int], tuple[Candidate, frozenset[str]]] = {}
+    for cands in lists.values():
+        for cand in cands:
+            key = (cand.path, cand.start_line)
+            if key not in pool:
+                pool[key] = (cand, term_set(_head(cand)))
+    df: dict[str, int] = {}
+    for _cand, terms in pool.values():
+        for term in terms:
+            df[term] = df.get(term, 0) + 1
+    n = len(pool) + 1
+    scored = []
+    for cand, terms in pool.values():
+        shared = terms & scope
+        score = sum(math.log(n / df[t]) for t in shared) / math.sqrt(len(terms) + 1)
+        if score > 0:
+            scored.append((score, cand))
+    scored.sort(key=lambda x: (-x[0], x[1].path, x[1].start_line))
+    return [cand for _score, cand in scored[:top]]
+
+
+HEAD_LINES = 3  # a definition's head: its signature and the start of its doc
+
+
+def _head(cand: Candidate) -> str:
+    return cand.symbol + " " + " ".join(cand.text.split("\n", HEAD_LINES)[:HEAD_LINES])
+
+
 def affinity_list(
     searcher: HybridSearcher, vector: Any, lists: dict[str, list[Candidate]], top: int
 ) -> list[Candidate]:
@@ -52,13 +89,11 @@ def affinity_list(
     import numpy as np
 
     query = np.asarray(vector, dtype=np.float32).ravel()
-    paths = sorted({c.path for cands in lists.values() for c in cands})
-    hash_of = {(c.path, c.start_line): c.content_hash for p in paths for c in searcher.chunks_for_file(p)}
     scored: dict[tuple[str, int], tuple[float, Candidate]] = {}
     for cands in lists.values():
         for cand in cands:
             key = (cand.path, cand.start_line)
-            row = row_of.get(hash_of.get(key, ""))
+            row = row_of.get(cand.content_hash)
             if row is not None and key not in scored:
                 scored[key] = (float(matrix[row] @ query), cand)
     ordered = sorted(scored.values(), key=lambda x: (-x[0], x[1].path, x[1].start_line))

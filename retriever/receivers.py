@@ -46,6 +46,7 @@ class ReceiverCalls:
         # thousands of definitions); cleared whenever a file's counts change.
         self._owners: dict[tuple[str, ...], str] = {}
         self._picks: dict[tuple[str, str], Definition | None] = {}
+        self._members: dict[tuple[str, str, int], list[MemberUse]] = {}
 
     def owner(self, members: Sequence[str], named: Any) -> str:
         key = tuple(members)
@@ -78,6 +79,7 @@ class ReceiverCalls:
         self.drop_file(path)
         self._owners.clear()
         self._picks.clear()
+        self._members.clear()
         counts = self.count(chains)
         if not counts:
             return
@@ -90,6 +92,7 @@ class ReceiverCalls:
         if old:
             self._owners.clear()
             self._picks.clear()
+            self._members.clear()
         for receiver, members in (old or {}).items():
             total = self.total.get(receiver)
             if total is None:
@@ -102,6 +105,15 @@ class ReceiverCalls:
 
     def members(self, receiver: str, exclude_path: str, top: int = MAX_MEMBERS) -> list[MemberUse]:
         """The members most used on `receiver` in files other than `exclude_path`, most used first."""
+        key = (receiver, exclude_path, top)
+        found = self._members.get(key)
+        if found is None:
+            if len(self._members) > CACHE_SIZE:
+                self._members.clear()
+            found = self._members[key] = self._count_members(receiver, exclude_path, top)
+        return found
+
+    def _count_members(self, receiver: str, exclude_path: str, top: int) -> list[MemberUse]:
         total = self.total.get(receiver)
         if not total:
             return []

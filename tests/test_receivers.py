@@ -177,3 +177,14 @@ def test_approximate_vector_search_agrees_with_the_exact_scan(
         assert [h.chunk.id for h in approx] == [h.chunk.id for h in exact]
         assert approx[0].score == pytest.approx(1.0, abs=1e-5)
         assert [h.score for h in approx] == sorted((h.score for h in approx), reverse=True)
+
+
+def test_preload_keeps_the_collector_out_of_later_requests(receiver_repo: tuple) -> None:
+    """What a long-lived process loads is frozen, and full collections become rare."""
+    import gc
+
+    _root, _settings, store = receiver_repo
+    frozen = gc.get_freeze_count()
+    IndexSnapshot(store).preload(wait=True)
+    assert gc.get_freeze_count() > frozen
+    assert gc.get_threshold()[2] >= snapshot_module.FULL_EVERY
