@@ -146,7 +146,7 @@ def main() -> int:
         print(f"written {write_results('index', results)}")
         return 0
 
-    show("noop", {"library_s": results["noop_s"], "cli_s": results["noop_cli_s"]})
+    show("noop", {"library_s": results["noop_s"]})
     embedder = Embedder(backend="onnx-int8", cache_dir=default_cache_dir())
     embedder.embed_query("warm up")  # prepare + load once, like the language server
     target = work / "django" / "utils" / "text.py"
