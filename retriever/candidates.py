@@ -191,6 +191,7 @@ def gather_candidates(
     settings: Settings,
     path: str,
     language: str,
+    text: str,
     lines: list[str],
     line: int,
     info: CursorInfo,
@@ -201,14 +202,15 @@ def gather_candidates(
     counter: TokenCounter,
     timings: dict[str, float],
 ) -> tuple[list[Candidate], list[str]]:
-    """Every source's candidates (unmerged), and notes for the caller."""
+    """Every source's candidates (unmerged), and notes for the caller. `text` is the document,
+    `lines` the same split at newlines."""
     notes: list[str] = []
     cfg = settings.retriever
     t = time.perf_counter()
     query = scope_query(lines, line, info)
     resolver = DefinitionResolver(searcher.store, path, language, imports, local_types(query))
     names = scope_names(info, query)
-    lists = definition_lists(searcher, path, language, info, resolver, names, own, query, "\n".join(lines))
+    lists = definition_lists(searcher, path, language, info, resolver, names, own, query, text)
     lists["receivers"] = receiver_list(searcher, resolver, names, path, own)
     scope = _scope_candidates(searcher, path, info, own)
     recents = [

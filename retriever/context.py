@@ -236,6 +236,7 @@ def assemble_context(
         settings=settings,
         path=rel,
         language=language,
+        text=text,
         lines=lines,
         line=line,
         info=info,
