@@ -50,11 +50,15 @@ def tokenize(text: str) -> list[str]:
 
 _TERM_SETS: dict[str, frozenset[str]] = {}
 TERM_SETS_MAX = 20_000
+TERM_SETS_TEXT_MAX = 600  # characters: a definition's head is its name and first three lines
 
 
 def term_set(text: str) -> frozenset[str]:
-    """`tokenize`'s terms as a set, cached by text: completion context compares the same
-    definition heads and scopes with each other on every request."""
+    """`tokenize`'s terms as a set, cached by text when short: completion context compares the
+    same definition heads with each scope on every request. Long texts (a scope changes with
+    each keystroke) are not kept, so the cache stays a few megabytes."""
+    if len(text) > TERM_SETS_TEXT_MAX:
+        return frozenset(tokenize(text))
     found = _TERM_SETS.get(text)
     if found is None:
         if len(_TERM_SETS) >= TERM_SETS_MAX:
