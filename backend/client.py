@@ -33,7 +33,6 @@ completions (context, FIM prompt, post-processing) are codectx.backend.service.
 from __future__ import annotations
 
 import contextlib
-import re
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
@@ -437,24 +436,12 @@ export function debounce(fn, waitMs) {
 }
 """
 
-_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
-
 
 def parse_metrics(text: str) -> dict[str, float]:
     """Prometheus text -> {metric name: value summed over label sets} (histogram buckets skipped)."""
-    totals: dict[str, float] = {}
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        match = _SAMPLE.match(line)
-        if not match or match.group(1).endswith("_bucket"):
-            continue
-        try:
-            value = float(match.group(3))
-        except ValueError:
-            continue
-        totals[match.group(1)] = totals.get(match.group(1), 0.0) + value
-    return totals
+    from codectx.backend.promtext import totals
+
+    return totals(text)
 
 
 def _with_options(
