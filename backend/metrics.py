@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -207,6 +207,8 @@ def serve_metrics(metrics: Metrics, host: str, port: int, *, allow_remote: bool 
             f"lsp.metrics_host '{host}' is not a loopback address: codectx's metrics stay on this "
             "machine unless you also set lsp.metrics_allow_remote = true (user config only)"
         )
+    from prometheus_client import start_http_server  # the HTTP server's imports only when serving
+
     try:
         server, _thread = start_http_server(port, addr=host, registry=metrics.registry)
     except OSError as exc:

@@ -1,9 +1,10 @@
 """The language server's own metrics: each request observed as it finishes, and the endpoint.
 
-Off by default. With `lsp.metrics_port` set (user config, editor settings or
-CODECTX_LSP_METRICS_PORT; never a workspace's `.codectx.toml`) the server
-serves codectx.backend.metrics on http://127.0.0.1:PORT/metrics; another
-address needs `lsp.metrics_allow_remote = true` as well.
+Off by default, and then free: nothing is imported or counted. With
+`lsp.metrics_port` set (user config, editor settings or CODECTX_LSP_METRICS_PORT;
+never a workspace's `.codectx.toml`) the server counts from start-up on and serves
+codectx.backend.metrics on http://127.0.0.1:PORT/metrics; another address needs
+`lsp.metrics_allow_remote = true` as well.
 """
 
 from __future__ import annotations
@@ -11,8 +12,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
-
-from codectx.backend.metrics import Metrics, observe_record, serve_metrics
 
 from codectx.errors import CodectxError
 
@@ -33,16 +32,19 @@ def breakers(ls: CodectxServer) -> Iterator[tuple[str, str]]:
 
 
 def register(server: CodectxServer) -> None:
-    server.metrics = Metrics()
+    server.metrics = None
     server.metrics_endpoint = None
-    server.metrics.watch_breakers(lambda: breakers(server))
 
 
 def start_endpoint(ls: CodectxServer) -> None:
-    """Serve the metrics if the user asked for it; a refusal is told once, never fatal."""
+    """Count and serve the metrics if the user asked for it; a refusal is told once, never fatal."""
     lsp = ls.default_settings.lsp
     if not lsp.metrics_port or ls.metrics_endpoint is not None:
         return
+    from codectx.backend.metrics import Metrics, serve_metrics
+
+    ls.metrics = Metrics()
+    ls.metrics.watch_breakers(lambda: breakers(ls))
     try:
         ls.metrics_endpoint = serve_metrics(
             ls.metrics,
@@ -51,6 +53,7 @@ def start_endpoint(ls: CodectxServer) -> None:
             allow_remote=bool(lsp.metrics_allow_remote),
         )
     except CodectxError as exc:
+        ls.metrics = None
         ls.notices.once_ever(f"codectx metrics not served: {exc}")
         return
     log.info("codectx metrics at %s", ls.metrics_endpoint.url)
@@ -70,6 +73,8 @@ def started(ls: CodectxServer, kind: str) -> None:
 def finished(ls: CodectxServer, record: Any, error: BaseException | None = None) -> None:
     if ls.metrics is None:
         return
+    from codectx.backend.metrics import observe_record
+
     try:
         observe_record(ls.metrics, record, error)
     except Exception:  # metrics must never fail a request

@@ -54,7 +54,7 @@ class CodectxServer(LanguageServer):
         self.default_settings: Settings = build_settings(None).settings
         self.warm = False  # heavy modules imported and the embedder loaded
         self.history: Any = None  # codectx.lsp.history.History, set by register()
-        self.metrics: Any = None  # codectx.backend.metrics.Metrics, set by observe.register()
+        self.metrics: Any = None  # codectx.backend.metrics.Metrics while lsp.metrics_port is set
         self.metrics_endpoint: Any = None  # served when lsp.metrics_port is set
         self.log_bridge: Any = None  # codectx.lsp.logs.LspLogHandler when logs go to the client
         self.answers_dir = answers_dir  # where explanations are written as documents (None: messages only)
