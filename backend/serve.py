@@ -254,7 +254,9 @@ def build_plan(
     """
     chosen_model = model or profile.model
     if not chosen_model:
-        raise ServeError(f"profile '{profile.name}' names no model; pass --model DIR")
+        raise ServeError(
+            f"profile '{profile.name}' names no model; pass --model (a folder, a Hugging Face id or s3://...)"
+        )
     name = profile.served_model_name or chosen_model
     n_replicas = replicas or profile.replicas
     n_gpus = gpus or profile.gpus
