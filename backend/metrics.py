@@ -16,7 +16,8 @@ Families (all prefixed `codectx_`):
   backend_seconds{kind}              request sent -> stream closed
   request_seconds{kind}              the whole request as the editor saw it
   redactions_total{rule}             secrets replaced before sending
-  bytes_sent_total{kind}             request bodies that left the machine
+  bytes_sent_total{kind}             request bodies handed to the connection (as the audit log
+                                     records them: cancelled ones too, failed connects not)
   errors_total{kind,error}           failed requests by exception class
   backend_circuit_state{url,state}   1 for the breaker's current state (closed, open, half-open)
 """

@@ -77,7 +77,8 @@ class Suggester:
             record.text = partial
             if self._inner.get(key) is task:
                 del self._inner[key]
-            observe.finished(ls, record)
+            # Counted once the cancelled task has unwound and recorded what it sent.
+            task.add_done_callback(lambda _task: observe.finished(ls, record))
             return partial, record.id
         if task.cancelled():
             record.status = "superseded"

@@ -201,3 +201,32 @@ async def test_scraped_during_a_real_completion(tmp_path: Path, repo: Path, vllm
     assert value(final, "codectx_bytes_sent_total", kind="completion") > 0
     assert value(final, "codectx_backend_circuit_state", url=vllm_server.root, state="closed") == 1
     assert all(value(s, "codectx_requests_in_flight", kind="completion") <= 1 for s in scrapes)
+
+
+async def test_a_request_over_budget_counts_as_timeout_with_the_bytes_it_sent(
+    tmp_path: Path, repo: Path
+) -> None:
+    stalled = FixedBackend(first_token_delay_s=8.0).start()
+    port = free_port()
+    try:
+        async with lsp_session(
+            tmp_path, repo, options(stalled.url, metrics_port=port, request_budget_ms=500)
+        ) as lsp:
+            uri = open_doc(lsp, repo / "calc" / "report.py")
+            assert list((await lsp.text_document_completion_async(params(uri))).items) == []
+
+            def counted() -> dict | None:
+                got = scrape(port)
+                return got if value(got, "codectx_requests_total", status="timeout") else None
+
+            got = await wait_for(counted, timeout=30)
+            # Counted once the cancelled request had unwound: its bytes are the body it handed to the
+            # connection, as the audit log records it (none if the budget ran out before the send).
+            shown = await lsp.workspace_execute_command_async(
+                types.ExecuteCommandParams(command="codectx.showContext")
+            )
+            sent = len(shown["payload"].encode("utf-8"))
+            assert value(got, "codectx_bytes_sent_total", kind="completion") == sent
+            assert value(got, "codectx_requests_in_flight") == 0
+    finally:
+        stalled.stop()
