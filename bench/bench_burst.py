@@ -155,7 +155,8 @@ def main() -> int:
     out.write_text(
         json.dumps(
             {
-                "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+                # Load average at the end: on a shared machine it says how noisy the TTFTs are.
+                "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "load": os.getloadavg()},
                 "replicas": len(replicas),
                 "limits": limits,
                 "keystrokes": args.keystrokes,
