@@ -84,10 +84,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
     bench = bsub.add_parser(
         "bench",
-        help="benchmark FIM requests: TTFT, inter-token latency, tokens/s, prefix-cache hits",
+        help="benchmark FIM requests: TTFT, inter-token latency, tokens/s, queue, KV cache, prefix hits",
         description="Send fill-in-the-middle requests with realistic prompt sizes at each "
-        "concurrency level and report TTFT and inter-token latency p50/p95, tokens/s, errors, and "
-        "the prefix-cache hit rate read from the server's /metrics before and after.",
+        "concurrency level and report TTFT and inter-token latency p50/p95, tokens/s, errors, and, "
+        "from the server's /metrics (scraped during each level), the deepest queue "
+        "(vllm:num_requests_waiting), the fullest KV cache (vllm:kv_cache_usage_perc) and the "
+        "prefix-cache hits and hit rate.",
     )
     bench.add_argument("--backend-url", help="server URL, e.g. http://127.0.0.1:8000/v1")
     bench.add_argument("--model", help="served model name (default: backend.model or the first one)")

@@ -230,3 +230,25 @@ async def test_a_request_over_budget_counts_as_timeout_with_the_bytes_it_sent(
             assert value(got, "codectx_requests_in_flight") == 0
     finally:
         stalled.stop()
+
+
+async def test_refactor_requests_are_counted_by_kind(
+    tmp_path: Path, repo: Path, backend: FixedBackend
+) -> None:
+    port = free_port()
+    async with lsp_session(tmp_path, repo, options(backend.url, metrics_port=port)) as lsp:
+        uri = open_doc(lsp, repo / "calc" / "ops.py")
+        args = {
+            "uri": uri,
+            "range": {"start": {"line": 3, "character": 0}, "end": {"line": 6, "character": 0}},
+            "instruction": "annotate the types",
+        }
+        await lsp.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="codectx.refactor", arguments=[args])
+        )
+        got = scrape(port)
+    sent = [r for r in backend.requests if r["path"].endswith("/chat/completions")]
+    assert value(got, "codectx_requests_total", kind="refactor", status="ok") == 1
+    assert value(got, "codectx_requests_total", kind="completion") == 0
+    assert value(got, "codectx_bytes_sent_total", kind="refactor") == sum(len(r["raw"]) for r in sent)
+    assert value(got, "codectx_requests_in_flight", kind="refactor") == 0
