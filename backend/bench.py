@@ -10,8 +10,8 @@ consecutive requests share a long prefix, as they do in an editor.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -21,28 +21,8 @@ from codectx.backend.client import BackendClient
 from codectx.backend.errors import BackendError
 from codectx.backend.families import Family, detect_family
 from codectx.backend.prompts import Snippet, build_fim_prompt
+from codectx.backend.promtext import HITS, QUERIES, ServerLoad, hit_rate, metric  # noqa: F401 (re-exported)
 from codectx.backend.testmodel import corpus_text
-
-HITS = "vllm:prefix_cache_hits_total"
-QUERIES = "vllm:prefix_cache_queries_total"
-_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{([^}]*)\})?\s+(\S+)")
-_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
-
-
-def metric(text: str, name: str, **labels: str) -> float:
-    """Sum of the samples of `name` whose labels include `labels` (Prometheus text format)."""
-    total = 0.0
-    for line in text.splitlines():
-        match = _SAMPLE.match(line)
-        if not match or match.group(1) != name:
-            continue
-        have = dict(_LABEL.findall(match.group(2) or ""))
-        if all(have.get(k) == v for k, v in labels.items()):
-            try:
-                total += float(match.group(3))
-            except ValueError:
-                continue
-    return total
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -243,6 +223,11 @@ class LevelResult:
     completion_tokens: int
     wall_s: float
     prefix_cache_hit_rate: float | None
+    prefix_cache_hits: float = 0.0  # tokens served from the prefix cache during the level
+    queue_depth_max: float = 0.0  # vllm:num_requests_waiting, highest scrape during the level
+    running_max: float = 0.0  # vllm:num_requests_running, highest scrape
+    kv_cache_usage_max: float = 0.0  # vllm:kv_cache_usage_perc (0..1), highest scrape
+    load_scrapes: int = 0
     error_messages: list[str] = field(default_factory=list)
 
 
@@ -263,11 +248,38 @@ class BenchReport:
         return {**asdict(self), "ok": self.ok}
 
 
-def hit_rate(before: str, after: str) -> float | None:
-    queries = metric(after, QUERIES) - metric(before, QUERIES)
-    if queries <= 0:
-        return None
-    return (metric(after, HITS) - metric(before, HITS)) / queries
+class LoadSampler:
+    """Scrapes the server's /metrics while a level runs: the deepest queue and fullest KV cache seen.
+
+    A failed scrape (a server without /metrics) is skipped, never an error of the level.
+    """
+
+    def __init__(self, client: BackendClient, interval_s: float = 0.25) -> None:
+        self._client = client
+        self._interval = interval_s
+        self._task: asyncio.Task[None] | None = None
+        self.loads: list[ServerLoad] = []
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                self.loads.append(ServerLoad.parse(await self._client.metrics_text()))
+            except BackendError:
+                pass
+            await asyncio.sleep(self._interval)
+
+    async def __aenter__(self) -> LoadSampler:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    def peak(self, field_name: str) -> float:
+        return max((getattr(load, field_name) for load in self.loads), default=0.0)
 
 
 async def _one(
@@ -312,7 +324,8 @@ async def _level(
 
     before = await client.metrics_text()
     started = time.monotonic()
-    await asyncio.gather(*(run(p) for p in prompts))
+    async with LoadSampler(client) as sampler:
+        await asyncio.gather(*(run(p) for p in prompts))
     wall = time.monotonic() - started
     after = await client.metrics_text()
     return LevelResult(
@@ -327,6 +340,11 @@ async def _level(
         completion_tokens=tokens,
         wall_s=wall,
         prefix_cache_hit_rate=hit_rate(before, after),
+        prefix_cache_hits=metric(after, HITS) - metric(before, HITS),
+        queue_depth_max=sampler.peak("waiting"),
+        running_max=sampler.peak("running"),
+        kv_cache_usage_max=sampler.peak("kv_cache_usage"),
+        load_scrapes=len(sampler.loads),
         error_messages=sorted(set(errors))[:5],
     )
 
@@ -372,15 +390,18 @@ def format_bench(r: BenchReport) -> str:
     head = (
         f"{r.model} at {r.url}: FIM prompts of ~{r.prompt_tokens} tokens, up to {r.max_tokens} new tokens\n"
         f"{'conc':>5} {'reqs':>5} {'err':>4} {'TTFT p50':>9} {'p95':>8} {'ITL p50':>8} {'p95':>7} "
-        f"{'tok/s':>7} {'cache hit':>9}"
+        f"{'tok/s':>7} {'cache hit':>9} {'queue':>5} {'KV use':>6}"
     )
     rows = [
         f"{lv.concurrency:>5} {lv.requests:>5} {lv.errors:>4} "
         f"{lv.ttft_p50_ms:>7.0f}ms {lv.ttft_p95_ms:>6.0f}ms "
         f"{lv.itl_p50_ms:>6.1f}ms {lv.itl_p95_ms:>5.1f}ms {lv.tokens_per_s:>7.1f} "
-        f"{_pct(lv.prefix_cache_hit_rate):>9}"
+        f"{_pct(lv.prefix_cache_hit_rate):>9} {lv.queue_depth_max:>5.0f} {_pct(lv.kv_cache_usage_max):>6}"
         for lv in r.levels
     ]
     errors = [f"  error: {m}" for lv in r.levels for m in lv.error_messages]
-    tail = f"prefix-cache hit rate over the run: {_pct(r.prefix_cache_hit_rate)}"
+    tail = (
+        f"prefix-cache hit rate over the run: {_pct(r.prefix_cache_hit_rate)}; "
+        "queue = most requests waiting, KV use = fullest KV cache, in /metrics scrapes during the level"
+    )
     return "\n".join([head, *rows, *errors, tail])

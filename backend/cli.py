@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,22 +31,29 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "(Ctrl-C stops every process). Profiles: `codectx backend profiles`; add your own in "
         f"{user_profiles_path()}.",
     )
-    serve.add_argument("--profile", help="profile name (default: backend.profile, 'cpu-dev')")
-    serve.add_argument("--dry-run", action="store_true", help="print the commands, start nothing")
-    serve.add_argument("--port", type=int, help="port of the server (or of the router)")
+    _plan_arguments(serve)
     serve.add_argument(
-        "--host", help="address to listen on (default: the profile's, 127.0.0.1; 0.0.0.0 for all)"
+        "--dry-run",
+        action="store_true",
+        help="run the preflight checks and print the commands, start nothing",
     )
-    serve.add_argument("--model", help="model id or folder (overrides the profile's)")
-    serve.add_argument("--replicas", type=int, help="replicas behind the router (cluster profiles)")
-    serve.add_argument("--gpus", type=int, help="GPUs for data/tensor parallel profiles")
-    serve.add_argument(
-        "--python",
-        help="interpreter with vLLM (default: backend.vllm_python, $CODECTX_VLLM_PYTHON, else this one)",
-    )
+    serve.add_argument("--no-preflight", action="store_true", help="start without the preflight checks")
     serve.add_argument("extra", nargs="*", metavar="VLLM_ARG", help="extra vLLM flags after `--`")
     add_json(serve)
     serve.set_defaults(func=_serve)
+
+    doctor = bsub.add_parser(
+        "doctor",
+        help="check this machine against a serving profile (vLLM, GPUs, memory, FP8, weights, ports)",
+        description="Run the preflight checks of `codectx backend serve` without starting anything: "
+        f"vLLM importable and at the tested version ({_pinned()}), GPUs visible with enough memory "
+        "and a compute capability that runs the profile's FP8 weights and KV cache, the model's "
+        "weights present (or where they will come from), the ports free. Exits 3 when a check fails.",
+    )
+    _plan_arguments(doctor)
+    doctor.add_argument("extra", nargs="*", metavar="VLLM_ARG", help="extra vLLM flags after `--`")
+    add_json(doctor)
+    doctor.set_defaults(func=_doctor)
 
     profiles = bsub.add_parser("profiles", help="list the serving profiles")
     add_json(profiles)
@@ -76,10 +84,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
     bench = bsub.add_parser(
         "bench",
-        help="benchmark FIM requests: TTFT, inter-token latency, tokens/s, prefix-cache hits",
+        help="benchmark FIM requests: TTFT, inter-token latency, tokens/s, queue, KV cache, prefix hits",
         description="Send fill-in-the-middle requests with realistic prompt sizes at each "
-        "concurrency level and report TTFT and inter-token latency p50/p95, tokens/s, errors, and "
-        "the prefix-cache hit rate read from the server's /metrics before and after.",
+        "concurrency level and report TTFT and inter-token latency p50/p95, tokens/s, errors, and, "
+        "from the server's /metrics (scraped during each level), the deepest queue "
+        "(vllm:num_requests_waiting), the fullest KV cache (vllm:kv_cache_usage_perc) and the "
+        "prefix-cache hits and hit rate.",
     )
     bench.add_argument("--backend-url", help="server URL, e.g. http://127.0.0.1:8000/v1")
     bench.add_argument("--model", help="served model name (default: backend.model or the first one)")
@@ -92,6 +102,34 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     bench.add_argument("--seed", type=int, default=0, help="seed of the synthetic prompts")
     add_json(bench)
     bench.set_defaults(func=_bench)
+
+
+def _pinned() -> str:
+    from codectx.backend.serve import VLLM_VERSION
+
+    return f"vLLM {VLLM_VERSION}"
+
+
+def _plan_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--profile", help="profile name (default: backend.profile, 'cpu-dev')")
+    parser.add_argument("--port", type=int, help="port of the server (or of the router)")
+    parser.add_argument(
+        "--host", help="address to listen on (default: the profile's, 127.0.0.1; 0.0.0.0 for all)"
+    )
+    parser.add_argument("--model", help="model id, folder or s3:// URL (overrides the profile's)")
+    parser.add_argument("--replicas", type=int, help="replicas behind the router (cluster profiles)")
+    parser.add_argument("--gpus", type=int, help="GPUs for data/tensor parallel profiles")
+    parser.add_argument(
+        "--python",
+        help="interpreter with vLLM (default: backend.vllm_python, $CODECTX_VLLM_PYTHON, else this one)",
+    )
+    parser.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="CHECK",
+        help="treat a failing preflight check (vllm, gpus, gpu-memory, fp8, weights, ports...) as a warning",
+    )
 
 
 def user_profiles_path() -> Path:
@@ -116,14 +154,13 @@ def _profiles(args: argparse.Namespace) -> int:
     return 0
 
 
-def _serve(args: argparse.Namespace) -> int:
+def _plan(args: argparse.Namespace, dry_run: bool) -> Any:
     from codectx.backend.serve import (
         build_plan,
         cpu_supports_fp8_kv,
         load_profiles,
         read_cpuinfo,
         router_next_to,
-        run_plan,
     )
 
     settings = settings_for(None, args)
@@ -134,9 +171,10 @@ def _serve(args: argparse.Namespace) -> int:
     profile = profiles[name]
     python = vllm_python(settings, args.python)
     model = args.model
-    if not model and not profile.model and profile.generate_test_model:
+    generated = not model and not profile.model and profile.generate_test_model
+    if generated:
         model = str(cache_dir() / "test-model")
-        if not args.dry_run and not (Path(model) / "config.json").exists():
+        if not dry_run and not (Path(model) / "config.json").exists():
             from codectx.backend.testmodel import make_test_model
 
             stderr(f"codectx: generating the test model in {model}")
@@ -153,30 +191,66 @@ def _serve(args: argparse.Namespace) -> int:
         cpu_fp8=cpu_supports_fp8_kv(read_cpuinfo()),
         extra_args=args.extra,
     )
+    return replace(plan, generated_model=generated)
+
+
+def _preflight(plan: Any, ignore: list[str]) -> Any:
+    from codectx.backend.machine import probe_machine
+    from codectx.backend.preflight import run_checks
+
+    return run_checks(plan, probe_machine(plan), ignore)
+
+
+def _plan_dict(plan: Any) -> dict[str, Any]:
+    return {
+        "profile": plan.profile.name,
+        "model": plan.model,
+        "served_model_name": plan.served_model_name,
+        "client_url": plan.client_url,
+        "notes": list(plan.notes),
+        "processes": [
+            {"role": p.role, "argv": list(p.argv), "env": dict(p.env), "url": p.url} for p in plan.processes
+        ],
+    }
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from codectx.backend.preflight import format_report
+
+    plan = _plan(args, dry_run=True)
+    report = _preflight(plan, args.ignore)
     if args.json:
-        print_json(
-            {
-                "profile": profile.name,
-                "model": plan.model,
-                "served_model_name": plan.served_model_name,
-                "client_url": plan.client_url,
-                "notes": list(plan.notes),
-                "processes": [
-                    {"role": p.role, "argv": list(p.argv), "env": dict(p.env), "url": p.url}
-                    for p in plan.processes
-                ],
-            }
-        )
-        if args.dry_run:
-            return 0
+        print_json({**report.as_dict(), "plan": _plan_dict(plan)})
+    else:
+        print(format_report(report))
+    return 0 if report.ok else 3
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from codectx.backend.preflight import format_report
+    from codectx.backend.serve import run_plan
+
+    plan = _plan(args, args.dry_run)
+    report = None if args.no_preflight else _preflight(plan, args.ignore)
+    ok = report is None or report.ok
+    if args.json:
+        print_json({**_plan_dict(plan), "preflight": report.as_dict() if report else None})
+        if args.dry_run or not ok:
+            return 0 if ok else 3
     elif args.dry_run:
+        if report is not None:
+            print("\n".join(f"# {line}" for line in format_report(report).splitlines()))
         for note in plan.notes:
             print(f"# {note}")
         for p in plan.processes:
             print(f"# {p.role} at {p.url}")
             print(p.shell())
         print(f"# point codectx at it: CODECTX_BACKEND_URL={plan.client_url}")
-        return 0
+        return 0 if ok else 3
+    elif report is not None and not ok:
+        stderr(format_report(report))
+        stderr("codectx: not starting vLLM (--ignore CHECK or --no-preflight to start anyway)")
+        return 3
     for note in plan.notes:
         stderr(f"codectx: {note}")
     stderr(f"codectx: clients use CODECTX_BACKEND_URL={plan.client_url}")

@@ -32,8 +32,8 @@ completions (context, FIM prompt, post-processing) are codectx.backend.service.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-import re
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
@@ -45,8 +45,9 @@ from codectx.backend.errors import (
     BackendOffline,
     BackendProtocolError,
     BackendRejected,
+    BackendUnavailable,
 )
-from codectx.backend.transport import EventStream, Gate, Transport, default_gate
+from codectx.backend.transport import RETRY_STATUSES, EventStream, Gate, Transport, default_gate
 from codectx.backend.wire import Reply
 
 
@@ -388,7 +389,7 @@ class TextStream:
     async def _deltas(self) -> AsyncIterator[str]:
         if self._events is None:
             raise RuntimeError("TextStream used outside `async with`")
-        async for event in self._events:
+        async for event in self._shed_retried():
             self.response_id = self.response_id or event.get("id")
             self.model = str(event.get("model") or self.model)
             usage = Usage.parse(event.get("usage"))
@@ -409,6 +410,34 @@ class TextStream:
                     self.text += delta
                     yield delta
         self.total_s = time.monotonic() - self._started
+
+    async def _shed_retried(self) -> AsyncIterator[dict[str, Any]]:
+        """The stream's events; a 429/503 shed inside the stream before any text is retried.
+
+        vLLM sheds a streaming request past --max-num-queued-reqs with HTTP 200 and an
+        error event (no Retry-After), so the transport's status-level retry never sees it.
+        Like that one, this retries only before the first token, with the same backoff
+        and retry budget (backend.retries); once text has arrived, an error is final.
+        """
+        c = self._client
+        for attempt in range(int(c.settings.backend.retries) + 1):
+            assert self._events is not None
+            try:
+                async for event in self._events:
+                    yield event
+                return
+            except BackendUnavailable as exc:
+                delay = c.transport._backoff(attempt)
+                if self.text or exc.status not in RETRY_STATUSES or attempt >= c.transport.retries:
+                    raise
+                if time.monotonic() + delay >= self._started + c.transport.timeouts.first_token_s:
+                    raise
+            await self._events.aclose()
+            await asyncio.sleep(delay)
+            self._events = c.transport.stream(self._endpoint, self.body, self._sources)
+            self.prepared = self._events.prepared
+            with c._model_check():
+                await self._events.open()
 
 
 # Ordinary code for measuring a tokenizer's characters per token (no user code is ever used).
@@ -437,24 +466,12 @@ export function debounce(fn, waitMs) {
 }
 """
 
-_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
-
 
 def parse_metrics(text: str) -> dict[str, float]:
     """Prometheus text -> {metric name: value summed over label sets} (histogram buckets skipped)."""
-    totals: dict[str, float] = {}
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        match = _SAMPLE.match(line)
-        if not match or match.group(1).endswith("_bucket"):
-            continue
-        try:
-            value = float(match.group(3))
-        except ValueError:
-            continue
-        totals[match.group(1)] = totals.get(match.group(1), 0.0) + value
-    return totals
+    from codectx.backend.promtext import totals
+
+    return totals(text)
 
 
 def _with_options(

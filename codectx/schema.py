@@ -183,5 +183,20 @@ SCHEMA: dict[str, dict[str, Key]] = {
             "When the editor cannot report file changes, re-check the workspace this often (0: never).",
             min=0,
         ),
+        # A workspace must not open ports on the user's machine: user-level only.
+        "metrics_port": Key(
+            "int",
+            0,
+            "Serve codectx's own Prometheus metrics at http://HOST:PORT/metrics (0: off).",
+            privacy=True,
+            min=0,
+            max=65535,
+        ),
+        "metrics_host": Key(
+            "str", "127.0.0.1", "Address of the metrics endpoint (loopback unless allowed).", privacy=True
+        ),
+        "metrics_allow_remote": Key(
+            "bool", False, "Let lsp.metrics_host be a non-loopback address.", privacy=True
+        ),
     },
 }

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from codectx.lsp import observe
 from codectx.lsp.config import build_settings
 from codectx.lsp.documents import RecentEdits, check_usable
 from codectx.lsp.errors import UriRefused
@@ -53,6 +54,8 @@ class CodectxServer(LanguageServer):
         self.default_settings: Settings = build_settings(None).settings
         self.warm = False  # heavy modules imported and the embedder loaded
         self.history: Any = None  # codectx.lsp.history.History, set by register()
+        self.metrics: Any = None  # codectx.backend.metrics.Metrics while lsp.metrics_port is set
+        self.metrics_endpoint: Any = None  # served when lsp.metrics_port is set
         self.log_bridge: Any = None  # codectx.lsp.logs.LspLogHandler when logs go to the client
         self.answers_dir = answers_dir  # where explanations are written as documents (None: messages only)
         from codectx.lsp.suggest import Suggester
@@ -193,6 +196,7 @@ def register_lifecycle(server: CodectxServer) -> None:
         else:
             ls.workspaces.start_watcher(lambda f: float(f.settings.lsp.watch_interval_s))
         asyncio.get_running_loop().create_task(_warm_up(ls))
+        observe.start_endpoint(ls)
         for folder in ls.workspaces.folders.values():
             if folder.settings.lsp.index_on_open:
                 ls.workspaces.request_reindex(folder)
@@ -200,6 +204,7 @@ def register_lifecycle(server: CodectxServer) -> None:
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: CodectxServer, params: None) -> None:
         ls.workspaces.stop()
+        observe.stop_endpoint(ls)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: CodectxServer, params: types.DidChangeTextDocumentParams) -> None:
@@ -317,6 +322,7 @@ def build_server(answers_dir: Path | None = None) -> CodectxServer:
     server = CodectxServer(answers_dir if answers_dir is not None else cache_dir() / "answers")
     register_lifecycle(server)
     history.register(server)
+    observe.register(server)
     completion.register(server)
     inline.register(server)
     actions.register(server)

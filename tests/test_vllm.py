@@ -201,6 +201,9 @@ async def test_backend_bench_gives_sane_figures(vllm_server: Engine) -> None:
         assert level.tokens_per_s > 0
         assert 0 < level.ttft_p50_ms <= level.ttft_p95_ms
         assert 0 < level.itl_p50_ms <= level.itl_p95_ms
+        # Load read from /metrics during the level (parsed with prometheus-client).
+        assert level.load_scrapes >= 1 and 0.0 <= level.kv_cache_usage_max <= 1.0
+        assert level.prefix_cache_hits > 0  # consecutive prompts share the repository prefix
     # A moving cursor in one file behind a fixed repository context shares most of the prompt.
     assert report.prefix_cache_hit_rate is not None and 0.3 < report.prefix_cache_hit_rate <= 1.0
     assert 400 < report.prompt_tokens <= 600
