@@ -76,7 +76,7 @@ def _config_keys(args: argparse.Namespace) -> int:
     for section, keys in SCHEMA.items():
         print(f"[{section}]")
         for key, spec in keys.items():
-            tag = " (user level only)" if spec.privacy else ""
+            tag = " (user level only)" if spec.privacy or spec.trusted else ""
             print(f"  {key} ({spec.type}, default {spec.default!r}){tag}\n      {spec.help}")
     return 0
 

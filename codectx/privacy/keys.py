@@ -68,3 +68,8 @@ def tag(key: bytes, value: str) -> str:
     """The 8-hex HMAC tag of a secret value."""
     digest = hmac.new(key, value.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
     return digest[:8]
+
+
+def audit_head_key(folder: Path) -> bytes:
+    """The key of the audit log's head-record MAC: derived from the install key, never stored."""
+    return hmac.new(load_or_create_key(folder), b"codectx audit head v1", hashlib.sha256).digest()
