@@ -15,7 +15,6 @@ import pytest
 from codectx.cli import main
 from codectx.privacy.audit import GENESIS, AuditLog
 from codectx.privacy.egress import EgressGate, SourceSpan
-from codectx.privacy.errors import AuditError
 from codectx.settings import load_settings
 
 SECRET = "xoxb-" + "123456789012-123456789012-" + "Qz7Lm2Nx8Rt4Vb6Kc1Wd9Hf3"

@@ -93,7 +93,7 @@ def test_kill_9_of_complete_with_a_request_in_flight_leaves_its_entry_20_of_20(
     log = AuditLog(Path(env["XDG_STATE_HOME"]) / "codectx" / "audit.jsonl")
     command = [sys.executable, "-m", "codectx", "complete", "calc.py", "--line", "4", "--character", "11"]
     for run in range(20):
-        proc = subprocess.Popen(command + ["--no-context"], cwd=ws, env=env, stderr=subprocess.PIPE)
+        proc = subprocess.Popen([*command, "--no-context"], cwd=ws, env=env, stderr=subprocess.PIPE)
         try:
             _wait_for_completion(holding_server, run, proc)
             proc.send_signal(signal.SIGKILL)

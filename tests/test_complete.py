@@ -43,9 +43,8 @@ def make_settings(tmp_path: Path, url: str | None, **over: Any) -> Any:
 
 
 def audit_entries(tmp_path: Path) -> list[dict[str, Any]]:
-    from codectx.settings import state_dir
-
     from codectx.privacy.audit import AuditLog
+    from codectx.settings import state_dir
 
     return AuditLog(state_dir() / "audit.jsonl").requests()  # request entries, outcomes folded in
 

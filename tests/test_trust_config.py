@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from codectx.indexer.owner import MARKER
 from codectx.lsp.config import build_settings
+
 from codectx.settings import load_settings, user_config_path
 
 SOURCE = "def add(a, b):\n    return a + b\n"
