@@ -440,11 +440,11 @@ def discover_files(root: Path, settings: Settings, paths: Iterable[str]) -> Disc
             walker.skip(rel, "ignored")
             continue
         path = real_root / rel
-        real = os.path.realpath(path)
-        if not walker.inside_root(real):
+        real_path = os.path.realpath(path)
+        if not walker.inside_root(real_path):
             walker.skip(rel, "symlink-outside-root")
             continue
-        if walker.secret_target(real, rel):
+        if walker.secret_target(real_path, rel):
             walker.skip(rel, "secret-file")
             continue
         try:

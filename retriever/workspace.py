@@ -41,13 +41,14 @@ def document_root(file: Path, root: str | Path | None = None) -> Path:
         if not found.is_dir():
             raise UnknownFile(f"--root {root}: not a folder")
     else:
-        found = _marked_workspace(given.parent) or _current_workspace(given)
-        if found is None:
+        marked = _marked_workspace(given.parent) or _current_workspace(given)
+        if marked is None:
             raise UnknownFile(
                 f"{file} is not inside a workspace (no .git, .codectx.toml or index in the folders above "
                 f"it, and it is not under the current folder {Path.cwd()}); name the workspace with "
                 "--root DIR to use a file there"
             )
+        found = marked
     confined(found, given)
     return found
 
