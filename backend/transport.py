@@ -111,6 +111,9 @@ class Transport:
             log.warning("codectx: %s", settings.key_withheld())
         self.credentials = api_key is not None
         if api_key:
+            from codectx.logsafe import register_secret
+
+            register_secret(api_key)  # whatever logs a header or an option, the key is scrubbed
             headers["Authorization"] = f"Bearer {api_key}"
             host = urlsplit(self.urls.root).hostname or ""
             if self.urls.root.startswith("http://") and host not in ("127.0.0.1", "localhost", "::1"):
