@@ -15,6 +15,7 @@ from pathlib import Path
 from codectx import __version__
 from codectx.clikit import print_json, settings_for
 from codectx.errors import CodectxError
+from codectx.runtime import quiet_dependencies
 from codectx.schema import SCHEMA
 
 # Order is the order of `codectx --help`.
@@ -115,6 +116,8 @@ def _command_of(argv: list[str]) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # First, before any command imports a model library: no telemetry, no downloads.
+    quiet_dependencies()
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(_command_of(argv))
     args = parser.parse_args(argv)
