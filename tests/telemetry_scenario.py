@@ -32,7 +32,8 @@ def _hook(event, args):
     if event in ("socket.connect", "socket.getaddrinfo"):
         try:
             with open(_out, "a") as fh:
-                fh.write(json.dumps([event, repr(args[1] if event == "socket.connect" else args[:2])]) + "\\n")
+                what = args[1] if event == "socket.connect" else args[:2]
+                fh.write(json.dumps([event, repr(what)]) + "\\n")
         except Exception:
             pass
 sys.addaudithook(_hook)

@@ -93,7 +93,8 @@ def test_no_dependency_writes_a_file_outside_codectx_folders(scenario: dict[str,
 
 
 _INET = re.compile(
-    r'connect\(\d+, \{sa_family=AF_INET6?, sin6?_port=htons\((\d+)\).*?(?:inet_addr\("([^"]+)"\)|inet_pton\(AF_INET6, "([^"]+)")'
+    r"connect\(\d+, \{sa_family=AF_INET6?, sin6?_port=htons\((\d+)\)"
+    r'.*?(?:inet_addr\("([^"]+)"\)|inet_pton\(AF_INET6, "([^"]+)")'
 )
 
 
