@@ -184,8 +184,8 @@ def _audit_show(args: argparse.Namespace) -> int:
 def _summary(entry: dict[str, Any]) -> str:
     state = "sent" if entry.get("sent") else ("offline" if entry.get("offline") else "not sent")
     if entry.get("state") and not entry.get("outcomes"):
-        state = "no outcome recorded (the process ended while it was in flight)"
-        entry = {**entry, "status": "sent or about to be"}
+        state = "in flight"
+        entry = {**entry, "status": "no outcome recorded: the process ended before an answer"}
     files = ", ".join(
         f"{s.get('path')}:{int(s.get('start_line', 0)) + 1}-{int(s.get('end_line', 0)) + 1}"
         for s in entry.get("sources", [])
