@@ -1,8 +1,9 @@
 """The on-disk index: LanceDB tables for chunks, symbols, files and vectors.
 
 An index folder holds `meta.json` (schema version, model id, last run),
-`db/` (LanceDB), a `.gitignore` of `*`, the lock file (indexer/lock.py) and,
-only while a write is in progress, `journal.json`.
+`db/` (LanceDB), a `.gitignore` of `*`, the lock file (indexer/lock.py), the
+`.codectx-index` marker (indexer/owner.py: codectx deletes only in folders
+that carry it) and, only while a write is in progress, `journal.json`.
 
 Tables: `chunks` (every Chunk field, its id and an FTS-indexed `search`
 column), `symbols` (definitions), `files` (one record per indexed file, with

@@ -3,7 +3,8 @@
 The key is random, created on first use with mode 0600 under the user's state
 directory, and never leaves the machine: the same secret always maps to the
 same `[REDACTED:rule:hmac8]` token on this install and to a different one on
-any other.
+any other. The audit log's head record is MACed with a key derived from it
+(`audit_head_key`), so only this install can write a head that verifies.
 """
 
 from __future__ import annotations
