@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from codectx.privacy.audithead import Head, HeadDamaged, read_head
 
 if TYPE_CHECKING:
-    from codectx.privacy.audit import AuditLog
+    from codectx.privacy.auditread import AuditReader
 
 _DIGEST = re.compile(r"[0-9a-f]{64}\Z")
 
@@ -75,7 +75,7 @@ class _Walk:
     torn: tuple[int, int] | None = None  # (line, start offset) of a cut-short last line
 
 
-def verify_log(log: AuditLog, legacy_ok: bool = False) -> Verdict:
+def verify_log(log: AuditReader, legacy_ok: bool = False) -> Verdict:
     notes: list[str] = []
     file = str(log.path)
     try:
@@ -97,10 +97,10 @@ def verify_log(log: AuditLog, legacy_ok: bool = False) -> Verdict:
 
 
 def _read(path: Path) -> _Walk:
-    from codectx.privacy.audit import AuditLog, _parse
+    from codectx.privacy.auditread import AuditReader, _parse
 
     walk = _Walk()
-    lines = list(AuditLog._lines(path))
+    lines = list(AuditReader._lines(path))
     for i, (number, raw, end) in enumerate(lines):
         entry = _parse(raw)
         if entry is None:
@@ -112,7 +112,7 @@ def _read(path: Path) -> _Walk:
     return walk
 
 
-def _check_chain(log: AuditLog, path: Path, walk: _Walk, notes: list[str], expect_prev: str | None) -> int:
+def _check_chain(log: AuditReader, path: Path, walk: _Walk, notes: list[str], expect_prev: str | None) -> int:
     """Links, hashes, sequence numbers and payloads of one file; returns its entry count."""
     from codectx.privacy.audit import entry_hash
 
@@ -155,7 +155,12 @@ def _check_chain(log: AuditLog, path: Path, walk: _Walk, notes: list[str], expec
 
 
 def _check_first(
-    log: AuditLog, path: Path, entry: dict[str, Any], number: int, notes: list[str], expect_prev: str | None
+    log: AuditReader,
+    path: Path,
+    entry: dict[str, Any],
+    number: int,
+    notes: list[str],
+    expect_prev: str | None,
 ) -> None:
     from codectx.privacy.audit import GENESIS
 
@@ -185,7 +190,9 @@ def _check_first(
         )
 
 
-def _check_segment(log: AuditLog, path: Path, entry: dict[str, Any], number: int, notes: list[str]) -> None:
+def _check_segment(
+    log: AuditReader, path: Path, entry: dict[str, Any], number: int, notes: list[str]
+) -> None:
     """A rotated file: present, unchanged (sha256), its own chain sound, ending where this one begins."""
     eid = str(entry.get("id") or "?")
     name = str(entry.get("segment") or "")
@@ -222,7 +229,7 @@ def _segment_entries(walk: _Walk) -> int:
     return total
 
 
-def _check_payload(log: AuditLog, entry: dict[str, Any], number: int, eid: str) -> None:
+def _check_payload(log: AuditReader, entry: dict[str, Any], number: int, eid: str) -> None:
     digest = str(entry.get("sha256", ""))
     if not entry.get("payload") or not _DIGEST.match(digest):
         return
