@@ -93,7 +93,9 @@ def lsp_session(command: list[str], ws: Path, env: dict[str, str], url: str) -> 
         proc.stdin.flush()
 
     try:
-        options = {"codectx": {"backend": {"url": url}, "lsp": {"debounce_ms": 0}}}
+        options = {
+            "codectx": {"backend": {"url": url}, "lsp": {"debounce_ms": 0, "request_budget_ms": 120000}}
+        }
         send(
             {
                 "id": 1,

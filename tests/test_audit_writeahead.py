@@ -130,7 +130,8 @@ def test_sigterm_of_lsp_with_a_request_in_flight_leaves_its_entry(
         stderr=subprocess.DEVNULL,
     )
     assert proc.stdin is not None
-    options = {"codectx": {"lsp": {"index_on_open": False, "debounce_ms": 0}}}
+    # A first request imports the model libraries: a long budget, so it is not given up before it is sent.
+    options = {"codectx": {"lsp": {"index_on_open": False, "debounce_ms": 0, "request_budget_ms": 120000}}}
     for message in (
         {
             "jsonrpc": "2.0",

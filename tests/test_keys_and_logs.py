@@ -85,7 +85,12 @@ def test_debug_log_of_a_real_lsp_session_holds_no_key_no_secret_no_text(
     )
     assert proc.stdin is not None and proc.stdout is not None
     uri = (ws / "app.py").as_uri()
-    options = {"codectx": {"backend": {"url": server.url, "api_key": API_KEY}, "lsp": {"debounce_ms": 0}}}
+    options = {
+        "codectx": {
+            "backend": {"url": server.url, "api_key": API_KEY},
+            "lsp": {"debounce_ms": 0, "request_budget_ms": 120000},
+        }
+    }
 
     def send(message: dict[str, Any]) -> None:
         assert proc.stdin is not None

@@ -106,10 +106,14 @@ class AuditLog(AuditReader):
 
     # ------------------------------------------------------------------ writing
 
-    def append(self, entry: dict[str, Any], payload: bytes | None = None) -> dict[str, Any]:
+    def append(
+        self, entry: dict[str, Any], payload: bytes | None = None, *, sync_payload: bool = True
+    ) -> dict[str, Any]:
         """Chain and durably write one entry (its payload first, if given); returns the written entry.
 
         Raises AuditError when the entry cannot be written or the log does not match its head.
+        With `sync_payload=False` the payload reaches the disk later (`sync_payload`): a request's
+        first byte waits for its entry's fsync, not for the copy of its bytes.
         """
         entry = dict(entry)
         entry.setdefault("kind", "request")
@@ -120,7 +124,7 @@ class AuditLog(AuditReader):
         self._ensure_folder()
         if payload is not None:
             entry["sha256"] = hashlib.sha256(payload).hexdigest()
-            self._write_payload(entry["sha256"], payload)
+            self._write_payload(entry["sha256"], payload, sync_payload)
             entry["payload"] = True
         with self._locked():
             state = self._checked_state()
@@ -198,7 +202,7 @@ class AuditLog(AuditReader):
         )
         return entry
 
-    def _write_payload(self, digest: str, payload: bytes) -> None:
+    def _write_payload(self, digest: str, payload: bytes, sync: bool = True) -> None:
         try:
             self.payload_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
             final = self.payload_dir / f"{digest}.json"
@@ -209,10 +213,24 @@ class AuditLog(AuditReader):
             with os.fdopen(fd, "wb") as fh:
                 fh.write(payload)
                 fh.flush()
-                os.fsync(fh.fileno())
+                if sync:
+                    os.fsync(fh.fileno())
             os.replace(temp, final)
         except OSError as exc:
             raise AuditError(f"cannot write the audit payload for {digest[:12]}: {exc.strerror}") from None
+
+    def sync_payload(self, digest: str) -> None:
+        """Make a payload written with `sync_payload=False` durable (best effort: it is a copy)."""
+        try:
+            fd = os.open(self.payload_dir / f"{digest}.json", os.O_RDONLY)
+        except OSError:
+            return
+        try:
+            os.fsync(fd)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
     # ------------------------------------------------------------------ the chain's state
 

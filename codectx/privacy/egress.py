@@ -268,10 +268,10 @@ class EgressGate:
             entry["aliases"] = prepared.aliases
         return entry
 
-    def _append(self, entry: dict[str, Any], prepared: PreparedRequest) -> dict[str, Any]:
+    def _append(self, entry: dict[str, Any], prepared: PreparedRequest, sync: bool = True) -> dict[str, Any]:
         keep = self.settings.privacy.keep_payloads and prepared.content
         try:
-            return self.audit.append(entry, prepared.content if keep else None)
+            return self.audit.append(entry, prepared.content if keep else None, sync_payload=sync)
         except OSError as exc:  # AuditLog turns its own I/O errors into AuditError; this is a backstop
             raise AuditError(f"cannot write the audit log: {exc}") from None
 
@@ -282,13 +282,15 @@ class EgressGate:
         """
         entry = self._entry(prepared)
         entry["state"] = "about to send"
-        return str(self._append(entry, prepared)["id"])
+        return str(self._append(entry, prepared, sync=False)["id"])  # the entry is fsynced, not the copy
 
     def record(self, prepared: PreparedRequest, sent: bool, status: str, intent: str | None = None) -> str:
         """The outcome of one attempt of an `intend`ed request, or (intent None) the one entry of a
         request that was never sent (dry run, offline). Returns the request's audit id."""
         if intent is not None:
             self.audit.outcome(intent, sent, status)
+            if self.settings.privacy.keep_payloads and prepared.content:
+                self.audit.sync_payload(prepared.sha256)
             return intent
         entry = self._entry(prepared)
         entry["sent"] = bool(sent)
