@@ -193,3 +193,35 @@ def test_nothing_is_sent_when_the_entry_cannot_be_written(
     assert done.returncode != 0
     assert "audit" in done.stderr and "codectx audit verify" in done.stderr and "Traceback" not in done.stderr
     assert holding_server.requests == []  # not a byte left: not even the GET that carries the key
+
+
+async def test_bodyless_requests_that_carry_the_key_are_logged_before_they_leave(tmp_path: Path) -> None:
+    from codectx.backend.client import BackendClient
+
+    from codectx.privacy.egress import EgressGate
+    from codectx.settings import load_settings
+
+    server = fs.FaultServer(
+        routes={"/v1/models": fs.models("m"), "/metrics": fs.raw_reply(b"x 1\n", 200, "text/plain")}
+    )
+    server.start()
+    try:
+        for key in ("sk-metrics", None):
+            log = AuditLog(tmp_path / f"{key}" / "audit.jsonl")
+            overrides = {"backend.url": server.url, "backend.api_key": key}
+            settings = load_settings(None, overrides, environ={})
+            async with BackendClient(settings, gate=EgressGate(settings, log)) as client:
+                await client.models()
+                await client.metrics_text()
+            entries = log.requests()
+            if key is None:
+                assert entries == []  # nothing of the user's left: no key, no body
+                continue
+            assert [(e["method"], e["endpoint"].rsplit("/", 1)[-1], e["bytes"]) for e in entries] == [
+                ("GET", "models", 0),
+                ("GET", "metrics", 0),
+            ]
+            assert all(e["status"] == "200" and e["sent"] for e in entries)
+            assert all(r.headers.get("authorization") == "Bearer sk-metrics" for r in server.requests[:2])
+    finally:
+        server.stop()

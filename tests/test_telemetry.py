@@ -155,3 +155,22 @@ def test_a_model_server_child_keeps_telemetry_off_but_may_download() -> None:
     finally:
         os.environ.clear()
         os.environ.update(saved)
+
+
+def test_the_socket_audit_hook_used_without_root_records_connections(tmp_path: Path) -> None:
+    """The fallback of the network test (no `unshare`): the hook itself records what it must."""
+    sys.path.insert(0, str(SCENARIO.parent.parent))
+    from tests.telemetry_scenario import HOOK
+
+    (tmp_path / "sitecustomize.py").write_text(HOOK)
+    log = tmp_path / "connect.txt"
+    code = (
+        "import socket\ns = socket.socket()\ns.settimeout(0.2)\n"
+        "try:\n    s.connect(('127.0.0.1', 9))\nexcept OSError:\n    pass\n"
+        "try:\n    socket.getaddrinfo('example.invalid', 80)\nexcept OSError:\n    pass\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(tmp_path), CODECTX_TEST_SOCKET_LOG=str(log))
+    subprocess.run([sys.executable, "-c", code], env=env, timeout=60, check=True)
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    assert ["socket.connect", "('127.0.0.1', 9)"] in events
+    assert any(e[0] == "socket.getaddrinfo" and "example.invalid" in e[1] for e in events)
