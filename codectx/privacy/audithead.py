@@ -8,8 +8,9 @@ by this install's secret (codectx.privacy.keys). Without the key nobody can
 write a head that matches a rewritten log, so `audit verify` notices
 truncation, deletion and forgery. (Someone who can read the install key can
 forge one too; and an old head kept aside could be put back together with
-the log as it was then. The head protects against edits to the log, not
-against a user's own account.)
+the log as it was then, and deleting the log and its head together looks
+like a new install. The head protects against edits to the log, not against
+a user's own account.)
 
 The file is rewritten in place, one fixed-size record of one disk sector
 (512 bytes), after the entry it names was fsynced. The head itself is not
