@@ -43,7 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from codectx.privacy.audithead import Head, HeadDamaged, _fsync_dir, read_head, write_head
+from codectx.privacy.audithead import Head, HeadDamaged, fsync_dir, read_head, write_head
 from codectx.privacy.auditread import AuditReader, _last_id, _last_line_hash, _parse
 from codectx.privacy.errors import AuditChainBroken, AuditError
 
@@ -193,7 +193,7 @@ class AuditLog(AuditReader):
             finally:
                 os.close(fd)
             if state.size == 0:
-                _fsync_dir(self.path.parent)  # a new file: its name must survive a crash too
+                fsync_dir(self.path.parent)  # a new file: its name must survive a crash too
         except OSError as exc:
             raise AuditError(f"cannot write the audit log {self.path}: {exc.strerror}") from None
         first = entry["hash"] if state.entries == 0 else state.first_hash

@@ -112,12 +112,12 @@ def write_head(log_path: Path, key_dir: Path, head: Head) -> None:
         finally:
             os.close(fd)
         if created:
-            _fsync_dir(path.parent)
+            fsync_dir(path.parent)
     except OSError as exc:
         raise AuditError(f"cannot write the audit head record {path}: {exc.strerror}") from None
 
 
-def _fsync_dir(folder: Path) -> None:
+def fsync_dir(folder: Path) -> None:
     fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(fd)
