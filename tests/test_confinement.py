@@ -37,7 +37,8 @@ def capture() -> Any:
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Path:
+def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # credentials are planted in this test's own home
     root = tmp_path / "ws"
     (root / "app").mkdir(parents=True)
     (root / ".git").mkdir()
