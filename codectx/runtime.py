@@ -15,7 +15,8 @@ before anything imports a model library. What it switches off, and why each:
   codectx's cache folder so whatever they keep lands there.
 - vLLM (started by `codectx backend serve`): usage statistics off
   (`VLLM_NO_USAGE_STATS`, `DO_NOT_TRACK`); the child keeps downloads
-  allowed (`child_environ`), a server may need to fetch its model.
+  allowed and the user's own Hugging Face cache (`child_environ`): a server
+  may need to fetch its model.
 - tokenizers, LanceDB, torch: tokenizers and torch have no telemetry (only
   the fork warning, silenced); LanceDB 0.40 reports metrics only to an
   OpenTelemetry provider the application installs, which codectx does not.
@@ -72,8 +73,8 @@ def quiet_dependencies(environ: dict[str, str] | None = None) -> None:
 def child_environ() -> dict[str, str]:
     """The environment for a model server codectx starts: telemetry off, downloads as the user has them."""
     env = dict(os.environ)
-    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
-        if _added.get(name) is not None and env.get(name) == _added[name]:
+    for name, value in _added.items():  # offline mode and our HF_HOME: the server uses the user's cache
+        if env.get(name) == value:
             del env[name]
     env.update(TELEMETRY_OFF)
     return env

@@ -150,8 +150,11 @@ def test_a_model_server_child_keeps_telemetry_off_but_may_download() -> None:
         os.environ.pop("HF_HUB_OFFLINE", None)
         quiet_dependencies()
         assert os.environ["HF_HUB_OFFLINE"] == "1"
+        os.environ.pop("HF_HOME", None)
+        quiet_dependencies()
         child = child_environ()
         assert "HF_HUB_OFFLINE" not in child and child["VLLM_NO_USAGE_STATS"] == "1"
+        assert "HF_HOME" not in child  # the server downloads into the user's own cache
     finally:
         os.environ.clear()
         os.environ.update(saved)
