@@ -64,10 +64,19 @@ def quiet_dependencies(environ: dict[str, str] | None = None) -> None:
         env["HF_HOME"] = str(cache_dir() / "huggingface")
         _added["HF_HOME"] = env["HF_HOME"]
     if "onnxruntime" in sys.modules:  # imported before us (an embedding host): at least stop events
-        try:
-            sys.modules["onnxruntime"].disable_telemetry_events()
-        except Exception:
-            pass
+        no_onnx_telemetry()
+
+
+def no_onnx_telemetry() -> None:
+    """Just before ONNX Runtime is imported (the embedder calls it): its telemetry off even when
+    codectx runs as a library in a host that never called `quiet_dependencies`."""
+    if "onnxruntime" not in sys.modules:
+        os.environ["ORT_DISABLE_TELEMETRY"] = "1"
+        return
+    try:
+        sys.modules["onnxruntime"].disable_telemetry_events()
+    except Exception:
+        pass
 
 
 def child_environ() -> dict[str, str]:

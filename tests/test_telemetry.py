@@ -177,3 +177,20 @@ def test_the_socket_audit_hook_used_without_root_records_connections(tmp_path: P
     events = [json.loads(line) for line in log.read_text().splitlines()]
     assert ["socket.connect", "('127.0.0.1', 9)"] in events
     assert any(e[0] == "socket.getaddrinfo" and "example.invalid" in e[1] for e in events)
+
+
+@pytest.mark.slow
+def test_the_embedder_used_as_a_library_switches_onnx_telemetry_off_too(scenario: dict[str, Any]) -> None:
+    """A host that imports codectx without its CLI (no quiet_dependencies): the embedder still does it."""
+    sys.path.insert(0, str(SCENARIO.parent.parent))
+    from tests.telemetry_scenario import sandbox_env
+
+    env = sandbox_env(scenario["sandbox"])
+    code = (
+        "from codectx.indexer.embedder import Embedder\nfrom codectx.settings import load_settings\n"
+        "e = Embedder.from_settings(load_settings(None, environ={}))\n"
+        "print(e.backend, len(e.embed_query('x')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and done.stdout.split()[0] == "onnx-int8", done.stderr
+    assert not (scenario["sandbox"] / "xdg" / "xdg_cache_home" / "Microsoft").exists()
