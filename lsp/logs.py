@@ -151,6 +151,9 @@ def quiet_libraries() -> None:
         if _quieted:
             return
         _quieted = True
+        from codectx.runtime import no_onnx_telemetry
+
+        no_onnx_telemetry()  # before ONNX Runtime loads: it writes its telemetry store at import
         try:
             import onnxruntime
 
