@@ -14,9 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from codectx.clikit import add_index_dir, add_json, print_json, settings_for, stderr
+from codectx.clikit import add_index_dir, add_json, add_root, print_json, settings_for, stderr
 from codectx.errors import CodectxError, UsageError
-from codectx.settings import find_workspace_root
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -54,6 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--model", help="served model name (default: backend.model, else the server's first)")
     p.add_argument("--lexical", action="store_true", help="context without vector search (no model load)")
     p.add_argument("--no-context", action="store_true", help="send only the code around the cursor")
+    add_root(p)
     add_json(p)
     add_index_dir(p)
     p.set_defaults(func=_complete)
@@ -61,14 +61,15 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def _complete(args: argparse.Namespace) -> int:
     from codectx.backend.errors import BackendNotConfigured
-    from codectx.retriever.workspace import read_document, relative_path
+    from codectx.retriever.workspace import document_root, read_document, relative_path
 
     if args.line < 0 or args.character < 0:
         raise UsageError("--line and --character are 0-based and must not be negative")
     target = Path(args.file).expanduser()
     if not args.stdin and not target.exists():
         raise UsageError(f"no such file: {args.file}")
-    root = find_workspace_root((target.parent if target.parent.exists() else Path.cwd()).resolve())
+    # The document's real path must be inside the workspace (never /etc/passwd through a symlink).
+    root = document_root(target, args.root)
     extra: dict[str, Any] = {"backend.url": args.backend_url, "backend.model": args.model}
     if args.lexical:
         extra["retriever.context_dense"] = False
@@ -76,7 +77,7 @@ def _complete(args: argparse.Namespace) -> int:
     if not settings.backend.url and not args.dry_run:
         raise BackendNotConfigured()
     rel = relative_path(root, target)
-    text = sys.stdin.read() if args.stdin else read_document(target.resolve())
+    text = sys.stdin.read() if args.stdin else read_document(root / rel)
     provider = None if args.no_context else _context_provider(settings, args.lexical)
     return asyncio.run(_run(args, settings, rel, text, provider))
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from codectx.errors import CodectxError
+from codectx.runtime import child_environ
 
 BUILTIN_PROFILES = Path(__file__).with_name("profiles.toml")
 # The vLLM release GPU profiles are written and tested for: the same release as the CPU
@@ -342,11 +343,16 @@ def router_next_to(python: str) -> str:
 
 def start_process(spec: ProcessSpec, log: Path | None = None) -> subprocess.Popen[bytes]:
     """Start one process in its own process group (so stopping it stops its workers)."""
-    out = open(log, "ab") if log is not None else None  # noqa: SIM115 - handed to the child
+    # Handed to the child; 0600, like every log codectx writes.
+    out = (
+        os.fdopen(os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab")
+        if log is not None
+        else None
+    )
     try:
         return subprocess.Popen(
             spec.argv,
-            env={**os.environ, **spec.env},
+            env={**child_environ(), **spec.env},  # telemetry off (codectx.runtime)
             stdout=out,
             stderr=subprocess.STDOUT if out is not None else None,
             start_new_session=True,

@@ -2,9 +2,13 @@
 
 Every request body takes ONE path: build the body dict -> `gate.prepare(endpoint,
 body, sources)` (redaction, size limits, never-send rules; it fails closed) ->
-send `prepared.content` verbatim -> `gate.record(prepared, sent, status)` for
-the audit log. GET requests (/v1/models, /metrics) carry no code and skip the
-gate. Offline mode builds and records but never sends.
+`gate.intend(prepared)` makes its audit entry durable (if it cannot, nothing
+is sent) -> send `prepared.content` verbatim -> `gate.record(prepared, sent,
+status, intent)` appends each attempt's outcome. GET requests (/v1/models,
+/metrics) carry no code; when they carry the API key they get the same entry
+through `gate.bodyless`. Offline mode builds and records but never sends.
+The API key goes only to the origin it was configured for
+(Settings.api_key_for); a redirect (3xx) is an error, never followed.
 
 Here too: split timeouts (connect / first token / total), retries with backoff
 only where safe (connect errors, 429/503 before any token, honouring
@@ -56,7 +60,11 @@ class Gate(Protocol):
 
     def prepare(self, endpoint: str, body: dict[str, Any], sources: list[Any]) -> Any: ...
 
-    def record(self, prepared: Any, sent: bool, status: str) -> str: ...
+    def intend(self, prepared: Any) -> str: ...
+
+    def bodyless(self, method: str, url: str) -> Any: ...
+
+    def record(self, prepared: Any, sent: bool, status: str, intent: str | None = None) -> str: ...
 
 
 def default_gate(settings: Any) -> Gate:
@@ -98,8 +106,15 @@ class Transport:
         # hash chain stays in order, and without delaying the first token.
         self._audit = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="codectx-audit")
         headers = {"User-Agent": "codectx", "Accept": "application/json"}
-        if settings.backend.api_key:
-            headers["Authorization"] = f"Bearer {settings.backend.api_key}"
+        api_key = settings.api_key_for(settings.backend.url)
+        if settings.backend.api_key and api_key is None:
+            log.warning("codectx: %s", settings.key_withheld())
+        self.credentials = api_key is not None
+        if api_key:
+            from codectx.logsafe import register_secret
+
+            register_secret(api_key)  # whatever logs a header or an option, the key is scrubbed
+            headers["Authorization"] = f"Bearer {api_key}"
             host = urlsplit(self.urls.root).hostname or ""
             if self.urls.root.startswith("http://") and host not in ("127.0.0.1", "localhost", "::1"):
                 log.warning(
@@ -148,12 +163,28 @@ class Transport:
         prepared = self.prepare(endpoint, body, sources)
         return prepared, self._audit.submit(self.gate.record, prepared, False, status).result()
 
-    def _submit_record(self, prepared: Any, sent: bool, status: str) -> concurrent.futures.Future[str]:
+    def _submit_record(
+        self, prepared: Any, sent: bool, status: str, intent: str | None = None
+    ) -> concurrent.futures.Future[str]:
         """Queue an audit entry; it is written even if the awaiting task is cancelled."""
-        return self._audit.submit(self.gate.record, prepared, sent, status)
+        return self._audit.submit(self.gate.record, prepared, sent, status, intent)
 
-    async def _record(self, prepared: Any, sent: bool, status: str) -> str:
-        return await _settled(self._submit_record(prepared, sent, status))
+    async def _record(self, prepared: Any, sent: bool, status: str, intent: str | None = None) -> str:
+        return await _settled(self._submit_record(prepared, sent, status, intent))
+
+    async def _intend(self, prepared: Any) -> str:
+        """Write the request's audit entry (fsynced) before its first byte leaves; AuditError stops it."""
+        future = self._audit.submit(self.gate.intend, prepared)
+        try:
+            return await _settled(future)
+        except asyncio.CancelledError:
+            # Cancelled while the entry was being written: nothing was sent; say so in the log.
+            def unsent(done: concurrent.futures.Future[str]) -> None:
+                if not done.cancelled() and done.exception() is None:
+                    self._submit_record(prepared, False, "cancelled before sending", done.result())
+
+            future.add_done_callback(unsent)
+            raise
 
     async def post(self, endpoint: str, body: dict[str, Any], sources: Sequence[Any] = ()) -> Reply:
         """POST a JSON body (through the gate) and return the whole answer."""
@@ -177,6 +208,9 @@ class Transport:
         url = self.urls.url(endpoint)
         if self.offline:
             raise BackendOffline(f"offline mode: not contacting {url}")
+        # No code leaves, but the API key does: such a request gets its audit entry first.
+        bodyless = self.gate.bodyless("GET", url) if self.credentials else None
+        intent = await self._intend(bodyless) if bodyless is not None else None
         self.breaker.before_request()
         started = time.monotonic()
         deadline = started + self.timeouts.total_s
@@ -187,15 +221,22 @@ class Transport:
             err: BackendError = BackendTimeout(
                 f"no answer from {url} within the total timeout", phase="total"
             )
+            self._note(bodyless, intent, True, "timeout")
             self.breaker.failure(str(err))
             raise err from None
         except httpx.HTTPError as exc:
             err = self._translate(exc, url)
+            self._note(bodyless, intent, not _not_sent(exc), f"error: {type(exc).__name__}")
             self.breaker.failure(str(err))
             raise err from None
         except BaseException:
+            self._note(bodyless, intent, True, "cancelled")
             self.breaker.release_probe()
             raise
+        self._note(bodyless, intent, True, str(response.status_code))
+        if 300 <= response.status_code < 400:
+            self.breaker.release_probe()
+            raise _redirect_error(response, url)
         if response.status_code >= 400:
             err = status_error(response.status_code, response.text, url)
             if response.status_code >= 500:
@@ -222,6 +263,7 @@ class Transport:
                 audit_id=audit_id,
                 body=prepared.content,
             )
+        intent = await self._intend(prepared)  # durable before the first byte; if not, nothing is sent
         attempt = 0
         self.breaker.before_request()  # once: retries belong to the same (possibly probing) request
         while True:
@@ -232,7 +274,7 @@ class Transport:
                 async with asyncio.timeout_at(_loop_time(min(deadline, first_token_deadline))):
                     response = await self._http.send(request, stream=True)
             except TimeoutError:
-                await self._record(prepared, True, "timeout")
+                await self._record(prepared, True, "timeout", intent)
                 phase = "first_token" if first_token_deadline < deadline else "total"
                 err: BackendError = BackendTimeout(
                     f"the model server at {url} did not answer within the "
@@ -242,8 +284,8 @@ class Transport:
                 self.breaker.failure(str(err))
                 raise err from None
             except httpx.HTTPError as exc:
-                not_sent = isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout))
-                await self._record(prepared, not not_sent, f"error: {type(exc).__name__}")
+                not_sent = _not_sent(exc)
+                await self._record(prepared, not not_sent, f"error: {type(exc).__name__}", intent)
                 err = self._translate(exc, url)
                 delay = self._backoff(attempt)
                 retry = not_sent and "CERTIFICATE_VERIFY_FAILED" not in str(exc)
@@ -255,11 +297,17 @@ class Transport:
                 raise err from None
             except BaseException:
                 # Cancelled (a newer keystroke) after the bytes may have left: log it all the same.
-                self._submit_record(prepared, True, "cancelled").add_done_callback(_log_record_failure)
+                cancelled = self._submit_record(prepared, True, "cancelled", intent)
+                cancelled.add_done_callback(_log_record_failure)
                 self.breaker.release_probe()
                 raise
             status = response.status_code
-            recorded = self._submit_record(prepared, True, str(status))
+            recorded = self._submit_record(prepared, True, str(status), intent)
+            if 300 <= status < 400:
+                await response.aclose()
+                await _settled(recorded)
+                self.breaker.release_probe()
+                raise _redirect_error(response, url)
             if status < 400:
                 self.breaker.success()
                 return response, recorded
@@ -334,6 +382,25 @@ class Transport:
         if isinstance(exc, httpx.DecodingError):
             return BackendProtocolError(f"undecodable answer from {url}: {exc}")
         return BackendUnavailable(f"request to {url} failed: {type(exc).__name__}: {exc}")
+
+    def _note(self, bodyless: Any, intent: str | None, sent: bool, status: str) -> None:
+        """The outcome of a bodyless request that has an audit entry (queued; never blocks)."""
+        if bodyless is not None and intent is not None:
+            self._submit_record(bodyless, sent, status, intent).add_done_callback(_log_record_failure)
+
+
+def _not_sent(exc: httpx.HTTPError) -> bool:
+    """True for failures before any byte of the request left (no connection was made)."""
+    return isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout))
+
+
+def _redirect_error(response: httpx.Response, url: str) -> BackendError:
+    """A 3xx: codectx never follows one (the code and the key would go to another place)."""
+    target = response.headers.get("Location", "?")
+    return BackendProtocolError(
+        f"the model server at {url} answered {response.status_code} (redirect to {target}); codectx "
+        "does not follow redirects: set backend.url to the address that answers"
+    )
 
 
 async def _settled(future: concurrent.futures.Future[str]) -> str:

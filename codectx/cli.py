@@ -15,6 +15,7 @@ from pathlib import Path
 from codectx import __version__
 from codectx.clikit import print_json, settings_for
 from codectx.errors import CodectxError
+from codectx.runtime import quiet_dependencies
 from codectx.schema import SCHEMA
 
 # Order is the order of `codectx --help`.
@@ -76,7 +77,7 @@ def _config_keys(args: argparse.Namespace) -> int:
     for section, keys in SCHEMA.items():
         print(f"[{section}]")
         for key, spec in keys.items():
-            tag = " (user level only)" if spec.privacy else ""
+            tag = " (user level only)" if spec.privacy or spec.trusted else ""
             print(f"  {key} ({spec.type}, default {spec.default!r}){tag}\n      {spec.help}")
     return 0
 
@@ -115,6 +116,8 @@ def _command_of(argv: list[str]) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # First, before any command imports a model library: no telemetry, no downloads.
+    quiet_dependencies()
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(_command_of(argv))
     args = parser.parse_args(argv)

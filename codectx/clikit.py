@@ -21,6 +21,15 @@ def add_index_dir(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--index-dir", metavar="DIR", help="index folder (default: <workspace>/.codectx)")
 
 
+def add_root(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--root",
+        metavar="DIR",
+        help="the workspace the document belongs to (default: the repository above it, else the "
+        "current folder); a document whose real path is outside it is refused",
+    )
+
+
 def workspace_root(path: str | None) -> Path:
     """The workspace for a PATH argument: the folder itself, or the enclosing repo for a file."""
     target = Path(path or ".").expanduser()

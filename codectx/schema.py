@@ -1,9 +1,11 @@
 """The settings schema: every key codectx understands, as data.
 
-Each key has a type, a default, a help line and a flag saying whether it can
+Each key has a type, a default, a help line and flags saying whether it can
 weaken privacy (send code elsewhere, turn off redaction, shrink never-send
-lists). Such keys are refused from a workspace's `.codectx.toml`: a cloned
-repository must not be able to redirect a user's code to its own server.
+lists) or choose where codectx writes and which code it loads (`trusted`).
+Both kinds are ignored in a workspace's `.codectx.toml`: a cloned repository
+must not be able to redirect a user's code to its own server, write the index
+outside itself or have its own model folder loaded.
 
 Each package owns its own section; add keys there, nowhere else.
 """
@@ -20,6 +22,9 @@ class Key:
     default: Any
     help: str
     privacy: bool = False  # True: may only come from user-level config, env or flags
+    # True: chooses where codectx writes or which code it loads or runs; user-level only too.
+    trusted: bool = False
+    untrusted_values: tuple[str, ...] = ()  # values of a trusted key a workspace may still choose
     choices: tuple[str, ...] = ()
     min: float | None = None
     max: float | None = None
@@ -27,7 +32,9 @@ class Key:
 
 SCHEMA: dict[str, dict[str, Key]] = {
     "index": {
-        "index_dir": Key("optional_str", None, "Where the index lives (default: <workspace>/.codectx)."),
+        "index_dir": Key(
+            "optional_str", None, "Where the index lives (default: <workspace>/.codectx).", trusted=True
+        ),
         "max_file_bytes": Key("int", 1_000_000, "Files larger than this are skipped.", min=1),
         "never_index": Key(
             "list", [], "Extra globs that are never indexed (added to the built-in secret-file list)."
@@ -36,7 +43,10 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "model": Key(
             "str",
             "all-MiniLM-L6-v2",
-            "Embedding model: 'all-MiniLM-L6-v2' (bundled) or a sentence-transformers folder path.",
+            "Embedding model: 'all-MiniLM-L6-v2' (bundled) or a sentence-transformers folder path "
+            "(a folder only from user-level settings).",
+            trusted=True,
+            untrusted_values=("all-MiniLM-L6-v2",),
         ),
         "embed_backend": Key(
             "str",
@@ -163,6 +173,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
             None,
             "Python interpreter with vLLM installed, used by `codectx backend serve` "
             "(default: $CODECTX_VLLM_PYTHON, else the current interpreter).",
+            trusted=True,
         ),
     },
     "lsp": {
@@ -200,3 +211,16 @@ SCHEMA: dict[str, dict[str, Key]] = {
         ),
     },
 }
+
+
+def user_level_only(spec: Key, value: object = None) -> bool:
+    """True when a workspace (untrusted) layer may not set this key to `value`."""
+    if not (spec.privacy or spec.trusted):
+        return False
+    return not (spec.untrusted_values and value in spec.untrusted_values)
+
+
+def why_user_level(spec: Key) -> str:
+    if spec.privacy:
+        return "settings that can send code elsewhere or weaken privacy"
+    return "settings that choose where codectx writes or which code it loads"

@@ -3,9 +3,16 @@
 Layers, lowest first: built-in defaults, the user's config file
 (`$XDG_CONFIG_HOME/codectx/config.toml`), the workspace's `.codectx.toml`,
 `CODECTX_*` environment variables, then command-line flags (or an editor's
-settings). The workspace layer is untrusted: keys marked `privacy` in the
-schema are ignored there, with a warning, so a cloned repository cannot
-redirect code to its own server or turn redaction off.
+settings). The workspace layer is untrusted: keys marked `privacy` or
+`trusted` in the schema are ignored there, with a warning, so a cloned
+repository cannot redirect code to its own server, turn redaction off, put
+the index elsewhere or have its own model loaded; its unknown keys and bad
+values are warnings too (the user's own config keeps them errors).
+
+The API key is bound to the server it was configured for: the backend.url in
+effect in the layer that set the key (that layer's own url, else the one
+below it). A url from a higher layer with another origin gets no key
+(`Settings.api_key_for`), and a warning says so.
 """
 
 from __future__ import annotations
@@ -17,9 +24,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from codectx.errors import ConfigError
-from codectx.schema import SCHEMA, Key
+from codectx.schema import SCHEMA, Key, user_level_only, why_user_level
 
 WORKSPACE_FILE = ".codectx.toml"
 
@@ -82,6 +90,27 @@ class Settings:
     sections: Mapping[str, Section]
     sources: Mapping[str, str]
     warnings: tuple[str, ...] = field(default=())
+    key_url: str | None = None  # the backend.url the API key was configured for
+
+    def api_key_for(self, url: str | None) -> str | None:
+        """The API key, if `url` has the origin it was configured for; else None."""
+        key = self.backend.api_key
+        if not key or not url or origin(url) != origin(self.key_url):
+            return None
+        return str(key)
+
+    def key_withheld(self) -> str | None:
+        """Why the configured API key will not be sent to backend.url, or None."""
+        url = self.backend.url
+        if not self.backend.api_key or not url or self.api_key_for(url) is not None:
+            return None
+        where = self.sources.get("backend.api_key", "?")
+        bound = f"for {origin(self.key_url)}" if self.key_url else "with no backend.url beside it"
+        return (
+            f"the API key from {where} was configured {bound}, not for {origin(url)} (backend.url from "
+            f"{self.sources.get('backend.url', '?')}); it is not sent there. Set the key in the same "
+            "place as the url (or CODECTX_API_KEY with CODECTX_BACKEND_URL)"
+        )
 
     @property
     def index(self) -> Section:
@@ -130,12 +159,27 @@ class Settings:
             section, key = _split_key(dotted, source)
             values[section][key] = coerce(section, key, raw, source)
             sources[dotted] = source
+        key_url = values["backend"]["url"] if "backend.api_key" in overrides else self.key_url
         return Settings(
             root=self.root,
             sections={n: Section(n, v) for n, v in values.items()},
             sources=sources,
             warnings=self.warnings,
+            key_url=key_url,
         )
+
+
+def origin(url: str | None) -> str | None:
+    """scheme://host:port of a URL (default ports filled in), None when there is none."""
+    if not url:
+        return None
+    parts = urlsplit(url.strip())
+    scheme = (parts.scheme or "").lower()
+    try:
+        port = parts.port or {"http": 80, "https": 443}.get(scheme)
+    except ValueError:
+        return url
+    return f"{scheme}://{(parts.hostname or '').lower()}:{port}"
 
 
 def _split_key(dotted: str, source: str) -> tuple[str, str]:
@@ -278,28 +322,47 @@ def resolve(root: Path | None, layers: list[Layer]) -> Settings:
         f"{section}.{key}": "default" for section, keys in SCHEMA.items() for key in keys
     }
     warnings: list[str] = []
+    key_url: str | None = None
     for layer in layers:
         for section, body in layer.data.items():
             if section not in SCHEMA:
-                raise ConfigError(
-                    f"{layer.name}: unknown section [{section}] (known: {', '.join(sorted(SCHEMA))})"
-                )
+                problem = f"{layer.name}: unknown section [{section}] (known: {', '.join(sorted(SCHEMA))})"
+                if layer.trusted:
+                    raise ConfigError(problem)
+                warnings.append(problem + "; ignored")
+                continue
             for key, raw in body.items():
-                _split_key(f"{section}.{key}", layer.name)
-                if not layer.trusted and SCHEMA[section][key].privacy:
+                try:
+                    _split_key(f"{section}.{key}", layer.name)
+                    value = coerce(section, key, raw, layer.name)
+                except ConfigError as exc:
+                    if layer.trusted:
+                        raise
+                    # A cloned repository's config must not stop every command: warn and skip.
+                    warnings.append(f"{exc}; ignored")
+                    continue
+                spec = SCHEMA[section][key]
+                if not layer.trusted and user_level_only(spec, value):
                     warnings.append(
-                        f"{layer.name}: ignored {section}.{key}: settings that can send code elsewhere "
-                        "or weaken privacy are only read from your user config, environment or flags"
+                        f"{layer.name}: ignored {section}.{key}: {why_user_level(spec)} are only read "
+                        "from your user config, environment or flags"
                     )
                     continue
-                values[section][key] = coerce(section, key, raw, layer.name)
+                values[section][key] = value
                 sources[f"{section}.{key}"] = layer.name
-    return Settings(
+        if "api_key" in layer.data.get("backend", {}) and layer.trusted:
+            key_url = values["backend"]["url"]
+    settings = Settings(
         root=root,
         sections={name: Section(name, vals) for name, vals in values.items()},
         sources=sources,
         warnings=tuple(warnings),
+        key_url=key_url,
     )
+    withheld = settings.key_withheld()
+    if withheld:
+        settings = Settings(root, settings.sections, sources, (*warnings, withheld), key_url)
+    return settings
 
 
 def load_settings(
@@ -322,7 +385,11 @@ def load_settings(
             )
     if root is not None:
         ws_path = root / WORKSPACE_FILE
-        ws_data = read_toml(ws_path, "workspace config")
+        try:
+            ws_data = read_toml(ws_path, "workspace config")
+        except ConfigError as exc:
+            warnings.append(f"{exc}; the file is ignored")
+            ws_data = {}
         if ws_data:
             layers.append(Layer(f"workspace config ({ws_path})", ws_data, trusted=False))
     layers.append(env_layer(environ))
@@ -336,9 +403,8 @@ def load_settings(
         layers.append(Layer("command line", flag_data))
     settings = resolve(root, layers)
     if warnings:
-        settings = Settings(
-            settings.root, settings.sections, settings.sources, (*warnings, *settings.warnings)
-        )
+        every = (*warnings, *settings.warnings)
+        settings = Settings(settings.root, settings.sections, settings.sources, every, settings.key_url)
     return settings
 
 

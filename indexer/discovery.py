@@ -13,7 +13,9 @@ never indexed, whatever any ignore file says. `.env.example`-style templates
 count as secret files too: they are often filled in with real values.
 
 Symlinks are resolved: one that leads out of the workspace root is skipped,
-and each real folder is walked once, so loops end. One bad file never stops
+one whose target is a secret-bearing file is skipped like the file itself
+(never-index is judged on the link's name and on its real path), and each
+real folder is walked once, so loops end. One bad file never stops
 discovery; it is listed in `Discovery.skipped` with a short, stable reason.
 
 Invalid UTF-8 is not a reason to skip: `read_source` decodes with
@@ -216,6 +218,12 @@ class _Walker:
     def skip(self, rel: str, reason: str) -> None:
         self.out.skipped.append(Skipped(rel, reason))
 
+    def secret_target(self, real: str, rel: str) -> bool:
+        """True when a file reached through a symlink (its own or a folder's) really is a never-index
+        file: `app/envlink.py -> ../.env` is judged as `.env` too, not only by its benign name."""
+        real_rel = os.path.relpath(real, self.root)
+        return real_rel != rel and bool(self.secret.match_file(real_rel))
+
     def inside_root(self, real: str) -> bool:
         root = str(self.root)
         return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
@@ -281,6 +289,10 @@ class _Walker:
             return self._folder(entry.name, rel, real, st, rules, ancestors, visited)
         if not stat.S_ISREG(st.st_mode):
             return None  # sockets, fifos, devices
+        linked = is_link or entry.path != os.path.join(self.root, rel)  # itself or a folder above a link
+        if linked and self.secret_target(real, rel):
+            self.skip(rel, "secret-file")
+            return None
         self._file(entry.name, rel, entry.path, st, rules)
         return None
 
@@ -428,8 +440,12 @@ def discover_files(root: Path, settings: Settings, paths: Iterable[str]) -> Disc
             walker.skip(rel, "ignored")
             continue
         path = real_root / rel
-        if not walker.inside_root(os.path.realpath(path)):
+        real_path = os.path.realpath(path)
+        if not walker.inside_root(real_path):
             walker.skip(rel, "symlink-outside-root")
+            continue
+        if walker.secret_target(real_path, rel):
+            walker.skip(rel, "secret-file")
             continue
         try:
             st = os.stat(path)

@@ -342,6 +342,9 @@ class _OnnxBackend(_Backend):
         self.inputs = {i.name for i in self.session.get_inputs()}
 
     def _session(self, threads: int) -> Any:
+        from codectx.runtime import no_onnx_telemetry
+
+        no_onnx_telemetry()  # before the import: ONNX Runtime writes its telemetry store when loaded
         import onnxruntime as ort
 
         options = ort.SessionOptions()
@@ -430,6 +433,9 @@ def _embedding_dims(st: Any) -> int:
 
 
 def _export_int8_quiet(path: Path, folder: Path) -> None:
+    from codectx.runtime import no_onnx_telemetry
+
+    no_onnx_telemetry()
     import onnx
     import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic

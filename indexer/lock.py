@@ -33,7 +33,9 @@ class IndexLock:
 
     def acquire(self, wait_s: float = 0.0) -> None:
         """Take the lock, waiting up to `wait_s`; raises IndexLocked naming the holder."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        from codectx.indexer.owner import claim
+
+        claim(self.path.parent)  # never a lock file in a folder codectx did not create
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         deadline = time.monotonic() + wait_s
         while True:

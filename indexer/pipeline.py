@@ -13,6 +13,7 @@ re-indexes a few files (an editor's save). Both hold the index lock.
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -423,6 +424,8 @@ def _known_file(
     if record is None or is_never_index(rel, settings):
         return None
     path = root / rel
+    if is_never_index(os.path.relpath(os.path.realpath(path), os.path.realpath(root)), settings):
+        return None  # a symlink that now leads to a secret-bearing file
     try:
         st = path.stat()
         if not path.is_file() or st.st_size > settings.index.max_file_bytes:

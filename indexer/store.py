@@ -1,8 +1,9 @@
 """The on-disk index: LanceDB tables for chunks, symbols, files and vectors.
 
 An index folder holds `meta.json` (schema version, model id, last run),
-`db/` (LanceDB), a `.gitignore` of `*`, the lock file (indexer/lock.py) and,
-only while a write is in progress, `journal.json`.
+`db/` (LanceDB), a `.gitignore` of `*`, the lock file (indexer/lock.py), the
+`.codectx-index` marker (indexer/owner.py: codectx deletes only in folders
+that carry it) and, only while a write is in progress, `journal.json`.
 
 Tables: `chunks` (every Chunk field, its id and an FTS-indexed `search`
 column), `symbols` (definitions), `files` (one record per indexed file, with
@@ -47,6 +48,7 @@ from codectx.indexer.embedder import NAME_SUFFIX  # noqa: E402
 from codectx.indexer.errors import IndexCorrupt, IndexNotFound, IndexSchemaMismatch  # noqa: E402
 from codectx.indexer.manifest import JOURNAL_FILE, META_FILE, SCHEMA_VERSION, Manifest  # noqa: E402
 from codectx.indexer.model import Chunk, Definition, Import, Reference  # noqa: E402
+from codectx.indexer.owner import check_deletable, claim  # noqa: E402
 from codectx.indexer.textsearch import chunk_search_text, query_text  # noqa: E402
 from lancedb.index import FTS  # noqa: E402
 
@@ -280,13 +282,14 @@ class IndexStore:
 
     @classmethod
     def _create(cls, index_dir: Path) -> IndexStore:
-        index_dir.mkdir(parents=True, exist_ok=True)
+        claim(index_dir)  # created and marked, or refused if it holds what codectx did not create
         gitignore = index_dir / ".gitignore"
         if not gitignore.exists():
             gitignore.write_text("*\n", encoding="utf-8")
         db_dir = index_dir / "db"
         if db_dir.exists():
             # Leftovers of a creation that died before meta.json was written.
+            check_deletable(index_dir, db_dir)
             shutil.rmtree(db_dir)
         db = lancedb.connect(db_dir, read_consistency_interval=timedelta(0))
         db.create_table("chunks", schema=CHUNKS_SCHEMA)
@@ -299,7 +302,8 @@ class IndexStore:
 
     @staticmethod
     def reset(index_dir: Path) -> None:
-        """Delete an index's data (not the lock) so that it can be rebuilt."""
+        """Delete an index's data (not the lock) so that it can be rebuilt; only in a folder codectx made."""
+        check_deletable(index_dir, index_dir / "db")
         Manifest.drop(index_dir)
         (index_dir / META_FILE).unlink(missing_ok=True)
         (index_dir / JOURNAL_FILE).unlink(missing_ok=True)

@@ -315,6 +315,7 @@ class _CachingWalker(_Walker):
         # A folder reached through a symlink is listed every time (its record would be keyed by
         # a path that is not where it lives).
         cacheable = real_dir == (os.path.join(str(self.root), rel_dir) if rel_dir else str(self.root))
+        linked = not cacheable
         recorded: list[list[Any]] = []
         subdirs: list[_Todo] = []
         for entry in entries:
@@ -347,6 +348,9 @@ class _CachingWalker(_Walker):
                 if reason in ("duplicate", "symlink-loop"):
                     cacheable = False  # depends on what was walked before
                 recorded.append([name, NOT_WALKED, reason])
+                continue
+            if linked and self.secret_target(entry.path, rel):
+                self.skip(rel, "secret-file")  # in a folder reached through a symlink: its real path
                 continue
             verdict, language = self.by_name(name, rel, rules.get())
             if verdict is not None:

@@ -57,6 +57,10 @@ def _is_loopback(host: str) -> bool:
 def run(args: argparse.Namespace) -> int:
     from codectx.lsp.logs import configure
 
+    from codectx.runtime import quiet_dependencies
+
+    quiet_dependencies()  # idempotent; here too for hosts that call run() without the CLI's main
+
     # Over stdio the log goes to the editor's LSP log; on TCP (debugging) it stays on stderr.
     bridge = configure(args.log_level, args.log_file, to_client=not args.tcp)
 

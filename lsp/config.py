@@ -5,7 +5,8 @@ Layers, lowest first: defaults, the user's config.toml, the folder's
 user-level settings (`initializationOptions` and the payload of
 `workspace/didChangeConfiguration`: trusted, they are the user's own), then
 folder-scoped settings the server pulls with `workspace/configuration`
-(untrusted: a repository can ship them, so privacy-weakening keys are
+(untrusted: a repository can ship them, so privacy-weakening keys and keys
+that choose where codectx writes or which model it loads are
 dropped with a warning).
 
 A bad value never stops the server: it is dropped, reported once, and the
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from codectx.errors import ConfigError
-from codectx.schema import SCHEMA
+from codectx.schema import SCHEMA, user_level_only, why_user_level
 from codectx.settings import (
     WORKSPACE_FILE,
     Layer,
@@ -84,16 +85,19 @@ def validate(data: SectionData, source: str, trusted: bool) -> tuple[SectionData
                 continue
             if raw is None and SCHEMA[section][key].type != "optional_str":
                 continue  # editors send null for "unset"; keep the lower layer
-            if not trusted and SCHEMA[section][key].privacy:
-                problems.append(
-                    f"{source}: ignored {section}.{key}: settings that can send code elsewhere or "
-                    "weaken privacy are only accepted from your user-level settings"
-                )
-                continue
             try:
-                clean.setdefault(section, {})[key] = coerce(section, key, raw, source)
+                value = coerce(section, key, raw, source)
             except ConfigError as exc:
                 problems.append(f"{exc}; using the default")
+                continue
+            spec = SCHEMA[section][key]
+            if not trusted and user_level_only(spec, value):
+                problems.append(
+                    f"{source}: ignored {section}.{key}: {why_user_level(spec)} are only accepted "
+                    "from your user-level settings"
+                )
+                continue
+            clean.setdefault(section, {})[key] = value
     return clean, problems
 
 
@@ -156,4 +160,5 @@ def build_settings(
     except ConfigError as exc:  # pragma: no cover - layers are pre-validated
         problems.append(str(exc))
         settings = resolve(root, [])
+    problems.extend(w for w in settings.warnings if w not in problems)
     return ConfigResult(settings, problems)

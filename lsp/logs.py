@@ -10,6 +10,7 @@ worker threads hop onto the event loop first. Before the editor connects,
 and after it is gone, only errors are written to stderr, so a genuine
 failure stays visible. ONNX Runtime logs from C++ straight to stderr; its
 default severity is raised to errors before any session is created.
+Every handler carries codectx.logsafe's filter, and a --log-file is 0600.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import threading
 from typing import Any
 
 from lsprotocol import types
+
+from codectx.errors import UsageError
 
 _TYPES = (
     (logging.ERROR, types.MessageType.Error),
@@ -103,17 +106,26 @@ class LspLogHandler(logging.Handler):
 
 def configure(level_name: str, log_file: str | None, to_client: bool) -> LspLogHandler | None:
     """Set up the server's logging; returns the handler to attach when logs go to the client."""
+    from codectx.logsafe import PrivateFileHandler, SafeLogFilter
+
     if log_file:
-        handler: logging.Handler = logging.FileHandler(log_file, encoding="utf-8")
+        try:
+            handler: logging.Handler = PrivateFileHandler(log_file, encoding="utf-8")  # mode 0600
+        except OSError as exc:
+            raise UsageError(f"--log-file {log_file}: cannot write it ({exc.strerror})") from None
         handler.setFormatter(logging.Formatter("%(asctime)s " + FORMAT))
     else:
         stderr = logging.StreamHandler(sys.stderr)
         stderr.setFormatter(logging.Formatter("%(asctime)s " + FORMAT))
+        stderr.addFilter(SafeLogFilter())
         if to_client:
             handler = LspLogHandler(stderr)
             handler.setFormatter(logging.Formatter(FORMAT))
         else:
             handler = stderr
+    # No key, authorization header or document text reaches any log, at any level (sizes and
+    # hashes of library messages instead): codectx.logsafe.
+    handler.addFilter(SafeLogFilter())
     # Libraries (pygls, httpx, onnx quantization) log a lot at INFO; keep the log about codectx.
     level = getattr(logging, level_name)
     logging.basicConfig(
@@ -139,6 +151,9 @@ def quiet_libraries() -> None:
         if _quieted:
             return
         _quieted = True
+        from codectx.runtime import no_onnx_telemetry
+
+        no_onnx_telemetry()  # before ONNX Runtime loads: it writes its telemetry store at import
         try:
             import onnxruntime
 

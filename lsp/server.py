@@ -30,6 +30,7 @@ from pygls.lsp.server import LanguageServer
 
 from codectx import __version__
 from codectx.errors import CodectxError
+from codectx.logsafe import register_secret
 from codectx.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -66,6 +67,7 @@ class CodectxServer(LanguageServer):
 
     def settings_for_root(self, root: Path | None) -> Settings:
         result = build_settings(root, self.editor_settings, self.folder_settings.get(root) if root else None)
+        register_secret(result.settings.backend.api_key)  # never in a log, whatever logs it
         for problem in result.problems:
             self.notices.once_ever(f"setting ignored: {problem}")
         return result.settings

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codectx.lsp.errors import ServiceUnavailable
+from codectx.lsp.errors import ServiceUnavailable, UriRefused
 from codectx.lsp.uris import folder_for, relative_posix, uri_to_path
 
 from codectx.errors import CodectxError
@@ -190,7 +191,16 @@ class Workspaces:
         """(folder, absolute path, workspace-relative POSIX path) of a document URI, or UriRefused."""
         path = uri_to_path(uri)
         root = folder_for(path, self.folders)
-        return self.folders[root], path, relative_posix(path, root)
+        folder, rel = self.folders[root], relative_posix(path, root)
+        # Judged on the real path (rel) by the gate, and here on a symlink's own name as well.
+        if os.path.realpath(path) != os.path.abspath(path):
+            from codectx.privacy.policy import never_send_match
+
+            for own in _lexical_names(path, self.folders):
+                pattern = never_send_match(own, folder.settings)
+                if pattern:
+                    raise UriRefused(f"{path} matches the never-send pattern '{pattern}'; codectx ignores it")
+        return folder, path, rel
 
     def by_root(self, root: Path | None = None) -> Folder:
         if root is None:
@@ -316,3 +326,14 @@ class Workspaces:
         for folder in self.folders.values():
             if folder.task:
                 folder.task.cancel()
+
+
+def _lexical_names(path: Path, folders: Iterable[Path]) -> list[str]:
+    """`path` relative to each folder it lies in by name (a symlink's own name, not its target)."""
+    names = []
+    for folder in folders:
+        try:
+            names.append(path.relative_to(folder).as_posix())
+        except ValueError:
+            continue
+    return names

@@ -21,6 +21,7 @@ from codectx.retriever.workspace import (
 from codectx.clikit import (
     add_index_dir,
     add_json,
+    add_root,
     print_json,
     print_jsonl,
     settings_for,
@@ -175,6 +176,7 @@ def _register_context(sub: argparse._SubParsersAction) -> None:  # type: ignore[
         metavar="FILE",
         help='JSONL of {"id","path","text","line","character"} ("-" = stdin); writes {"id","items","budget"}',
     )
+    add_root(p)
     add_json(p)
     add_index_dir(p)
     p.set_defaults(func=_context)
@@ -193,7 +195,7 @@ def _context(args: argparse.Namespace) -> int:
         target = Path(args.file).expanduser()
         if not args.stdin and not target.exists():
             raise UsageError(f"no such file: {args.file}")
-        root = document_root(target)
+        root = document_root(target, args.root)
     extra: dict[str, Any] = {"retriever.budget_tokens": args.budget}
     if args.lexical:
         extra["retriever.context_dense"] = False

@@ -15,6 +15,9 @@ os.environ["HOME"] = str(_SANDBOX / "home")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# codectx.runtime points HF_HOME into codectx's cache when unset; in-process CLI calls would pin it
+# to the first test's folder for the whole session.
+os.environ.setdefault("HF_HOME", str(_SANDBOX / "huggingface"))
 for _name in list(os.environ):
     if _name.startswith("CODECTX_") and _name != "CODECTX_VLLM_PYTHON":
         del os.environ[_name]

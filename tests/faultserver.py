@@ -311,7 +311,16 @@ class RecordingGate:
         self.prepared.append(item)
         return item
 
-    def record(self, prepared: Any, sent: bool, status: str) -> str:
+    intents: list[Any] = field(default_factory=list)
+
+    def intend(self, prepared: Any) -> str:
+        self.intents.append(prepared)
+        return f"intent-{len(self.intents)}"
+
+    def bodyless(self, method: str, url: str) -> Any:
+        return _Prepared(content=b"", endpoint=url, sources=[], body={})
+
+    def record(self, prepared: Any, sent: bool, status: str, intent: str | None = None) -> str:
         self.records.append((prepared.endpoint, sent, status))
         return f"audit-{len(self.records)}"
 

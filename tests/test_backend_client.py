@@ -144,7 +144,7 @@ async def test_completion_body_headers_and_model_discovery(tmp_path: Path) -> No
         "<|fim_prefix|>x<|fim_suffix|><|fim_middle|>", stop=["<|endoftext|>"], max_tokens=5
     )
     assert result.text == "return 1" and result.usage.completion_tokens == 3
-    assert result.audit_id == "audit-1" and result.finish_reason == "stop"
+    assert result.audit_id == "audit-2" and result.finish_reason == "stop"
     models, post = rec.requests
     assert models.url.path == "/v1/models" and models.content == b""
     assert post.url == "http://model.test:8000/v1/completions"
@@ -154,7 +154,12 @@ async def test_completion_body_headers_and_model_discovery(tmp_path: Path) -> No
     assert body["model"] == "qwen-coder-test"  # the first served model
     assert body["prompt"].startswith("<|fim_prefix|>") and "suffix" not in body
     assert body["stop"] == ["<|endoftext|>"] and body["max_tokens"] == 5 and body["stream"] is False
-    assert gate.records == [("http://model.test:8000/v1/completions", True, "200")]
+    # The GET carries the key, so it is logged too (a metadata entry, written before it is sent).
+    assert gate.records == [
+        ("http://model.test:8000/v1/models", True, "200"),
+        ("http://model.test:8000/v1/completions", True, "200"),
+    ]
+    assert [p.endpoint for p in gate.intents] == [r[0] for r in gate.records]
     await client.complete("y")
     assert [r.url.path for r in rec.requests].count("/v1/models") == 1  # asked once
     await client.aclose()
@@ -178,7 +183,10 @@ async def test_real_egress_gate_redacts_and_audits(tmp_path: Path) -> None:
     await client.complete(f'GITHUB_TOKEN = "{SECRET}"\n', sources=[SourceSpan("app.py", 0, 0)])
     sent = rec.requests[-1].content
     assert SECRET.encode() not in sent
-    entries = [json.loads(line) for line in gate.audit.path.read_text().splitlines() if line.strip()]
+    raw = [json.loads(line) for line in gate.audit.path.read_text().splitlines() if line.strip()]
+    # Written before the send (kind request), then the outcome of the attempt.
+    assert [e["kind"] for e in raw] == ["request", "outcome"] and raw[1]["request"] == raw[0]["id"]
+    entries = gate.audit.requests()
     assert entries[-1]["sent"] is True and entries[-1]["status"] == "200"
     assert entries[-1]["bytes"] == len(sent)
     await client.aclose()

@@ -43,10 +43,15 @@ def make_settings(tmp_path: Path, url: str | None, **over: Any) -> Any:
 
 
 def audit_entries(tmp_path: Path) -> list[dict[str, Any]]:
+    from codectx.privacy.audit import AuditLog
     from codectx.settings import state_dir
 
-    path = state_dir() / "audit.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return AuditLog(state_dir() / "audit.jsonl").requests()  # request entries, outcomes folded in
+
+
+def spans(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    """An entry's sources without their real paths."""
+    return [{k: v for k, v in s.items() if k != "real"} for s in entry["sources"]]
 
 
 @dataclass
@@ -89,7 +94,7 @@ async def test_complete_document_only(tmp_path: Path, server: fs.FaultServer) ->
     assert result.sent is service.last
     entry = audit_entries(tmp_path)[-1]
     assert entry["id"] == result.request_id and entry["sent"] is True
-    assert entry["sources"] == [{"path": "calc.py", "start_line": 0, "end_line": 9}]
+    assert spans(entry) == [{"path": "calc.py", "start_line": 0, "end_line": 9}]
 
 
 async def test_stream_is_closed_when_the_block_ends(tmp_path: Path, server: fs.FaultServer) -> None:
@@ -120,7 +125,7 @@ async def test_complete_with_retrieved_context(tmp_path: Path, server: fs.FaultS
     assert "<|file_sep|>calc.py\n<|fim_prefix|>def add(a, b):\n    return <|fim_suffix|>" in prompt
     assert service.last is not None and service.last.items[0]["symbol"] == "helper"
     entry = audit_entries(tmp_path)[-1]
-    assert {"path": "util.py", "start_line": 3, "end_line": 4} in entry["sources"]
+    assert {"path": "util.py", "start_line": 3, "end_line": 4} in spans(entry)
 
 
 async def test_never_send_file_is_refused_before_any_byte(tmp_path: Path, server: fs.FaultServer) -> None:

@@ -182,7 +182,7 @@ def test_record_writes_chained_entry_without_values(tmp_path: Path) -> None:
     assert entry["id"] == audit_id
     assert entry["sha256"] == prepared.sha256 == hashlib.sha256(prepared.content).hexdigest()
     assert entry["bytes"] == len(prepared.content)
-    assert entry["sources"] == [{"path": "a.py", "start_line": 3, "end_line": 9}]
+    assert entry["sources"] == [{"path": "a.py", "start_line": 3, "end_line": 9, "real": None}]
     assert entry["sent"] is True and entry["status"] == "200" and entry["offline"] is False
     assert {r["rule"] for r in entry["redactions"]} == {"github-token", "keyword-assignment"}
     assert all(set(r) == {"rule", "file", "field", "line", "length", "hmac8"} for r in entry["redactions"])

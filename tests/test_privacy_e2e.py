@@ -217,7 +217,7 @@ def test_no_planted_secret_reaches_the_server(
     assert "[REDACTED:" in decoded and "def database_password" in decoded
 
     log = AuditLog(Path(os.environ["XDG_STATE_HOME"]) / "codectx" / "audit.jsonl")
-    sent = [e for e in log.entries() if e["sent"] and e["endpoint"].endswith("/completions")]
+    sent = [e for e in log.requests() if e.get("sent") and e["endpoint"].endswith("/completions")]
     import hashlib
 
     assert sorted(e["sha256"] for e in sent) == sorted(hashlib.sha256(b).hexdigest() for b in posts)

@@ -76,9 +76,16 @@ def test_api_key_in_world_readable_file_warns(tmp_path: Path) -> None:
     ],
 )
 def test_bad_config_gives_clear_message(tmp_path: Path, text: str, fragment: str) -> None:
-    _write(tmp_path / ".codectx.toml", text)
+    # In the user's own config a mistake is an error naming the file and key ...
+    _write(user_config_path(), text)
     with pytest.raises(ConfigError, match=fragment):
         load_settings(tmp_path, environ={})
+    user_config_path().unlink()
+    # ... in a workspace file (a cloned repository) it is a warning, and the command still runs.
+    _write(tmp_path / ".codectx.toml", text)
+    settings = load_settings(tmp_path, environ={})
+    assert any(fragment in w and "workspace config" in w for w in settings.warnings), settings.warnings
+    assert settings.index.max_file_bytes == 1_000_000 and settings.index.embed_backend == "auto"
 
 
 def test_bad_env_value(tmp_path: Path) -> None:

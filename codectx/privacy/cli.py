@@ -116,9 +116,10 @@ def _register_audit(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p = sub.add_parser(
         "audit",
         help="what left this machine: show, verify and replay the audit log",
-        description="Every request to a model server is logged before and after it is sent: "
-        "endpoint, byte count, sha256 of the exact bytes, files and line ranges, redactions "
-        "(never values). Entries are hash-chained so edits show.",
+        description="Every request to a model server is logged before it is sent (method, endpoint, "
+        "byte count, sha256 of the exact bytes, workspace root, files with their real paths and line "
+        "ranges, redactions, never values) and its outcome after. Entries are hash-chained and the "
+        "chain is anchored by a MACed head record (audit.head), so edits, deletions and rewrites show.",
     )
     audit_sub = p.add_subparsers(dest="audit_command", metavar="COMMAND")
     audit_sub.required = True
@@ -130,11 +131,24 @@ def _register_audit(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     show.set_defaults(func=_audit_show)
 
     verify = audit_sub.add_parser(
-        "verify", help="check the hash chain; exit 4 and name the entry if anything was altered"
+        "verify",
+        help="check the chain, its head record, payloads and rotated files; exit 4 and say what changed",
     )
     add_json(verify)
     _add_log(verify)
     verify.set_defaults(func=_audit_verify)
+
+    rotate = audit_sub.add_parser(
+        "rotate",
+        help="start a new log file, chained to the old one (done on its own past 64 MiB)",
+        description="Rename the log to audit.<first>-<last>.jsonl and start a new one whose first entry "
+        "holds the old file's sha256, so `verify` still checks the whole chain. --restart REASON starts "
+        "a new chain without checking the old log (kept aside as audit.broken-<time>.jsonl): the way "
+        "to resume after `verify` found a problem, which otherwise stops every request.",
+    )
+    rotate.add_argument("--restart", metavar="REASON", help="start a new chain; REASON is recorded in it")
+    _add_log(rotate)
+    rotate.set_defaults(func=_audit_rotate)
 
     payload = audit_sub.add_parser("payload", help="print the exact bytes sent for one entry")
     payload.add_argument("id", help="the entry id (from `codectx audit show`)")
@@ -169,6 +183,9 @@ def _audit_show(args: argparse.Namespace) -> int:
 
 def _summary(entry: dict[str, Any]) -> str:
     state = "sent" if entry.get("sent") else ("offline" if entry.get("offline") else "not sent")
+    if entry.get("state") and not entry.get("outcomes"):
+        state = "in flight"
+        entry = {**entry, "status": "no outcome recorded: the process ended before an answer"}
     files = ", ".join(
         f"{s.get('path')}:{int(s.get('start_line', 0)) + 1}-{int(s.get('end_line', 0)) + 1}"
         for s in entry.get("sources", [])
@@ -178,28 +195,37 @@ def _summary(entry: dict[str, Any]) -> str:
         rules[str(event.get("rule"))] = rules.get(str(event.get("rule")), 0) + 1
     redacted = ", ".join(f"{rule} x{n}" for rule, n in sorted(rules.items())) or "none"
     return (
-        f"{entry.get('id')}  {entry.get('time')}  {state} ({entry.get('status')})  {entry.get('endpoint')}\n"
+        f"{entry.get('id')}  {entry.get('time')}  {state} ({entry.get('status')})  "
+        f"{entry.get('method', 'POST')} {entry.get('endpoint')}\n"
         f"    {entry.get('bytes')} bytes  sha256 {str(entry.get('sha256'))[:16]}...  redacted: {redacted}\n"
-        f"    files: {files or 'none'}"
+        f"    files: {files or 'none'}" + (f"  (workspace {entry['root']})" if entry.get("root") else "")
     )
 
 
 def _audit_verify(args: argparse.Namespace) -> int:
     verdict = _log(args).verify()
     if args.json:
-        print_json(
-            {
-                "ok": verdict.ok,
-                "entries": verdict.entries,
-                "broken_line": verdict.broken_line,
-                "broken_id": verdict.broken_id,
-                "reason": verdict.reason,
-            }
-        )
+        print_json(verdict.as_dict())
         return 0 if verdict.ok else AuditChainBroken.exit_code
     if not verdict.ok:
         raise AuditChainBroken(verdict.message())
     print(verdict.message())
+    return 0
+
+
+def _audit_rotate(args: argparse.Namespace) -> int:
+    log = _log(args)
+    kept = log.rotate(restart_reason=args.restart)
+    if kept is None:
+        print(
+            f"nothing to rotate ({log.path} is empty)"
+            if not args.restart
+            else f"new chain started in {log.path}"
+        )
+    elif args.restart:
+        print(f"the old log is kept as {kept}; a new chain starts in {log.path}")
+    else:
+        print(f"rotated: earlier entries are in {kept}; {log.path} continues the chain")
     return 0
 
 

@@ -6,13 +6,18 @@ anonymises paths, redacts every JSON string value, serialises compactly
 (UTF-8, ensure_ascii=False), re-scans the final text, and checks the size.
 Any scanner failure or a scan past `privacy.scan_timeout_s` raises
 EgressBlocked: it fails closed. The transport sends `prepared.content`
-byte-for-byte and then calls `record`, which writes the audit entry.
+byte-for-byte, but only after `intend` has made the request's audit entry
+durable (nothing is sent when it cannot be written); `record` appends each
+attempt's outcome. Requests without a body get `bodyless` (the same entry, 0
+bytes). Never-send rules and the workspace boundary are judged on each
+source's workspace path and on its resolved real path.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -73,6 +78,7 @@ class PreparedRequest:
     offline: bool = False
     ruleset: str = ""
     aliases: dict[str, str] = field(default_factory=dict)  # real path -> alias, when anonymising
+    method: str = "POST"
 
     @property
     def size(self) -> int:
@@ -101,9 +107,31 @@ class EgressGate:
         return self._audit
 
     def refusal(self, path: str) -> str | None:
-        """Why a file may not contribute to any request (a matching never-send glob), or None."""
+        """Why a file may not contribute to any request, or None.
+
+        Judged on the workspace path (a symlink's own name) and on the real path it resolves
+        to: a never-send glob on either, or a real path outside the workspace, refuses it.
+        """
         pattern = never_send_match(path, self.settings)
-        return f"{path} matches the never-send pattern '{pattern}'" if pattern else None
+        if pattern:
+            return f"{path} matches the never-send pattern '{pattern}'"
+        root = self.settings.root
+        if root is None:
+            return None
+        real, inside = self._real(path)
+        if not inside:
+            return f"{path} resolves to {real}, outside the workspace {root}"
+        real_rel = os.path.relpath(real, os.path.realpath(root))
+        pattern = never_send_match(real_rel, self.settings) if real_rel != path else None
+        if pattern:
+            return f"{path} is a link to {real_rel}, which matches the never-send pattern '{pattern}'"
+        return None
+
+    def _real(self, path: str) -> tuple[str, bool]:
+        """(real path of a workspace path, whether it stays inside the workspace root)."""
+        root = os.path.realpath(self.settings.root or ".")
+        real = os.path.realpath(os.path.join(root, path))
+        return real, real == root or real.startswith(root.rstrip(os.sep) + os.sep)
 
     def allowed(self, path: str) -> bool:
         return self.refusal(path) is None
@@ -203,30 +231,71 @@ class EgressGate:
         json.loads(redacted)  # still one valid JSON document
         return redacted.encode("utf-8")
 
+    def bodyless(self, method: str, url: str) -> PreparedRequest:
+        """A request without a body (GET /v1/models, /metrics) that carries credentials: logged too."""
+        return PreparedRequest(
+            endpoint=url,
+            content=b"",
+            sha256=hashlib.sha256(b"").hexdigest(),
+            findings=[],
+            sources=[],
+            offline=self.offline,
+            method=method,
+        )
+
     # ------------------------------------------------------------------ record
 
-    def record(self, prepared: PreparedRequest, sent: bool, status: str) -> str:
-        """Write the audit entry for one attempt; returns its id. A failing log is an error."""
+    def _entry(self, prepared: PreparedRequest) -> dict[str, Any]:
+        root = self.settings.root
+        sources = []
+        for span in prepared.sources:
+            item = span.as_dict()
+            item["real"] = self._real(span.path)[0] if root is not None else None
+            sources.append(item)
         entry: dict[str, Any] = {
+            "method": getattr(prepared, "method", "POST"),
             "endpoint": prepared.endpoint,
             "bytes": len(prepared.content),
             "sha256": prepared.sha256,
-            "sources": [s.as_dict() for s in prepared.sources],
+            "root": os.path.realpath(root) if root is not None else None,
+            "sources": sources,
             "redactions": [e.as_dict() for e in prepared.findings],
             "stripped_chars": prepared.stripped_chars,
             "ruleset": prepared.ruleset,
-            "sent": bool(sent),
             "offline": self.offline,
-            "status": status,
         }
         if prepared.aliases:
             entry["aliases"] = prepared.aliases
-        payload = prepared.content if self.settings.privacy.keep_payloads else None
+        return entry
+
+    def _append(self, entry: dict[str, Any], prepared: PreparedRequest, sync: bool = True) -> dict[str, Any]:
+        keep = self.settings.privacy.keep_payloads and prepared.content
         try:
-            written = self.audit.append(entry, payload)
+            return self.audit.append(entry, prepared.content if keep else None, sync_payload=sync)
         except OSError as exc:  # AuditLog turns its own I/O errors into AuditError; this is a backstop
             raise AuditError(f"cannot write the audit log: {exc}") from None
-        return str(written["id"])
+
+    def intend(self, prepared: PreparedRequest) -> str:
+        """Make the request's entry durable before anything is sent; returns its id.
+
+        Raises AuditError when it cannot be written: the caller then sends nothing.
+        """
+        entry = self._entry(prepared)
+        entry["state"] = "about to send"
+        return str(self._append(entry, prepared, sync=False)["id"])  # the entry is fsynced, not the copy
+
+    def record(self, prepared: PreparedRequest, sent: bool, status: str, intent: str | None = None) -> str:
+        """The outcome of one attempt of an `intend`ed request, or (intent None) the one entry of a
+        request that was never sent (dry run, offline). Returns the request's audit id."""
+        if intent is not None:
+            self.audit.outcome(intent, sent, status)
+            if self.settings.privacy.keep_payloads and prepared.content:
+                self.audit.sync_payload(prepared.sha256)
+            return intent
+        entry = self._entry(prepared)
+        entry["sent"] = bool(sent)
+        entry["status"] = status
+        return str(self._append(entry, prepared)["id"])
 
 
 class _Walker:

@@ -3,7 +3,8 @@
 The key is random, created on first use with mode 0600 under the user's state
 directory, and never leaves the machine: the same secret always maps to the
 same `[REDACTED:rule:hmac8]` token on this install and to a different one on
-any other.
+any other. The audit log's head record is MACed with a key derived from it
+(`audit_head_key`), so only this install can write a head that verifies.
 """
 
 from __future__ import annotations
@@ -68,3 +69,8 @@ def tag(key: bytes, value: str) -> str:
     """The 8-hex HMAC tag of a secret value."""
     digest = hmac.new(key, value.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
     return digest[:8]
+
+
+def audit_head_key(folder: Path) -> bytes:
+    """The key of the audit log's head-record MAC: derived from the install key, never stored."""
+    return hmac.new(load_or_create_key(folder), b"codectx audit head v1", hashlib.sha256).digest()

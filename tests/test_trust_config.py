@@ -1,0 +1,163 @@
+"""A cloned repository's configuration cannot choose where codectx writes, what it deletes or loads.
+
+`index.index_dir`, a model folder and `backend.vllm_python` are read only from
+the user's own config, the environment and flags (and an editor's user-level
+settings); in `.codectx.toml` or editor folder settings they are warnings.
+codectx deletes only in folders it created (the `.codectx-index` marker).
+A mistake in a workspace file is a warning; in the user's config an error.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from codectx.indexer.owner import MARKER
+from codectx.lsp.config import build_settings
+
+from codectx.settings import load_settings, user_config_path
+
+SOURCE = "def add(a, b):\n    return a + b\n"
+
+
+def _run(
+    args: list[str], cwd: Path, env_extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env["CODECTX_INDEX_EMBED"] = "false"  # lexical index: no model load, same paths
+    env.update(env_extra or {})
+    return subprocess.run(
+        [sys.executable, "-m", "codectx", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def _tree(root: Path, skip: Path) -> set[str]:
+    """Every path under `root`, except the workspace itself and the test's XDG folders."""
+    out = set()
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        if here == skip or skip in here.parents or "_xdg" in here.parts:
+            dirnames[:] = []
+            continue
+        out.update(str(here / n) for n in dirnames + filenames)
+    return out
+
+
+@pytest.mark.parametrize("where", ["absolute", "relative"])
+def test_workspace_index_dir_is_ignored_and_nothing_outside_is_written_or_deleted(
+    tmp_path: Path, where: str
+) -> None:
+    ws = tmp_path / "clone" / "repo"
+    ws.mkdir(parents=True)
+    (ws / ".git").mkdir()
+    (ws / "app.py").write_text(SOURCE)
+    victim = tmp_path / "victim"
+    (victim / "db").mkdir(parents=True)
+    (victim / "db" / "precious.txt").write_text("not codectx's")
+    target = str(victim) if where == "absolute" else "../../victim"
+    (ws / ".codectx.toml").write_text(f'[index]\nindex_dir = "{target}"\nmodel = "./evil-model"\n')
+    before = _tree(tmp_path, ws)
+    for command in (["index", str(ws)], ["status", str(ws)], ["search", "add", str(ws), "--lexical"]):
+        done = _run(command, ws)
+        assert done.returncode == 0, done.stderr
+        assert "ignored index.index_dir" in done.stderr and "ignored index.model" in done.stderr
+    assert (ws / ".codectx" / "meta.json").is_file() and (ws / ".codectx" / MARKER).is_file()
+    assert (victim / "db" / "precious.txt").read_text() == "not codectx's"
+    assert _tree(tmp_path, ws) == before  # 0 paths outside the workspace written or deleted
+
+
+def test_a_user_chosen_index_dir_that_codectx_did_not_create_is_never_deleted(tmp_path: Path) -> None:
+    ws = tmp_path / "repo"
+    ws.mkdir()
+    (ws / "app.py").write_text(SOURCE)
+    chosen = tmp_path / "existing"
+    (chosen / "db").mkdir(parents=True)
+    (chosen / "db" / "precious.txt").write_text("mine")
+    done = _run(["index", str(ws), "--index-dir", str(chosen)], ws)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert "was not created by codectx" in done.stderr and str(chosen) in done.stderr
+    assert (chosen / "db" / "precious.txt").read_text() == "mine"
+    assert sorted(p.name for p in chosen.iterdir()) == ["db"]  # not even a lock file
+    # A new folder is created, marked, and rebuilt freely from then on.
+    fresh = tmp_path / "fresh-index"
+    assert _run(["index", str(ws), "--index-dir", str(fresh)], ws).returncode == 0
+    assert (fresh / MARKER).is_file() and (fresh / "meta.json").is_file()
+
+
+def test_index_from_before_markers_is_adopted(tmp_path: Path) -> None:
+    ws = tmp_path / "repo"
+    ws.mkdir()
+    (ws / "app.py").write_text(SOURCE)
+    assert _run(["index", str(ws)], ws).returncode == 0
+    (ws / ".codectx" / MARKER).unlink()  # as an older codectx left it
+    (ws / "app.py").write_text(SOURCE + "\n\ndef sub(a, b):\n    return a - b\n")
+    assert _run(["index", str(ws)], ws).returncode == 0
+    assert (ws / ".codectx" / MARKER).is_file()
+
+
+def test_unknown_keys_in_a_workspace_file_are_warnings_not_errors(tmp_path: Path) -> None:
+    ws = tmp_path / "repo"
+    ws.mkdir()
+    (ws / "app.py").write_text(SOURCE)
+    (ws / ".codectx.toml").write_text(
+        '[index]\nmax_file_byte = 3\n[nonsense]\nx = 1\n[retriever]\nk = "many"\n'
+    )
+    for command in (["config", "show", str(ws)], ["index", str(ws)], ["status", str(ws)]):
+        done = _run(command, ws)
+        assert done.returncode == 0, (command, done.stderr)
+        assert "unknown key 'index.max_file_byte'" in done.stderr and "warning" in done.stderr
+    # The same mistakes in the user's own config stay errors (exit 2), naming the file.
+    user = tmp_path / "_xdg" / "user" / "codectx" / "config.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text("[index]\nmax_file_byte = 3\n")
+    done = _run(["status", str(ws)], ws, {"XDG_CONFIG_HOME": str(tmp_path / "_xdg" / "user")})
+    assert done.returncode == 2 and "unknown key 'index.max_file_byte'" in done.stderr
+
+
+def test_trusted_only_keys_from_user_config_env_and_flags_are_honoured(tmp_path: Path) -> None:
+    path = user_config_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        f'[index]\nindex_dir = "{tmp_path / "idx"}"\n[backend]\nvllm_python = "/usr/bin/python3"\n'
+    )
+    (tmp_path / ".codectx.toml").write_text(
+        '[index]\nindex_dir = "elsewhere"\n[backend]\nvllm_python = "./py"\n'
+    )
+    s = load_settings(tmp_path, environ={})
+    assert s.index_dir() == tmp_path / "idx" and s.backend.vllm_python == "/usr/bin/python3"
+    assert any("ignored backend.vllm_python" in w for w in s.warnings)
+    s = load_settings(tmp_path, environ={"CODECTX_INDEX_INDEX_DIR": str(tmp_path / "env-idx")})
+    assert s.index_dir() == tmp_path / "env-idx"
+    s = load_settings(tmp_path, {"index.index_dir": str(tmp_path / "flag-idx")}, environ={})
+    assert s.index_dir() == tmp_path / "flag-idx"
+    # The bundled model's name is no path: a workspace may choose it.
+    (tmp_path / ".codectx.toml").write_text('[index]\nmodel = "all-MiniLM-L6-v2"\n')
+    path.unlink()
+    assert not load_settings(tmp_path, environ={}).warnings
+
+
+def test_editor_folder_settings_cannot_move_the_index_or_load_a_model(tmp_path: Path) -> None:
+    folder = {
+        "codectx": {"index": {"index_dir": "/tmp/x", "model": str(tmp_path / "m")}, "retriever": {"k": 3}}
+    }
+    result = build_settings(tmp_path, editor_user=None, editor_folder=folder, environ={})
+    assert result.settings.index_dir() == tmp_path / ".codectx"
+    assert result.settings.index.model == "all-MiniLM-L6-v2" and result.settings.retriever.k == 3
+    assert any("ignored index.index_dir" in p for p in result.problems)
+    assert any("ignored index.model" in p for p in result.problems)
+    # The editor's user-level settings are the user's own: honoured.
+    user = {"codectx": {"index": {"index_dir": str(tmp_path / "mine")}}}
+    assert build_settings(tmp_path, editor_user=user, environ={}).settings.index_dir() == tmp_path / "mine"
+    # And a workspace file read by the server is as untrusted as on the command line.
+    (tmp_path / ".codectx.toml").write_text('[index]\nindex_dir = "/tmp/y"\nbogus = 1\n')
+    result = build_settings(tmp_path, environ={})
+    assert result.settings.index_dir() == tmp_path / ".codectx"
+    assert any("ignored index.index_dir" in p for p in result.problems)
