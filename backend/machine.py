@@ -18,6 +18,8 @@ from pathlib import Path
 
 from codectx.backend.serve import ServePlan, cpu_supports_fp8_kv, read_cpuinfo
 
+from codectx.runtime import child_environ
+
 NVIDIA_SMI_QUERY = "index,name,memory.total,memory.used,compute_cap,driver_version"
 
 # Runs in the vLLM interpreter: what is installed, and whether `import vllm` works.
@@ -127,7 +129,7 @@ def probe_vllm(python: str, timeout_s: float = 180.0) -> VllmInstall:
             capture_output=True,
             text=True,
             timeout=timeout_s,
-            env={**os.environ, "VLLM_LOGGING_LEVEL": "ERROR"},
+            env={**child_environ(), "VLLM_LOGGING_LEVEL": "ERROR"},
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return VllmInstall(False, error=str(exc))
@@ -181,7 +183,8 @@ def hf_cache_dir(env: Mapping[str, str]) -> Path:
 
 
 def probe_machine(plan: ServePlan, *, smi: str | None = None) -> Machine:
-    env = dict(os.environ)
+    # What the server will run with: codectx's own offline switches are not passed on to it.
+    env = child_environ()
     gpus: tuple[Gpu, ...] | None = None
     gpu_error = ""
     if plan.profile.device == "gpu":
