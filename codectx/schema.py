@@ -49,6 +49,13 @@ SCHEMA: dict[str, dict[str, Key]] = {
             "int", 1500, "Chunk size budget in non-whitespace characters.", min=100, max=100_000
         ),
         "embed": Key("bool", True, "Compute vectors (false: lexical and symbol index only)."),
+        "parse_timeout_s": Key(
+            "float",
+            2.0,
+            "Time budget for parsing one file; past it the file is indexed as plain text (line windows).",
+            min=0.01,
+            max=600,
+        ),
     },
     "retriever": {
         "k": Key("int", 10, "Results returned by search.", min=1, max=1000),

@@ -207,6 +207,8 @@ def _print_report(r: IndexReport) -> None:
         )
         if r.model_id:
             print(f"vectors ({r.model_id}): complete")
+        for line in r.warnings:
+            stderr(f"codectx: warning: {line}")
         return
     if r.rebuilt:
         print(f"rebuilt the index: {r.rebuilt}")
@@ -234,7 +236,7 @@ def _print_report(r: IndexReport) -> None:
     else:
         print("vectors: not computed (--no-embed)")
     print("time: " + ", ".join(f"{stage} {secs:.1f}s" for stage, secs in r.timings.items()))
-    for line in r.errors:
+    for line in [*r.warnings, *r.errors]:
         stderr(f"codectx: warning: {line}")
 
 

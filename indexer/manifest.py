@@ -180,7 +180,7 @@ def check_workspace(root: Path, settings: Settings, embed: bool) -> QuickCheck:
         if key in _CARRIED:
             setattr(report, key, value)
     report.unchanged = len(found.files)
-    report.skipped = found.skipped_by_reason()
+    report.note_discovery(found)
     return QuickCheck(report, found, manifest.files, walk_s, manifest.sig)
 
 

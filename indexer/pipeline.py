@@ -18,12 +18,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from codectx.indexer.discovery import SourceFile, discover, is_never_index, sniff
+from codectx.indexer.discovery import SourceFile, decode_source, discover, is_never_index, sniff
 from codectx.indexer.embedder import Embedder, name_model_id
 from codectx.indexer.errors import IndexCorrupt, IndexSchemaMismatch
 from codectx.indexer.lock import IndexLock
 from codectx.indexer.manifest import Manifest, QuickCheck, check_workspace, fingerprint, summary
 from codectx.indexer.parse import parse_file
+from codectx.indexer.reading import NotIndexed, read_discovered
 from codectx.indexer.report import IndexReport, ProgressEvent, ProgressFn
 
 __all__ = ["IndexReport", "ProgressEvent", "ProgressFn", "index_paths", "index_workspace"]
@@ -54,17 +55,28 @@ def open_for_write(index_dir: Path, report: IndexReport) -> IndexStore:
     return store
 
 
-def parse_one(sf: SourceFile, settings: Settings, root: Path) -> tuple[FileData | None, str | None]:
-    """Parse one file into rows, or return why it could not be (never raises for a bad file)."""
-    try:
-        data = sf.abs_path.read_bytes()
-    except OSError as exc:
-        return None, f"{sf.path}: cannot read: {exc.strerror or exc}"
+def parse_one(sf: SourceFile, settings: Settings, root: Path) -> tuple[FileData | None, NotIndexed | None]:
+    """Parse one file into rows, or return why it was not (never raises for a bad file).
+
+    The file is re-checked as it is read (`read_discovered`): still a regular file, still
+    inside the workspace, still under the size cap. A parse past the time budget gives rows
+    (plain-text chunks) and a NotIndexed with reason "parse-timeout" as a warning.
+    """
+    data = read_discovered(sf, root, settings)
+    if isinstance(data, NotIndexed):
+        return None, data
     text = read_source_bytes(data)
     try:
         parsed = parse_file(sf.path, text, sf.language, settings, root)
     except Exception as exc:  # a parser bug on one file must not stop the run
-        return None, f"{sf.path}: cannot parse: {type(exc).__name__}: {exc}"
+        return None, NotIndexed("cannot-parse", f"{sf.path}: cannot parse: {type(exc).__name__}: {exc}")
+    note = None
+    if parsed.parse_timed_out:
+        note = NotIndexed(
+            "parse-timeout",
+            f"{sf.path}: parsing took longer than index.parse_timeout_s "
+            f"({settings.index.parse_timeout_s:g} s); indexed as plain text, without symbols",
+        )
     record = FileRecord(
         path=sf.path,
         size=sf.size,
@@ -74,12 +86,12 @@ def parse_one(sf: SourceFile, settings: Settings, root: Path) -> tuple[FileData 
         n_chunks=len(parsed.chunks),
         syntax_errors=parsed.syntax_errors,
     )
-    return FileData(record, parsed.chunks, parsed.definitions, parsed.imports, parsed.references), None
+    return FileData(record, parsed.chunks, parsed.definitions, parsed.imports, parsed.references), note
 
 
 def _parsed(
     changed: Sequence[SourceFile], settings: Settings, root: Path
-) -> Iterator[tuple[SourceFile, FileData | None, str | None]]:
+) -> Iterator[tuple[SourceFile, FileData | None, NotIndexed | None]]:
     """Parse results in input order.
 
     Sequential: a process pool would need `python -m codectx` to be import-safe for spawned
@@ -91,10 +103,8 @@ def _parsed(
 
 
 def read_source_bytes(data: bytes) -> str:
-    """Text of a file's bytes, like discovery.read_source: BOM dropped, invalid UTF-8 replaced."""
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    return data.decode("utf-8", errors="replace")
+    """Text of a file's bytes, like discovery.read_source: UTF-8 or UTF-16/32 by BOM, BOM dropped."""
+    return decode_source(data)
 
 
 def _commit_lexical(
@@ -132,8 +142,11 @@ def _commit_lexical(
     for i, (sf, item, error) in enumerate(_parsed(changed, settings, root), 1):
         done = i
         parse_s += time.perf_counter() - t
-        if error:
-            report.errors.append(error)
+        if error is not None and item is None:
+            report.errors.append(error.message)
+            report.add_skipped(sf.path, error.reason)
+        elif error is not None:
+            report.warnings.append(error.message)
         if item is not None:
             if item.record.syntax_errors:
                 report.syntax_error_files.append(sf.path)
@@ -272,7 +285,7 @@ def index_workspace(
             t0 -= walked_before  # the caller's walk is this run's discovery stage
         else:
             found = discover_cached(root, settings, index_dir, fingerprint(settings), known=known)
-        report.skipped = found.skipped_by_reason()
+        report.note_discovery(found)
         t1 = time.perf_counter()
         report.timings["discover"] = t1 - t0
         _emit(progress, "discover", len(found.files), len(found.files))

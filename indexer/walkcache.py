@@ -90,6 +90,8 @@ class WalkRecord:
         """The record, or None when missing, unreadable, or made with other settings or code."""
         try:
             data = json.loads(cls.path(index_dir).read_text(encoding="utf-8"))
+            if not isinstance(data, dict):
+                return None  # valid JSON of another shape: as good as missing
             if data.get("format") != FORMAT or data.get("header") != header:
                 return None
             dirs = data["dirs"]
@@ -109,6 +111,40 @@ class WalkRecord:
             os.replace(tmp, target)
         except OSError:
             tmp.unlink(missing_ok=True)  # a read-only index still gets a correct (uncached) walk
+
+
+def _folder_ok(rec: Any) -> bool:
+    """A folder record of the right shape: [mtime_ns, ctime_ns, rules signature, entries]."""
+    return (
+        isinstance(rec, list)
+        and len(rec) == 4
+        and type(rec[0]) is int
+        and type(rec[1]) is int
+        and isinstance(rec[2], str)
+        and isinstance(rec[3], list)
+    )
+
+
+def _entry_ok(entry: Any) -> bool:
+    """An entry of the right shape for its kind (see the kinds above); anything else is damage."""
+    if not isinstance(entry, list) or len(entry) < 2:
+        return False
+    name, kind = entry[0], entry[1]
+    if not isinstance(name, str) or not name or "/" in name or name in (".", ".."):
+        return False
+    if kind == DESCEND:
+        return len(entry) == 2
+    if kind in (NOT_WALKED, BY_NAME):
+        return len(entry) == 3 and isinstance(entry[2], str)
+    if kind in (LISTED, SKIPPED):
+        return (
+            len(entry) == 6
+            and isinstance(entry[2], str)
+            and type(entry[3]) is int
+            and type(entry[4]) is int
+            and type(entry[5]) is int
+        )
+    return False
 
 
 def header_for(root: Path, fingerprint: str) -> dict[str, Any]:
@@ -209,11 +245,13 @@ class _CachingWalker(_Walker):
         """Replay a folder's record; None when it is missing or may be stale (then it is listed)."""
         real_dir, rel_dir, parent, ancestors, st_dir, parent_sig = todo
         rec = self.old_dirs.get(rel_dir)
-        if rec is None or rec[0] != st_dir.st_mtime_ns or rec[1] != st_dir.st_ctime_ns:
+        if not _folder_ok(rec) or rec[0] != st_dir.st_mtime_ns or rec[1] != st_dir.st_ctime_ns:
             return None
         if not self.trusted(st_dir.st_ctime_ns, folder=True):
             return None
         entries: list[list[Any]] = rec[3]
+        if not all(_entry_ok(e) for e in entries):
+            return None  # a damaged record: list the folder afresh
         names = {e[0] for e in entries}
         sig = _rules_sig(parent_sig, real_dir, names)
         if sig != rec[2]:
@@ -320,6 +358,10 @@ class _CachingWalker(_Walker):
         for entry in entries:
             name = entry.name
             rel = f"{rel_dir}/{name}" if rel_dir else name
+            if discovery.undecodable(name):
+                self.skip_undecodable(rel)  # warned on every walk: never recorded
+                cacheable = False
+                continue
             st: os.stat_result | None
             try:
                 st = None if entry.is_symlink() else os.stat(entry.path)
