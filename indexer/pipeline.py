@@ -15,14 +15,22 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from codectx.indexer.discovery import SourceFile, decode_source, discover, is_never_index, sniff
 from codectx.indexer.embedder import Embedder, name_model_id
-from codectx.indexer.errors import IndexCorrupt, IndexSchemaMismatch
+from codectx.indexer.errors import IndexCorrupt, IndexSchemaMismatch, unwritable
 from codectx.indexer.lock import IndexLock
-from codectx.indexer.manifest import Manifest, QuickCheck, check_workspace, fingerprint, summary
+from codectx.indexer.manifest import (
+    Manifest,
+    QuickCheck,
+    check_workspace,
+    db_snapshot,
+    fingerprint,
+    summary,
+)
 from codectx.indexer.parse import parse_file
 from codectx.indexer.reading import NotIndexed, read_discovered
 from codectx.indexer.report import IndexReport, ProgressEvent, ProgressFn
@@ -42,15 +50,29 @@ def _emit(progress: ProgressFn | None, stage: str, done: int, total: int, messag
         progress(ProgressEvent(stage, done, total, message))
 
 
-def open_for_write(index_dir: Path, report: IndexReport) -> IndexStore:
-    """Open (or create) the index for writing; an incompatible or broken one is rebuilt."""
+def _why(exc: Exception) -> str:
+    return str(exc).split("; run `codectx index`")[0]
+
+
+def open_for_write(index_dir: Path, report: IndexReport, deep: bool = False) -> IndexStore:
+    """Open (or create) the index for writing, checked (`IndexStore.verify`, every row read with
+    `deep`); an incompatible or broken one is rebuilt, keeping the vectors that read back."""
+    if not IndexStore.exists(index_dir) and (index_dir / "db").exists():
+        report.rebuilt = f"{index_dir / 'meta.json'} is missing, so the tables beside it cannot be trusted"
     try:
         store = IndexStore.open(index_dir, create=True)
-    except (IndexSchemaMismatch, IndexCorrupt) as exc:
-        report.rebuilt = str(exc).split(";")[0]
+        report.warnings.extend(store.verify(deep))
+    except IndexSchemaMismatch as exc:
+        report.rebuilt = _why(exc)
         IndexStore.reset(index_dir)
         store = IndexStore.open(index_dir, create=True)
+    except IndexCorrupt as exc:
+        report.rebuilt = _why(exc)
+        IndexStore.reset(index_dir, keep_vectors=True)
+        store = IndexStore.open(index_dir, create=True)
     recovered = store.recover()
+    if recovered == ["*"]:
+        report.warnings.append("journal.json was not a journal of this codectx; every file is indexed again")
     report.recovered = len(recovered)
     return store
 
@@ -276,53 +298,85 @@ def index_workspace(
             quick.timings["total"] = time.perf_counter() - t0
             _emit(progress, "done", quick.files, quick.files)
             return quick
-        store = open_for_write(index_dir, report)
-        _emit(progress, "discover", 0, 0)
-        known = _indexed_files(store, checked, report)
-        # The quick check's walk is good when it trusted exactly these records (no writer since).
-        if checked is not None and checked.found is not None and checked.known == known:
-            found = checked.found
-            t0 -= walked_before  # the caller's walk is this run's discovery stage
-        else:
-            found = discover_cached(root, settings, index_dir, fingerprint(settings), known=known)
-        report.note_discovery(found)
-        t1 = time.perf_counter()
-        report.timings["discover"] = t1 - t0
-        _emit(progress, "discover", len(found.files), len(found.files))
-
-        current = {sf.path for sf in found.files}
-        removed = sorted(p for p in known if p not in current)
-        removed_set = set(removed)
-        changed = []
-        for sf in found.files:
-            if known.get(sf.path) == (sf.size, sf.mtime_ns):
-                report.unchanged += 1
-            else:
-                changed.append(sf)
-        written: dict[str, FileRecord] = {}
-        _commit_lexical(store, changed, removed, set(known), settings, root, report, progress, written)
-        t2 = time.perf_counter()
-        report.timings["lexical"] = t2 - t1
-        store.update_meta(lexical_indexed=time.time())
-
-        emb = _embedder_for(settings, embedder, embed)
-        if emb is not None:
-            embed_pending(store, emb, report, progress)
-            report.timings["embed"] = time.perf_counter() - t2
-            store.prune_vectors(emb.model_id)
-            store.prune_vectors(name_model_id(emb.model_id))
-        store.compact()
-        _finish(store, report, emb.model_id if emb else store.model_id, emb is not None)
-        # The files table now holds the records read above, less the removed paths, plus the
-        # records just written (a file that failed to parse keeps its old record): no re-read.
-        files = {p: v for p, v in known.items() if p not in removed_set}
-        files.update((p, (r.size, r.mtime_ns)) for p, r in written.items())
-        _write_manifest(store, settings, report, files, embedded=emb is not None)
-        report.timings["total"] = time.perf_counter() - t0
-        _emit(progress, "done", report.files, report.files)
-        return report
+        notes = list(checked.notes) if checked is not None else []
+        deep = not (checked is not None and checked.vouched)
+        try:
+            report.warnings.extend(notes)
+            started = (t0, walked_before)
+            return _index_once(root, settings, report, checked, progress, embed, embedder, deep, started)
+        except IndexCorrupt as exc:
+            # Damage found midway (a table file that no longer reads): rebuild once, now.
+            report = IndexReport(root=str(root), index_dir=str(index_dir), warnings=notes)
+            report.rebuilt = _why(exc)
+            IndexStore.reset(index_dir, keep_vectors=True)
+            return _index_once(root, settings, report, None, progress, embed, embedder, False, (t0, 0.0))
+    except OSError as exc:  # the index's own files (manifest, meta): a full disk, a read-only mount
+        raise unwritable(index_dir, exc) from None
     finally:
         lock.release()
+
+
+def _index_once(
+    root: Path,
+    settings: Settings,
+    report: IndexReport,
+    checked: QuickCheck | None,
+    progress: ProgressFn | None,
+    embed: bool | None,
+    embedder: Embedder | None,
+    deep: bool,
+    started: tuple[float, float],
+) -> IndexReport:
+    """One run past the quick check (the caller holds the lock); `deep`: read every table back
+    before trusting it. `started`: when the run began, and how long the caller's walk took
+    before that (it counts as discovery when the run reuses it)."""
+    index_dir = settings.index_dir()
+    t0, walked_before = started
+    store = open_for_write(index_dir, report, deep)
+    _emit(progress, "discover", 0, 0)
+    known = _indexed_files(store, checked, report)
+    # The quick check's walk is good when it trusted exactly these records (no writer since).
+    if checked is not None and checked.found is not None and checked.known == known:
+        found = checked.found
+        t0 -= walked_before  # the caller's walk is this run's discovery stage
+    else:
+        found = discover_cached(root, settings, index_dir, fingerprint(settings), known=known)
+    report.note_discovery(found)
+    t1 = time.perf_counter()
+    report.timings["discover"] = t1 - t0
+    _emit(progress, "discover", len(found.files), len(found.files))
+
+    current = {sf.path for sf in found.files}
+    removed = sorted(p for p in known if p not in current)
+    removed_set = set(removed)
+    changed = []
+    for sf in found.files:
+        if known.get(sf.path) == (sf.size, sf.mtime_ns):
+            report.unchanged += 1
+        else:
+            changed.append(sf)
+    written: dict[str, FileRecord] = {}
+    _commit_lexical(store, changed, removed, set(known), settings, root, report, progress, written)
+    t2 = time.perf_counter()
+    report.timings["lexical"] = t2 - t1
+    store.update_meta(lexical_indexed=time.time())
+
+    emb = _embedder_for(settings, embedder, embed)
+    if emb is not None:
+        embed_pending(store, emb, report, progress)
+        report.timings["embed"] = time.perf_counter() - t2
+        store.prune_vectors(emb.model_id)
+        store.prune_vectors(name_model_id(emb.model_id))
+    store.compact()
+    _finish(store, report, emb.model_id if emb else store.model_id, emb is not None)
+    # The files table now holds the records read above, less the removed paths, plus the
+    # records just written (a file that failed to parse keeps its old record): no re-read.
+    files = {p: v for p, v in known.items() if p not in removed_set}
+    files.update((p, (r.size, r.mtime_ns)) for p, r in written.items())
+    _write_manifest(store, settings, report, files, embedded=emb is not None)
+    report.timings["total"] = time.perf_counter() - t0
+    _emit(progress, "done", report.files, report.files)
+    return report
 
 
 def _indexed_files(
@@ -359,7 +413,9 @@ def _write_manifest(
     `files`: the (size, mtime_ns) of every file record in the index now.
     """
     embedded = embedded and not report.vectors_pending
-    Manifest(fingerprint(settings), files, embedded, summary(report)).write(store.index_dir)
+    manifest = Manifest(fingerprint(settings), files, embedded, summary(report))
+    manifest = replace(manifest, db_files=db_snapshot(store.index_dir))  # vouches for the tables
+    manifest.write(store.index_dir)
 
 
 def _relative(root: Path, path: Path | str) -> str | None:

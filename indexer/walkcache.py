@@ -88,18 +88,26 @@ class WalkRecord:
     @classmethod
     def read(cls, index_dir: Path, header: dict[str, Any]) -> WalkRecord | None:
         """The record, or None when missing, unreadable, or made with other settings or code."""
+        return cls.read_checked(index_dir, header)[0]
+
+    @classmethod
+    def read_checked(cls, index_dir: Path, header: dict[str, Any]) -> tuple[WalkRecord | None, str | None]:
+        """(the record or None, what is wrong with the file when it is not a walk record)."""
+        damaged = f"{WALK_FILE} is not a walk record of this codectx; every folder is listed again"
         try:
             data = json.loads(cls.path(index_dir).read_text(encoding="utf-8"))
-            if not isinstance(data, dict):
-                return None  # valid JSON of another shape: as good as missing
-            if data.get("format") != FORMAT or data.get("header") != header:
-                return None
-            dirs = data["dirs"]
-            if not isinstance(dirs, dict):
-                return None
-            return cls(header, int(data["walked_ns"]), dirs)
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
+        except (FileNotFoundError, NotADirectoryError):
+            return None, None
+        except (OSError, ValueError):
+            return None, damaged
+        if not isinstance(data, dict):
+            return None, damaged  # valid JSON of another shape: as good as missing
+        if data.get("format") != FORMAT or data.get("header") != header:
+            return None, None  # another version, other settings: simply out of date
+        dirs, walked = data.get("dirs"), data.get("walked_ns")
+        if not isinstance(dirs, dict) or type(walked) is not int:
+            return None, damaged
+        return cls(header, walked, dirs), None
 
     def write(self, index_dir: Path) -> None:
         """Atomically (temp file, rename): a killed run leaves the old record or the new one."""
@@ -244,7 +252,7 @@ class _CachingWalker(_Walker):
     def _replay(self, todo: _Todo, visited: set[tuple[int, int]]) -> list[_Todo] | None:
         """Replay a folder's record; None when it is missing or may be stale (then it is listed)."""
         real_dir, rel_dir, parent, ancestors, st_dir, parent_sig = todo
-        rec = self.old_dirs.get(rel_dir)
+        rec: Any = self.old_dirs.get(rel_dir)
         if not _folder_ok(rec) or rec[0] != st_dir.st_mtime_ns or rec[1] != st_dir.st_ctime_ns:
             return None
         if not self.trusted(st_dir.st_ctime_ns, folder=True):
@@ -428,10 +436,12 @@ def discover_cached(
     if not real_root.is_dir():
         return discovery.discover(root, settings, known)  # the same clear message
     header = header_for(real_root, fingerprint)
-    old = WalkRecord.read(index_dir, header)
+    old, problem = WalkRecord.read_checked(index_dir, header)
     walker = _CachingWalker(real_root, settings, old, racy_ns)
     walker.known = known or {}
     found = walker.walk()
+    if problem:
+        found.warnings.append(problem)
     if walker.changed and index_dir.is_dir():
         WalkRecord(header, walker.started, walker.new_dirs).write(index_dir)
     return found
