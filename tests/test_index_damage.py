@@ -19,8 +19,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from codectx.cli import main
 from codectx.indexer.store import IndexStore
+
+from codectx.cli import main
 
 pytestmark = pytest.mark.slow
 
