@@ -685,11 +685,22 @@ class IndexStore:
                         f"{seen} read back; run `codectx index` to rebuild it"
                     )
         if deep:
-            for name in self._db.list_tables().tables:
-                if name.startswith("vectors_"):
-                    self._db.open_table(name).search().select(["content_hash"]).limit(1).to_arrow()
-            return self._check_fts()
+            return self._check_vectors() + self._check_fts()
         return []
+
+    def _check_vectors(self) -> list[str]:
+        """Drop each vectors table that no longer reads back whole: only its vectors are lost,
+        and the next embedding pass computes them again."""
+        db_dir = self.index_dir / "db"
+        intact = intact_vector_tables(db_dir)
+        repaired = []
+        for entry in sorted(db_dir.glob("vectors_*.lance")):
+            name = entry.name.removesuffix(".lance")
+            if name not in intact:
+                self._tables.pop(name, None)
+                shutil.rmtree(entry, ignore_errors=True)
+                repaired.append(f"the vectors table {name} did not read back; its vectors are computed again")
+        return repaired
 
     def _check_fts(self) -> list[str]:
         table = self._table("chunks")

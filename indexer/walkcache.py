@@ -117,8 +117,11 @@ class WalkRecord:
         try:
             tmp.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
             os.replace(tmp, target)
-        except OSError:
-            tmp.unlink(missing_ok=True)  # a read-only index still gets a correct (uncached) walk
+        except OSError:  # a read-only index or a full disk still gets a correct (uncached) walk
+            try:
+                tmp.unlink(missing_ok=True)
+            except OSError:
+                pass
 
 
 def _folder_ok(rec: Any) -> bool:

@@ -17,6 +17,7 @@ import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from codectx.indexer.store import IndexStore
@@ -223,3 +224,57 @@ def test_damage_ends_in_a_working_index_after_one_run(
 
     code, out, err = run(capsys, "index", str(root), "--no-embed")
     assert code == 0 and out.startswith("up to date"), (out, err)
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Any:
+    from codectx.indexer.embedder import Embedder
+
+    return Embedder(backend="torch", batch_size=16)
+
+
+def _embedded(tmp_path: Path, embedder: Any) -> tuple[Path, Any]:
+    from codectx.indexer.pipeline import index_workspace
+
+    from codectx.settings import load_settings
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    make_workspace(root)
+    settings = load_settings(root, {}, environ={}, user_config=tmp_path / "none.toml")
+    first = index_workspace(root, settings, embedder=embedder)
+    assert first.vectors_embedded > 0 and first.vectors_pending == 0
+    return root, settings
+
+
+def test_a_rebuild_keeps_the_embedding_cache_when_it_is_intact(tmp_path: Path, embedder: Any) -> None:
+    from codectx.indexer.pipeline import index_workspace
+
+    root, settings = _embedded(tmp_path, embedder)
+    index = root / ".codectx"
+    drop_manifest(index)
+    truncate(data_file(index, "chunks"))
+    calls = embedder.calls
+    report = index_workspace(root, settings, embedder=embedder)
+    assert report.rebuilt and "cannot be read" in report.rebuilt
+    assert report.vectors_embedded == 0 and embedder.calls == calls  # every vector came from the cache
+    assert report.vectors_pending == 0
+    store = IndexStore.open(index)
+    store.verify(deep=True)
+    hits = store.vector_search(embedder.embed_query("reconcile the quarterly ledger"), 1, embedder.model_id)
+    assert hits[0].chunk.path == "pkg0/ledger.py"
+
+
+def test_a_damaged_vectors_table_is_dropped_and_computed_again(tmp_path: Path, embedder: Any) -> None:
+    from codectx.indexer.pipeline import index_workspace
+
+    root, settings = _embedded(tmp_path, embedder)
+    index = root / ".codectx"
+    vectors = sorted(p.name.removesuffix(".lance") for p in (index / "db").glob("vectors_*.lance"))
+    truncate(data_file(index, vectors[0]))
+    report = index_workspace(root, settings, embedder=embedder)
+    assert not report.rebuilt  # the lexical tables were fine
+    assert any("did not read back" in w for w in report.warnings)
+    assert report.vectors_pending == 0
+    IndexStore.open(index).verify(deep=True)
+    assert index_workspace(root, settings, embedder=embedder).quick
