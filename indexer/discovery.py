@@ -380,7 +380,8 @@ class _Walker:
         if stat.S_ISDIR(st.st_mode):
             return self._folder(entry.name, rel, real, st, rules, ancestors, visited)
         if not stat.S_ISREG(st.st_mode):
-            return None  # sockets, fifos, devices
+            self.skip(rel, "special-file")  # FIFOs, sockets, devices: never opened
+            return None
         self._file(entry.name, rel, entry.path, st, rules)
         return None
 
