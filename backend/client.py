@@ -45,6 +45,7 @@ from codectx.backend.errors import (
     BackendOffline,
     BackendProtocolError,
     BackendRejected,
+    BackendTimeout,
 )
 from codectx.backend.transport import EventStream, Gate, Transport, default_gate
 from codectx.backend.wire import Reply
@@ -388,7 +389,16 @@ class TextStream:
     async def _deltas(self) -> AsyncIterator[str]:
         if self._events is None:
             raise RuntimeError("TextStream used outside `async with`")
-        async for event in self._events:
+        try:
+            async for delta in self._event_deltas(self._events):
+                yield delta
+        except BackendTimeout as exc:
+            exc.partial = self.text  # a slow stream cut by the total timeout: what arrived is kept
+            raise
+        self.total_s = time.monotonic() - self._started
+
+    async def _event_deltas(self, events: EventStream) -> AsyncIterator[str]:
+        async for event in events:
             self.response_id = self.response_id or event.get("id")
             self.model = str(event.get("model") or self.model)
             usage = Usage.parse(event.get("usage"))
@@ -408,7 +418,6 @@ class TextStream:
                         self.ttft_s = time.monotonic() - self._started
                     self.text += delta
                     yield delta
-        self.total_s = time.monotonic() - self._started
 
 
 # Ordinary code for measuring a tokenizer's characters per token (no user code is ever used).
