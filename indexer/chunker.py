@@ -51,7 +51,17 @@ def _is_trivia(node: Node) -> bool:
 
 
 def _is_trivial(text: str) -> bool:
-    return not _TRIVIAL.sub("", text)
+    rest = text
+    while True:  # peel whitespace and brackets off both ends (the common case never loops long)
+        peeled = rest.strip().strip("{}[]();,")
+        if peeled == rest:
+            break
+        rest = peeled
+    if not rest:
+        return True
+    if "end" not in rest:
+        return False  # it starts and ends with something that is not trivial
+    return not _TRIVIAL.sub("", rest)
 
 
 def content_hash(text: str) -> str:

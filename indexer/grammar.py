@@ -343,7 +343,7 @@ def signature_of(info: DefInfo, source: bytes) -> str:
     text = source[start:end].decode("utf-8", errors="replace")
     if info.body is None:
         text = text.split("{", 1)[0] if info.function else text.split("\n", 1)[0]
-    text = _WS.sub(" ", text).strip().rstrip("{").rstrip()
+    text = " ".join(text.split()).rstrip("{").rstrip()  # whitespace runs as one space
     return text[:400]
 
 

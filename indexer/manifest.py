@@ -205,9 +205,10 @@ def db_changed(index_dir: Path, recorded: Mapping[str, tuple[int, int]]) -> str 
     root = index_dir / "db"
     if not recorded:
         return None if root.is_dir() else "db"
+    prefix = str(root) + os.sep  # strings, not Paths: this runs on every no-op `codectx index`
     for rel, (size, mtime_ns) in recorded.items():
         try:
-            st = os.stat(root / rel)
+            st = os.stat(prefix + rel)
         except OSError:
             return f"db/{rel} is missing"
         if st.st_size != size or st.st_mtime_ns != mtime_ns:

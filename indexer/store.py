@@ -39,7 +39,7 @@ import re
 import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import timedelta
 from hashlib import sha1
 from pathlib import Path
@@ -279,6 +279,21 @@ def _translated(fn: Callable[..., Any]) -> Callable[..., Any]:
             raise _lance_failure(exc, index_dir_of(args)) from None
 
     return call
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
+    return names
+
+
+def _flat(item: Any) -> dict[str, Any]:
+    """A flat dataclass as a dict: `asdict` without its deep copy (a third of a big file's commit)."""
+    return {name: getattr(item, name) for name in _field_names(type(item))}
 
 
 def vectors_table_name(model_id: str) -> str:
@@ -762,16 +777,16 @@ class IndexStore:
         chunk_rows = [_chunk_row(c) for f in files for c in f.chunks]
         if chunk_rows:
             self._table("chunks").add(pa.Table.from_pylist(chunk_rows, schema=CHUNKS_SCHEMA))
-        symbol_rows = [asdict(d) for f in files for d in f.definitions]
+        symbol_rows = [_flat(d) for f in files for d in f.definitions]
         if symbol_rows:
             self._table("symbols").add(pa.Table.from_pylist(symbol_rows, schema=SYMBOLS_SCHEMA))
         now = time.time()
         file_rows = []
         for f in files:
-            row = asdict(f.record)
+            row = _flat(f.record)
             row["indexed_at"] = now
-            row["imports"] = json.dumps([asdict(i) for i in f.imports], separators=(",", ":"))
-            row["references"] = json.dumps([asdict(r) for r in f.references], separators=(",", ":"))
+            row["imports"] = json.dumps([_flat(i) for i in f.imports], separators=(",", ":"))
+            row["references"] = json.dumps([_flat(r) for r in f.references], separators=(",", ":"))
             file_rows.append(row)
         if file_rows:
             self._table("files").add(pa.Table.from_pylist(file_rows, schema=FILES_SCHEMA))
