@@ -13,6 +13,7 @@ re-indexes a few files (an editor's save). Both hold the index lock.
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
@@ -451,6 +452,14 @@ def index_paths(
     try:
         t0 = time.perf_counter()
         store = open_for_write(index_dir, report)
+        if report.rebuilt:
+            # A fresh index: the few files asked for would be all of it. Index the workspace.
+            lock.release()
+            full = index_workspace(
+                root, settings, progress, embed=embed, embedder=embedder, lock_wait_s=lock_wait_s
+            )
+            full.rebuilt = report.rebuilt
+            return full
         records = store.file_records()
         wanted: list[str] = []
         for path in paths:
@@ -496,9 +505,12 @@ def _known_file(
         st = path.stat()
         if not path.is_file() or st.st_size > settings.index.max_file_bytes:
             return None
-        with path.open("rb") as fh:
-            if sniff(fh.read(8192), path.name) is not None:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO swapped in meanwhile never blocks
+        try:
+            if sniff(os.read(fd, 8192), path.name) is not None:
                 return None
+        finally:
+            os.close(fd)
     except OSError:
         return None
     return SourceFile(rel, str(path), st.st_size, st.st_mtime_ns, record.language)

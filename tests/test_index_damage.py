@@ -211,6 +211,7 @@ def test_damage_ends_in_a_working_index_after_one_run(
     code, out, err = run(capsys, "index", str(root), "--no-embed")
     assert code == 0, err
     assert "Traceback" not in out + err
+    assert not out.startswith("up to date"), out  # never trusted without a look
     assert any(word in out + err for word in FOUND), (out, err)
 
     store = IndexStore.open(index)
@@ -278,3 +279,24 @@ def test_a_damaged_vectors_table_is_dropped_and_computed_again(tmp_path: Path, e
     assert report.vectors_pending == 0
     IndexStore.open(index).verify(deep=True)
     assert index_workspace(root, settings, embedder=embedder).quick
+
+
+def test_a_save_into_a_damaged_index_indexes_the_whole_workspace(
+    clean: tuple[Path, dict[str, int]], tmp_path: Path
+) -> None:
+    """The language server re-indexes saved files with `index_paths`: a rebuild must not leave an
+    index of just those files."""
+    from codectx.indexer.pipeline import index_paths
+
+    from codectx.settings import load_settings
+
+    source, counts = clean
+    root = tmp_path / "ws"
+    shutil.copytree(source, root, symlinks=True)
+    drop_manifest(root / ".codectx")
+    truncate(data_file(root / ".codectx", "files"))
+    settings = load_settings(root, {"index.embed": False}, environ={}, user_config=tmp_path / "none.toml")
+    report = index_paths(root, ["pkg0/ledger.py"], settings, embed=False)
+    assert report.rebuilt
+    stats = IndexStore.open(root / ".codectx").stats()
+    assert {"files": stats.files, "chunks": stats.chunks} == counts
