@@ -452,45 +452,64 @@ def index_paths(
     try:
         t0 = time.perf_counter()
         store = open_for_write(index_dir, report)
-        if report.rebuilt:
-            # A fresh index: the few files asked for would be all of it. Index the workspace.
-            lock.release()
-            full = index_workspace(
-                root, settings, progress, embed=embed, embedder=embedder, lock_wait_s=lock_wait_s
-            )
-            full.rebuilt = report.rebuilt
-            return full
-        records = store.file_records()
-        wanted: list[str] = []
-        for path in paths:
-            rel = _relative(root, path)
-            if rel is None:
-                report.errors.append(f"{path}: outside the workspace {root}")
-            else:
-                wanted.append(rel)
-        unknown = [p for p in wanted if p not in records and (root / p).is_file()]
-        discovered: dict[str, SourceFile] = {}
-        if unknown:
-            found = discover(root, settings)
-            discovered = {sf.path: sf for sf in found.files}
-        changed: list[SourceFile] = []
-        removed: list[str] = []
-        for rel in wanted:
-            sf = discovered.get(rel) or _known_file(root, rel, records, settings)
-            if sf is None:
-                if rel in records:
-                    removed.append(rel)
-                continue
-            changed.append(sf)
-        _commit_lexical(store, changed, removed, set(records), settings, root, report, progress)
-        emb = _embedder_for(settings, embedder, embed)
-        if emb is not None:
-            embed_pending(store, emb, report, progress)
-        _finish(store, report, emb.model_id if emb else store.model_id, emb is not None)
-        report.timings["total"] = time.perf_counter() - t0
-        return report
+        if not report.rebuilt:
+            try:
+                return _index_some(store, root, paths, settings, report, progress, embed, embedder, t0)
+            except IndexCorrupt as exc:  # found midway: the tables need a rebuild
+                report.rebuilt = _why(exc)
+                IndexStore.reset(index_dir, keep_vectors=True)
+        # A fresh index: the few files asked for would be all of it. Index the workspace.
+        lock.release()
+        full = index_workspace(
+            root, settings, progress, embed=embed, embedder=embedder, lock_wait_s=lock_wait_s
+        )
+        full.rebuilt = report.rebuilt
+        return full
     finally:
         lock.release()
+
+
+def _index_some(
+    store: IndexStore,
+    root: Path,
+    paths: Iterable[Path | str],
+    settings: Settings,
+    report: IndexReport,
+    progress: ProgressFn | None,
+    embed: bool | None,
+    embedder: Embedder | None,
+    t0: float,
+) -> IndexReport:
+    """The body of `index_paths` (the caller holds the lock)."""
+    records = store.file_records()
+    wanted: list[str] = []
+    for path in paths:
+        rel = _relative(root, path)
+        if rel is None:
+            report.errors.append(f"{path}: outside the workspace {root}")
+        else:
+            wanted.append(rel)
+    unknown = [p for p in wanted if p not in records and (root / p).is_file()]
+    discovered: dict[str, SourceFile] = {}
+    if unknown:
+        found = discover(root, settings)
+        discovered = {sf.path: sf for sf in found.files}
+    changed: list[SourceFile] = []
+    removed: list[str] = []
+    for rel in wanted:
+        sf = discovered.get(rel) or _known_file(root, rel, records, settings)
+        if sf is None:
+            if rel in records:
+                removed.append(rel)
+            continue
+        changed.append(sf)
+    _commit_lexical(store, changed, removed, set(records), settings, root, report, progress)
+    emb = _embedder_for(settings, embedder, embed)
+    if emb is not None:
+        embed_pending(store, emb, report, progress)
+    _finish(store, report, emb.model_id if emb else store.model_id, emb is not None)
+    report.timings["total"] = time.perf_counter() - t0
+    return report
 
 
 def _known_file(

@@ -211,7 +211,8 @@ def test_damage_ends_in_a_working_index_after_one_run(
     code, out, err = run(capsys, "index", str(root), "--no-embed")
     assert code == 0, err
     assert "Traceback" not in out + err
-    assert not out.startswith("up to date"), out  # never trusted without a look
+    if not kind.startswith("walk.json"):  # the walk record vouches for no table
+        assert not out.startswith("up to date"), out  # never trusted without a look
     assert any(word in out + err for word in FOUND), (out, err)
 
     store = IndexStore.open(index)
