@@ -21,6 +21,7 @@ JSON, another shape) counts as missing, with a note saying so.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -133,8 +134,13 @@ class Manifest:
             data["db_files"] = {p: list(v) for p, v in sorted(self.db_files.items())}
         target = self.path(index_dir)
         tmp = target.with_name(f".{MANIFEST_FILE}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
-        os.replace(tmp, target)
+        try:
+            tmp.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
+            os.replace(tmp, target)
+        except OSError:  # a full disk: no half-written temp file left behind
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            raise
 
     @classmethod
     def current_sig(cls, index_dir: Path) -> tuple[int, int, int, int] | None:

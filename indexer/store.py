@@ -31,6 +31,7 @@ chunk columns; all given filters are combined with AND.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import json
@@ -302,11 +303,16 @@ def vectors_table_name(model_id: str) -> str:
 
 def _write_json_atomic(path: Path, data: Any) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=1)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=1)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError:  # a full disk: no half-written temp file left behind
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise
 
 
 class IndexStore:
@@ -851,11 +857,11 @@ class IndexStore:
         if self.model_id:
             names.append(vectors_table_name(self.model_id))
             names.append(vectors_table_name(self.model_id + NAME_SUFFIX))
+        present = set(self._db.list_tables().tables)
         for name in names:
-            try:
-                table = self._table(name)
-            except (ValueError, FileNotFoundError, RuntimeError):
-                continue
+            if name not in present:
+                continue  # no vectors for this model (yet, or no longer)
+            table = self._table(name)
             fragments = table.stats()["fragment_stats"]["num_fragments"]
             if force or fragments > COMPACT_FRAGMENTS:
                 table.optimize(cleanup_older_than=timedelta(minutes=2))
