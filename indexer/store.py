@@ -365,15 +365,10 @@ class IndexStore:
                 f"the index at {index_dir} has schema version {version!r}, this codectx needs "
                 f"{SCHEMA_VERSION}; run `codectx index` to rebuild it"
             )
-        try:
-            db = lancedb.connect(index_dir / "db", read_consistency_interval=timedelta(0))
-            store = cls(index_dir, db, meta)
-            for name in ("chunks", "symbols", "files"):
-                store._table(name)
-        except (OSError, ValueError, RuntimeError) as exc:
-            raise IndexCorrupt(
-                f"the index at {index_dir} cannot be read ({exc}); run `codectx index` to rebuild it"
-            ) from None
+        db = lancedb.connect(index_dir / "db", read_consistency_interval=timedelta(0))
+        store = cls(index_dir, db, meta)
+        for name in ("chunks", "symbols", "files"):
+            store._table(name)  # a missing or unreadable table: IndexCorrupt (see _translated)
         return store
 
     @classmethod
