@@ -13,7 +13,7 @@ were the first.
 - an id with no method (and neither result nor error), a method that is not a string, an id
   of the wrong type, a message without `"jsonrpc": "2.0"`, a batch: `InvalidRequest`
   (-32600), to the id when there is one, else to `null`;
-- a second `initialize`: `InvalidRequest`;
+- a second `initialize`, or a request after `shutdown`: `InvalidRequest`;
 - a notification that does not fit its method: dropped, with a log line.
 A body that is not JSON at all gets `ParseError` (-32700) to `null` from the server's error
 report (`CodectxServer.report_server_error`).
@@ -111,6 +111,10 @@ class CodectxProtocol(LanguageServerProtocol):
             return
         if not hasattr(message, "jsonrpc"):  # a batch (list) or a bare value
             self._refuse(Refused(None, INVALID_REQUEST, "batches and bare values are not LSP messages"))
+            return
+        if self._shutdown and getattr(message, "method", "") != types.EXIT and hasattr(message, "method"):
+            if hasattr(message, "id"):  # pygls would drop it unanswered
+                self._refuse(Refused(message.id, INVALID_REQUEST, "the server is shutting down"))
             return
         if getattr(message, "method", None) == types.INITIALIZE and hasattr(message, "id"):
             if self._initialize_seen:

@@ -295,6 +295,8 @@ def test_every_malformed_request_is_answered_and_the_server_keeps_working(tmp_pa
         assert "invalid ignore pattern" in logs and "not valid UTF-8" in logs
 
         assert "result" in client.request(9000, "shutdown", None)
+        after = client.request(9001, "codectx/health", {})  # answered, not dropped
+        assert after["error"]["code"] == -32600 and "shutting down" in after["error"]["message"]
         client.send({"jsonrpc": "2.0", "method": "exit"})
         proc.wait(timeout=60)
     finally:
