@@ -166,3 +166,27 @@ def test_a_walk_record_with_damaged_entries_is_listed_afresh(tmp_path: Path) -> 
     (index / "walk.json").write_text(json.dumps(data))
     again = discover_cached(root, s, index, "fp", racy_ns=0)
     assert again.files == first.files
+
+
+def test_index_json_lists_each_skipped_path_with_its_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from codectx.cli import main
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "ok.py").write_text("def ok():\n    return 1\n")
+    (root / "blob.py").write_bytes(b"\x00\x01binary")
+    (root / ".env").write_text("TOKEN=1\n")
+    (root / "wide.py").write_bytes("def wide():\n    return 2\n".encode("utf-16"))
+    (root / ".gitignore").write_text("[z-a]\n")
+    for argv in (["index", str(root), "--no-embed", "--json"],) * 2:  # a full run, then a quick one
+        assert main(argv) == 0
+        report = json.loads(capsys.readouterr().out)
+        skipped = {s["path"]: s["reason"] for s in report["skipped_files"]}
+        assert skipped == {"blob.py": "binary", ".env": "secret-file", ".gitignore": "unsupported"}
+        assert report["skipped"] == {"binary": 1, "secret-file": 1, "unsupported": 1}
+        assert report["warnings"] == [
+            ".gitignore:1: invalid ignore pattern '[z-a]' skipped (git skips it too)"
+        ]
+    assert report["quick"] and report["files"] == 2  # ok.py and the UTF-16 file
