@@ -271,6 +271,9 @@ class _Walker:
         self.report_ignored = False
         self.known: Mapping[str, tuple[int, int]] = {}
         self.secret = _spec(never_index_patterns(settings))
+        self.out.warnings.extend(
+            pattern_warnings(tuple(settings.index.never_index), "setting index.never_index")
+        )
         # Paths inside the walk are strings: pathlib objects for every entry cost a third of it.
         self.index_dir: str | None = None
         try:
