@@ -29,7 +29,7 @@ from codectx.indexer.grammar import (
     DefInfo,
     LangSpec,
     Node,
-    classify,
+    classify_memo,
     holds_methods,
     last_line,
     leading_comment,
@@ -120,7 +120,15 @@ class _Unit:
 
 
 class _Chunker:
-    def __init__(self, path: str, language: str, src: SourceText, budget: int) -> None:
+    def __init__(
+        self,
+        path: str,
+        language: str,
+        src: SourceText,
+        budget: int,
+        memo: dict[int, DefInfo | None] | None = None,
+    ) -> None:
+        self.memo = memo
         self.path = path
         self.language = language
         self.spec: LangSpec = SPECS.get(language, LangSpec())  # text files have no node tables
@@ -193,7 +201,7 @@ class _Chunker:
         solid_end = floor - 1
         for child in children:
             start, end = child.start_point[0], last_line(child)
-            info = classify(child, self.language) if allow_defs else None
+            info = classify_memo(self.memo, child, self.language) if allow_defs else None
             if info is not None and self._own_chunk(info):
                 # The doc may sit inside the previous node (grammars attach comments oddly); the
                 # span never reaches back into it.
@@ -321,9 +329,17 @@ class _Chunker:
             self.region(children, a, b, owner, scope, in_class=False, allow_defs=False)
 
 
-def chunk_tree(path: str, language: str, src: SourceText, root: Node, budget: int) -> list[Chunk]:
-    """Chunks of a file parsed by tree-sitter (any language in grammar.SPECS)."""
-    chunker = _Chunker(path, language, src, budget)
+def chunk_tree(
+    path: str,
+    language: str,
+    src: SourceText,
+    root: Node,
+    budget: int,
+    memo: dict[int, DefInfo | None] | None = None,
+) -> list[Chunk]:
+    """Chunks of a file parsed by tree-sitter (any language in grammar.SPECS); `memo` shares
+    `classify` answers with the symbol extractor (grammar.classify_memo)."""
+    chunker = _Chunker(path, language, src, budget, memo)
     last = max(len(src.lines) - 1, 0)
     module = _Owner("module", "", "", "", "", 0)
     chunker.region(list(root.named_children), 0, last, module, (), in_class=False, allow_defs=True)

@@ -105,13 +105,14 @@ def parse_file(
         chunks = chunk_text(path, language, text, budget)
         return ParsedFile(path=path, language=language, chunks=chunks, parse_timed_out=True)
     parsed = ParsedFile(path=path, language=language)
+    memo: dict[int, Any] = {}  # classify answers, shared by the chunker and the symbol extractor
     parsed.syntax_errors = count_errors(tree.root_node)
     try:
-        parsed.chunks = chunk_tree(path, language, src, tree.root_node, budget)
+        parsed.chunks = chunk_tree(path, language, src, tree.root_node, budget, memo)
     except RecursionError:
         # Pathologically deep nesting: index the file as plain text rather than lose it.
         parsed.chunks = chunk_text(path, language, text, budget)
-    parsed.definitions = definitions(tree.root_node, language, path)
+    parsed.definitions = definitions(tree.root_node, language, path, memo)
     parsed.references = references(tree.root_node, language)
     parsed.imports = imports(tree.root_node, language, path, root)
     return parsed
