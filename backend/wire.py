@@ -57,7 +57,7 @@ class Timeouts:
     connect_s: float
     first_token_s: float
     total_s: float
-    first_byte_s: float = 4.0  # a connected server sends its status line and headers
+    first_byte_s: float = 3.0  # a connected server sends its status line and headers
 
     @classmethod
     def from_settings(cls, settings: Any) -> Timeouts:

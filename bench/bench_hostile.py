@@ -7,7 +7,9 @@ text) and a 900 KB line (now split at the chunk budget). Each shape is its own w
 indexed lexically (`--no-embed`: vectors for 20,000 chunks are an embedding benchmark, see
 bench_index.py) twice: in process, after the imports, and as a fresh `codectx index`
 process, which is what a user waits for. The shapes are generated: they are about shape,
-not content, so no sdist is needed. Prints a table and writes JSON to bench/results/.
+not content, so no sdist is needed. Also: `codectx complete`, default settings, against a
+server that accepts and never answers (tests/faultserver.py): the time until its message.
+Prints a table and writes JSON to bench/results/.
 
     python bench/bench_hostile.py [--functions 20000] [--rounds 3]
 """
@@ -32,6 +34,8 @@ from codectx.indexer.pipeline import index_workspace
 from codectx.settings import load_settings
 
 TARGET_S = 5.0  # the 20k-function file, as a fresh `codectx index` process
+COMPLETE = [sys.executable, "-m", "codectx", "complete"]
+SILENT_TARGET_S = 5.0  # `codectx complete` against a server that accepts and never answers
 
 
 def shapes(functions: int) -> dict[str, str]:
@@ -91,6 +95,39 @@ def measure(name: str, text: str, rounds: int, work: Path) -> dict[str, object]:
     }
 
 
+def silent_server(work: Path) -> dict[str, object]:
+    """`codectx complete` with the default settings against a server that accepts connections
+    and never answers (tests/faultserver.py): the time until the message, and the message."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from tests import faultserver
+
+    server = faultserver.FaultServer(default=faultserver.stall_before_headers()).start()
+    doc = work / "doc.py"
+    doc.write_text("def add(a, b):\n    \n")
+    try:
+        start = time.perf_counter()
+        done = subprocess.run(
+            [
+                *COMPLETE,
+                str(doc),
+                "--line",
+                "1",
+                "--character",
+                "4",
+                "--backend-url",
+                server.url,
+                "--no-context",
+            ],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "XDG_STATE_HOME": str(work / "state"), "XDG_CONFIG_HOME": str(work / "cfg")},
+        )
+        elapsed = time.perf_counter() - start
+    finally:
+        server.stop()
+    return {"s": elapsed, "exit": done.returncode, "message": done.stderr.strip().splitlines()[-1:]}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--functions", type=int, default=20000, help="functions in the many-functions file")
@@ -100,6 +137,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="codectx-bench-hostile-") as tmp:
         for name, text in shapes(args.functions).items():
             results["shapes"][name] = measure(name, text, args.rounds, Path(tmp))  # type: ignore[index]
+        results["silent_server"] = silent_server(Path(tmp))
     results["peak_rss_mb"] = peak_rss_mb()
     rows = []
     for name, data in results["shapes"].items():  # type: ignore[attr-defined]
@@ -112,7 +150,16 @@ def main() -> int:
                 target,
             )
         )
+    silent = results["silent_server"]
+    rows.append(
+        (
+            "codectx complete, server accepts and never answers",
+            f"{silent['s']:.2f} s to the message (exit {silent['exit']})",  # type: ignore[index]
+            f"< {SILENT_TARGET_S:g} s",
+        )
+    )
     print(table(rows, ("shape", "codectx index --no-embed (median)", "target")))
+    print(f"message: {silent['message']}")  # type: ignore[index]
     print(f"load average at the end: {os.getloadavg()} on {os.cpu_count()} CPUs")
     many = next(iter(results["shapes"].values()))  # type: ignore[attr-defined]
     if many["chunks"] != args.functions:

@@ -159,7 +159,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "first_token_timeout_s": Key("float", 10.0, "Time allowed until the first token.", min=0.01),
         "first_byte_timeout_s": Key(
             "float",
-            4.0,
+            3.0,
             "Time allowed for a connected server to start answering (headers of a stream, /v1/models, "
             "/tokenize); generated answers that are not streamed get the total timeout.",
             min=0.01,
