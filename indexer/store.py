@@ -17,7 +17,7 @@ records are written last and the journal removed after. A writer that finds a
 journal on open deletes all rows of those paths, so a kill -9 at any moment
 leaves files either fully indexed or absent (and re-indexed by the next run).
 
-Damage: every LanceDB or Lance failure is translated once, here (`_lance_failure`), into
+Damage: every LanceDB or Lance failure is translated once (`storeguard.lance_failure`) into
 IndexCorrupt (rebuild) or IndexUnwritable (a full disk or read-only folder: nothing to
 rebuild). `verify` checks the tables (open, count, schema; with `deep`, every row read and
 the full-text index queried); `reset` deletes only what codectx itself writes in an index
@@ -32,14 +32,11 @@ chunk columns; all given filters are combined with AND.
 from __future__ import annotations
 
 import contextlib
-import functools
-import inspect
 import json
 import os
-import re
 import shutil
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from datetime import timedelta
 from hashlib import sha1
@@ -54,16 +51,16 @@ import lancedb  # noqa: E402
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 from codectx.indexer.embedder import NAME_SUFFIX  # noqa: E402
-from codectx.indexer.errors import (  # noqa: E402
-    IndexCorrupt,
-    IndexerError,
-    IndexNotFound,
-    IndexSchemaMismatch,
-    unwritable,
-    unwritable_reason,
-)
+from codectx.indexer.errors import IndexCorrupt, IndexerError, IndexNotFound, IndexSchemaMismatch  # noqa: E402
 from codectx.indexer.manifest import JOURNAL_FILE, META_FILE, SCHEMA_VERSION, Manifest  # noqa: E402
 from codectx.indexer.model import Chunk, Definition, Import, Reference  # noqa: E402
+from codectx.indexer.storeguard import (  # noqa: E402
+    guard_methods,
+    intact_vector_tables,
+    is_codectx_folder,
+    is_lance_failure,
+    remove_tables,
+)
 from codectx.indexer.textsearch import chunk_search_text, query_text  # noqa: E402
 from lancedb.index import FTS  # noqa: E402
 
@@ -221,67 +218,6 @@ def _chunk_row(chunk: Chunk) -> dict[str, Any]:
     return row
 
 
-_RUST_LOCATION = re.compile(r",? ?/[^ ,]*\.rs:\d+(?::\d+)?:?")
-
-
-def _lance_failure(exc: BaseException, index_dir: Path) -> IndexerError:
-    """The one translation of a LanceDB/Lance/Arrow failure into codectx's errors."""
-    if unwritable_reason(exc) is not None:
-        return unwritable(index_dir, exc)
-    # Rust source locations ("…, /rustc/…/result.rs:1896:29") say nothing to the user.
-    detail = _RUST_LOCATION.sub("", " ".join(str(exc).split())).rstrip(" ,:")[:300] or type(exc).__name__
-    return IndexCorrupt(
-        f"the index at {index_dir} cannot be read ({detail}); run `codectx index` to rebuild it"
-    )
-
-
-_LANCE_ERRORS = (OSError, ValueError, RuntimeError, pa.ArrowException)
-
-
-def _is_lance_failure(exc: BaseException) -> bool:
-    # A Rust panic inside LanceDB arrives as pyo3's PanicException, a BaseException.
-    return isinstance(exc, _LANCE_ERRORS) or type(exc).__name__ == "PanicException"
-
-
-def _translated(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap one IndexStore method (generators too) so LanceDB failures leave it translated."""
-
-    def index_dir_of(args: tuple[Any, ...]) -> Path:
-        for arg in args:  # the store (self) or, for class methods, the index folder argument
-            found = arg if isinstance(arg, (str, Path)) else getattr(arg, "index_dir", None)
-            if isinstance(found, (str, Path)):
-                return Path(found)
-        return Path(".")
-
-    if inspect.isgeneratorfunction(fn):
-
-        @functools.wraps(fn)
-        def gen(*args: Any, **kwargs: Any) -> Any:
-            try:
-                yield from fn(*args, **kwargs)
-            except IndexerError:
-                raise
-            except BaseException as exc:
-                if not _is_lance_failure(exc):
-                    raise
-                raise _lance_failure(exc, index_dir_of(args)) from None
-
-        return gen
-
-    @functools.wraps(fn)
-    def call(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except IndexerError:
-            raise
-        except BaseException as exc:
-            if not _is_lance_failure(exc):
-                raise
-            raise _lance_failure(exc, index_dir_of(args)) from None
-
-    return call
-
-
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
 
@@ -387,7 +323,7 @@ class IndexStore:
                 )
             # Leftovers of a creation that died before meta.json was written; vectors tables (the
             # embedding cache, keyed by content) stay.
-            _remove_tables(db_dir, keep_vectors=True)
+            remove_tables(db_dir, keep_vectors=True)
         db = lancedb.connect(db_dir, read_consistency_interval=timedelta(0))
         db.create_table("chunks", schema=CHUNKS_SCHEMA)
         db.create_table("symbols", schema=SYMBOLS_SCHEMA)
@@ -411,7 +347,7 @@ class IndexStore:
         (index_dir / JOURNAL_FILE).unlink(missing_ok=True)
         db_dir = index_dir / "db"
         keep = intact_vector_tables(db_dir) if keep_vectors else set()
-        _remove_tables(db_dir, keep_vectors=False, keep=keep)
+        remove_tables(db_dir, keep_vectors=False, keep=keep)
 
     def _table(self, name: str) -> Any:
         table = self._tables.get(name)
@@ -725,7 +661,7 @@ class IndexStore:
         try:
             table.search("codectx", query_type="fts", fts_columns="search").limit(1).to_arrow()
         except BaseException as exc:
-            if not _is_lance_failure(exc):
+            if not is_lance_failure(exc):
                 raise
             table.create_index("search", config=FTS(), replace=True)
             return ["the full-text index did not read back; built it again"]
@@ -862,73 +798,5 @@ class IndexStore:
                 table.optimize(cleanup_older_than=timedelta(minutes=2))
 
 
-def is_codectx_folder(index_dir: Path) -> bool:
-    """Whether an index folder has codectx's own layout (its `.gitignore` of `*`, or meta.json
-    naming a schema), so that a stray `db` there is codectx's to remove."""
-    try:
-        if (index_dir / ".gitignore").read_text(encoding="utf-8") == "*\n":
-            return True
-    except (OSError, UnicodeDecodeError):
-        pass
-    try:
-        meta = json.loads((index_dir / META_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(meta, dict) and "schema_version" in meta
-
-
-def _remove_tables(db_dir: Path, keep_vectors: bool, keep: Iterable[str] = ()) -> None:
-    """Delete LanceDB's table folders under `db_dir` (vectors ones too unless `keep_vectors`,
-    never those named in `keep`), and `db_dir` itself when it is a stray file or ends empty."""
-    if db_dir.is_symlink() or db_dir.is_file():
-        db_dir.unlink()  # `db` is codectx's name in its own index folder: not a user's file
-        return
-    if not db_dir.is_dir():
-        return
-    kept = set(keep)
-    for entry in db_dir.iterdir():
-        name = entry.name.removesuffix(".lance")
-        if not entry.name.endswith(".lance") or name in kept:
-            continue
-        if keep_vectors and name.startswith("vectors_"):
-            continue
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry)
-        else:
-            entry.unlink()
-    if not any(db_dir.iterdir()):
-        db_dir.rmdir()
-
-
-def intact_vector_tables(db_dir: Path) -> set[str]:
-    """Names of the vectors tables under `db_dir` whose rows all read back (never raises)."""
-    if not db_dir.is_dir():
-        return set()
-    found = set()
-    try:
-        db = lancedb.connect(db_dir, read_consistency_interval=timedelta(0))
-        names = [n for n in db.list_tables().tables if n.startswith("vectors_")]
-    except BaseException as exc:
-        if not _is_lance_failure(exc):
-            raise
-        return set()
-    for name in names:
-        try:
-            table = db.open_table(name)
-            data = table.search().limit(None).to_arrow()
-            if data.num_rows == table.count_rows() and data.schema.names == ["content_hash", "vector"]:
-                found.add(name)
-        except BaseException as exc:
-            if not _is_lance_failure(exc):
-                raise
-    return found
-
-
-# Every way into the store translates LanceDB's failures (one place, see `_lance_failure`).
-for _name, _member in list(vars(IndexStore).items()):
-    if _name.startswith("__") or _name in ("exists", "meta", "model_id"):
-        continue
-    if isinstance(_member, (staticmethod, classmethod)):
-        setattr(IndexStore, _name, type(_member)(_translated(_member.__func__)))
-    elif inspect.isfunction(_member):
-        setattr(IndexStore, _name, _translated(_member))
+# Every way into the store translates LanceDB's failures (one place: storeguard.lance_failure).
+guard_methods(IndexStore, skip=("exists", "meta", "model_id"))
