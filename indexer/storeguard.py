@@ -1,8 +1,9 @@
 """Damage handling for the on-disk index, apart from the store's own reading and writing.
 
 - `lance_failure`: the one translation of a LanceDB, Lance or Arrow failure (a Rust panic
-  included) into IndexCorrupt (rebuild it) or IndexUnwritable (a full disk, a read-only
-  folder: a message, nothing to rebuild); `guard_methods` applies it to every IndexStore
+  included) into IndexCorrupt (rebuild it; the manifest that vouched for the index is
+  dropped) or IndexUnwritable (a full disk, a read-only folder: a message, nothing to
+  rebuild); `guard_methods` applies it to every IndexStore
   method, so no LanceDB error leaves the store untranslated.
 - `is_codectx_folder`, `remove_tables`: a rebuild deletes only what codectx writes in an
   index folder of its own layout, and LanceDB's table folders (`<name>.lance`) there.
@@ -12,6 +13,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import json
@@ -29,7 +31,7 @@ prepare_lancedb_import()
 import lancedb  # noqa: E402
 import pyarrow as pa  # noqa: E402
 from codectx.indexer.errors import IndexCorrupt, IndexerError, unwritable, unwritable_reason  # noqa: E402
-from codectx.indexer.manifest import META_FILE  # noqa: E402
+from codectx.indexer.manifest import META_FILE, Manifest  # noqa: E402
 
 _RUST_LOCATION = re.compile(r",? ?/[^ ,]*\.rs:\d+(?::\d+)?:?")
 
@@ -40,6 +42,10 @@ def lance_failure(exc: BaseException, index_dir: Path) -> IndexerError:
         return unwritable(index_dir, exc)
     # Rust source locations ("…, /rustc/…/result.rs:1896:29") say nothing to the user.
     detail = _RUST_LOCATION.sub("", " ".join(str(exc).split())).rstrip(" ,:")[:300] or type(exc).__name__
+    # The manifest says "this index is whole": whoever finds otherwise (a search, `status`)
+    # withdraws that, so the `codectx index` the message asks for looks instead of trusting it.
+    with contextlib.suppress(OSError):
+        Manifest.drop(index_dir)
     return IndexCorrupt(
         f"the index at {index_dir} cannot be read ({detail}); run `codectx index` to rebuild it"
     )

@@ -14,6 +14,7 @@ and the next run answers "up to date".
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -299,5 +300,26 @@ def test_a_save_into_a_damaged_index_indexes_the_whole_workspace(
     settings = load_settings(root, {"index.embed": False}, environ={}, user_config=tmp_path / "none.toml")
     report = index_paths(root, ["pkg0/ledger.py"], settings, embed=False)
     assert report.rebuilt
+    stats = IndexStore.open(root / ".codectx").stats()
+    assert {"files": stats.files, "chunks": stats.chunks} == counts
+
+
+def test_damage_that_keeps_size_and_mtime_is_caught_by_the_first_reader(
+    clean: tuple[Path, dict[str, int]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bit flip that leaves the file's size and mtime as they were slips past the manifest's
+    check; the first command that reads the table withdraws the manifest, so the next
+    `codectx index` looks instead of answering "up to date"."""
+    source, counts = clean
+    root = tmp_path / "ws"
+    shutil.copytree(source, root, symlinks=True)
+    target = data_file(root / ".codectx", "chunks")
+    before = target.stat()
+    bitflip(target)
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+    code, _, err = run(capsys, "search", "ledger", str(root), "--lexical")
+    assert code != 0 and "run `codectx index` to rebuild it" in err
+    code, out, err = run(capsys, "index", str(root), "--no-embed")
+    assert code == 0 and "rebuilt the index" in out, (out, err)
     stats = IndexStore.open(root / ".codectx").stats()
     assert {"files": stats.files, "chunks": stats.chunks} == counts
