@@ -323,3 +323,34 @@ def test_damage_that_keeps_size_and_mtime_is_caught_by_the_first_reader(
     assert code == 0 and "rebuilt the index" in out, (out, err)
     stats = IndexStore.open(root / ".codectx").stats()
     assert {"files": stats.files, "chunks": stats.chunks} == counts
+
+
+@pytest.mark.parametrize(
+    "kind",
+    ["chunks data bit-flipped", "files data truncated", "full-text index deleted", "db replaced by a file"],
+)
+def test_a_separate_process_shows_no_traceback_or_rust_panic(
+    kind: str, clean: tuple[Path, dict[str, int]], tmp_path: Path
+) -> None:
+    """What a user's terminal shows, from a real `codectx index` process (LanceDB's Rust log
+    and panics write to the file descriptor directly, past Python's sys.stderr)."""
+    import subprocess
+    import sys
+
+    source, _ = clean
+    root = tmp_path / "ws"
+    shutil.copytree(source, root, symlinks=True)
+    KINDS[kind](root / ".codectx")
+    env = {k: v for k, v in os.environ.items() if k != "LANCEDB_LOG"}
+    for _ in range(2):  # the repair, then the check that it held
+        done = subprocess.run(
+            [sys.executable, "-m", "codectx", "index", str(root), "--no-embed"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stderr
+        for marker in ("Traceback", "panicked", "RUST_BACKTRACE", " WARN ", "RuntimeError"):
+            assert marker not in done.stderr, done.stderr
+    assert done.stdout.startswith("up to date")
