@@ -220,3 +220,36 @@ def test_enospc_at_the_write_layer_keeps_the_batches_committed(
     assert again.vectors_pending == 0 and again.vectors_embedded == embedder.calls - calls
     total = IndexStore.open(index_dir).stats(embedder.model_id).vectors_done
     assert again.vectors_embedded == total - kept  # only what was not committed is embedded again
+
+
+def test_full_disk_during_the_lexical_commit_is_recovered_by_the_next_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The disk fills while a batch of files is written: a message, the batches before it stay
+    searchable, and the next run rolls the half-written batch back and completes the index."""
+    import lancedb.table
+
+    root = tmp_path / "ws"
+    make_workspace(root, n=10)
+    monkeypatch.setattr(pipeline, "COMMIT_FILES", 3)
+    index_dir = tmp_path / "idx"
+    settings = _settings(root, tmp_path, index_dir)
+    real_add = lancedb.table.LanceTable.add
+    chunk_adds = {"n": 0}
+
+    def add(self: Any, data: Any, *args: Any, **kwargs: Any) -> Any:
+        if self.name == "chunks":
+            chunk_adds["n"] += 1
+            if chunk_adds["n"] == 3:
+                raise OSError(errno.ENOSPC, "No space left on device")
+        return real_add(self, data, *args, **kwargs)
+
+    monkeypatch.setattr(lancedb.table.LanceTable, "add", add)
+    with pytest.raises(IndexUnwritable, match="no space left on the device"):
+        index_workspace(root, settings, embed=False)
+    monkeypatch.setattr(lancedb.table.LanceTable, "add", real_add)
+    assert len(IndexStore.open(index_dir).file_records()) == 6  # the two batches before the failure
+    again = index_workspace(root, settings, embed=False)
+    assert again.recovered == 3 and again.files == 10  # the journalled batch, rolled back and redone
+    clean = index_workspace(root, _settings(root, tmp_path, tmp_path / "clean"), embed=False)
+    assert (again.files, again.chunks) == (clean.files, clean.chunks)
