@@ -18,7 +18,7 @@ VLLM_STAMP := $(VLLM_VENV)/.installed
 PROMETHEUS_DEB := 2.42.0+ds-5+deb12u1
 PROMTOOL := $(abspath .tools)/promtool/usr/bin/promtool
 
-.PHONY: promtool bench-burst nvim-check vsix vscode-env vscode-ext-deps node24 venv run test test-fast lint format bench bench-index bench-retriever bench-redact bench-backend bench-lsp vllm-env clean help
+.PHONY: promtool bench-burst nvim-check vsix vscode-env vscode-ext-deps node24 venv run test test-fast lint format bench bench-index bench-hostile bench-retriever bench-redact bench-backend bench-lsp vllm-env clean help
 
 help:
 	@echo "make run    - index this repository on the embedded defaults and show a search"
@@ -82,10 +82,13 @@ format: venv
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-bench: bench-index bench-retriever bench-redact bench-backend bench-lsp
+bench: bench-index bench-hostile bench-retriever bench-redact bench-backend bench-lsp
 
 bench-index: venv
 	$(PY) bench/bench_index.py
+
+bench-hostile: venv
+	$(PY) bench/bench_hostile.py
 
 bench-retriever: venv
 	$(PY) bench/bench_retriever.py

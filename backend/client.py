@@ -45,6 +45,7 @@ from codectx.backend.errors import (
     BackendOffline,
     BackendProtocolError,
     BackendRejected,
+    BackendTimeout,
     BackendUnavailable,
 )
 from codectx.backend.transport import RETRY_STATUSES, EventStream, Gate, Transport, default_gate
@@ -389,7 +390,16 @@ class TextStream:
     async def _deltas(self) -> AsyncIterator[str]:
         if self._events is None:
             raise RuntimeError("TextStream used outside `async with`")
-        async for event in self._shed_retried():
+        try:
+            async for delta in self._event_deltas(self._shed_retried()):
+                yield delta
+        except BackendTimeout as exc:
+            exc.partial = self.text  # a slow stream cut by the total timeout: what arrived is kept
+            raise
+        self.total_s = time.monotonic() - self._started
+
+    async def _event_deltas(self, events: AsyncIterator[dict[str, Any]]) -> AsyncIterator[str]:
+        async for event in events:
             self.response_id = self.response_id or event.get("id")
             self.model = str(event.get("model") or self.model)
             usage = Usage.parse(event.get("usage"))
@@ -409,7 +419,6 @@ class TextStream:
                         self.ttft_s = time.monotonic() - self._started
                     self.text += delta
                     yield delta
-        self.total_s = time.monotonic() - self._started
 
     async def _shed_retried(self) -> AsyncIterator[dict[str, Any]]:
         """The stream's events; a 429/503 shed inside the stream before any text is retried.

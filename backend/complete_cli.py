@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -82,9 +83,42 @@ def _complete(args: argparse.Namespace) -> int:
     return asyncio.run(_run(args, settings, rel, text, provider))
 
 
+SLOW_AFTER_S = 1.0  # a stream still going this long after its first token is shown as it arrives
+
+
+class _SlowEcho:
+    """Shows a slow stream's raw text on stderr as it arrives, once it has run SLOW_AFTER_S past
+    its first token (the finished, post-processed completion still goes to stdout)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.first_at: float | None = None
+        self.text = ""
+        self.showing = False
+
+    def __call__(self, delta: str) -> None:
+        now = time.monotonic()
+        self.first_at = self.first_at if self.first_at is not None else now
+        self.text += delta
+        if not self.enabled:
+            return
+        if self.showing:
+            sys.stderr.write(delta)
+        elif now - self.first_at >= SLOW_AFTER_S:
+            self.showing = True
+            sys.stderr.write(
+                "codectx: the model server is slow; the text so far, as it arrives:\n" + self.text
+            )
+        sys.stderr.flush()
+
+    def end(self) -> None:
+        if self.showing:
+            sys.stderr.write("\n")
+
+
 async def _run(args: argparse.Namespace, settings: Any, rel: str, text: str, provider: Any) -> int:
     from codectx.backend.client import BackendClient
-    from codectx.backend.errors import BackendOffline
+    from codectx.backend.errors import BackendOffline, BackendTimeout
     from codectx.backend.service import CompletionService
 
     async with BackendClient(settings) as client:
@@ -93,11 +127,20 @@ async def _run(args: argparse.Namespace, settings: Any, rel: str, text: str, pro
             dry = await service.dry_run(rel, text, args.line, args.character)
             _print_unsent(args, dry.body, dry.endpoint, dry.audit_id, "dry run")
             return 0
+        echo = _SlowEcho(enabled=not args.json)
         try:
-            result = await service.complete(rel, text, args.line, args.character, mode=args.mode)
+            result = await service.complete(
+                rel, text, args.line, args.character, mode=args.mode, on_delta=echo
+            )
         except BackendOffline as exc:
             _print_unsent(args, exc.body, "/v1/completions", exc.audit_id, "offline mode (privacy.offline)")
             return 0
+        except BackendTimeout as exc:
+            echo.end()
+            if not exc.slow:
+                raise
+            return _print_partial(args, exc)
+        echo.end()
     if args.json:
         data = result.as_dict()
         data["context"] = service.last.items if service.last else []
@@ -107,6 +150,16 @@ async def _run(args: argparse.Namespace, settings: Any, rel: str, text: str, pro
         if not result.text:
             stderr("codectx: the model returned no usable completion")
     return 0
+
+
+def _print_partial(args: argparse.Namespace, exc: Any) -> int:
+    """A live stream cut by the total timeout: what arrived is printed, not thrown away."""
+    if args.json:
+        print_json({"text": exc.partial, "partial": True, "error": str(exc), "phase": exc.phase})
+    else:
+        sys.stdout.write(exc.partial + ("\n" if exc.partial and not exc.partial.endswith("\n") else ""))
+    stderr(f"codectx: warning: {exc}")
+    return int(exc.exit_code)
 
 
 def _print_unsent(

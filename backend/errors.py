@@ -49,9 +49,11 @@ class BackendCircuitOpen(BackendUnavailable):
 class BackendTimeout(BackendError):
     """The connect, first-token or total timeout expired."""
 
-    def __init__(self, message: str, *, phase: str) -> None:
+    def __init__(self, message: str, *, phase: str, slow: bool = False) -> None:
         super().__init__(message)
-        self.phase = phase  # "connect", "first_token" or "total"
+        self.phase = phase  # "connect", "first_byte", "first_token" or "total"
+        self.slow = slow  # the stream was live (tokens kept arriving) when the total timeout ended it
+        self.partial = ""  # the text that arrived before the timeout (set by the client's streams)
 
 
 class BackendRejected(BackendError):

@@ -10,7 +10,7 @@ through `gate.bodyless`. Offline mode builds and records but never sends.
 The API key goes only to the origin it was configured for
 (Settings.api_key_for); a redirect (3xx) is an error, never followed.
 
-Here too: split timeouts (connect / first token / total), retries with backoff
+Here too: split timeouts (connect / first byte / first token / total), retries with backoff
 only where safe (connect errors, 429/503 before any token, honouring
 Retry-After), the circuit breaker, and the translation of every httpx failure
 into codectx.backend.errors, exactly once.
@@ -189,9 +189,13 @@ class Transport:
     async def post(self, endpoint: str, body: dict[str, Any], sources: Sequence[Any] = ()) -> Reply:
         """POST a JSON body (through the gate) and return the whole answer."""
         prepared = self.prepare(endpoint, body, sources)
-        deadline = time.monotonic() + self.timeouts.total_s
         started = time.monotonic()
-        response, recorded = await self._open(prepared, deadline, first_token_deadline=deadline)
+        deadline = started + self.timeouts.total_s
+        # A generated answer that is not streamed sends its headers only when it is done: the
+        # total budget. Anything else (/tokenize) starts answering at once: the first-byte one.
+        generated = endpoint.endswith("/completions")
+        first = deadline if generated else min(deadline, started + self.timeouts.first_byte_s)
+        response, recorded = await self._open(prepared, deadline, first, "first_byte")
         try:
             text = await self._read_text(response, deadline, prepared.endpoint)
         finally:
@@ -214,13 +218,18 @@ class Transport:
         self.breaker.before_request()
         started = time.monotonic()
         deadline = started + self.timeouts.total_s
+        # A server that accepts and then says nothing is told apart within the first-byte budget.
+        first = min(deadline, started + self.timeouts.first_byte_s)
         try:
-            async with asyncio.timeout_at(_loop_time(deadline)):
-                response = await self._http.get(url)
+            async with asyncio.timeout_at(_loop_time(first)):
+                response = await self._http.send(self._http.build_request("GET", url), stream=True)
+            try:
+                text = await self._read_text(response, deadline, url)
+            finally:
+                await response.aclose()
         except TimeoutError:
-            err: BackendError = BackendTimeout(
-                f"no answer from {url} within the total timeout", phase="total"
-            )
+            phase = "first_byte" if first < deadline else "total"
+            err: BackendError = BackendTimeout(self.timeouts.message(phase, url), phase=phase)
             self._note(bodyless, intent, True, "timeout")
             self.breaker.failure(str(err))
             raise err from None
@@ -229,6 +238,10 @@ class Transport:
             self._note(bodyless, intent, not _not_sent(exc), f"error: {type(exc).__name__}")
             self.breaker.failure(str(err))
             raise err from None
+        except BackendError as exc:
+            self._note(bodyless, intent, True, f"error: {type(exc).__name__}")
+            self.breaker.failure(str(exc))
+            raise
         except BaseException:
             self._note(bodyless, intent, True, "cancelled")
             self.breaker.release_probe()
@@ -238,19 +251,22 @@ class Transport:
             self.breaker.release_probe()
             raise _redirect_error(response, url)
         if response.status_code >= 400:
-            err = status_error(response.status_code, response.text, url)
+            err = status_error(response.status_code, text, url)
             if response.status_code >= 500:
                 self.breaker.failure(str(err))
             else:
                 self.breaker.release_probe()
             raise err
         self.breaker.success()
-        return Reply(response.status_code, response.text, None, None, time.monotonic() - started)
+        return Reply(response.status_code, text, None, None, time.monotonic() - started)
 
     async def _open(
-        self, prepared: Any, deadline: float, first_token_deadline: float
+        self, prepared: Any, deadline: float, first_deadline: float, first_phase: str
     ) -> tuple[httpx.Response, concurrent.futures.Future[str]]:
         """Send the prepared bytes until headers arrive, retrying where safe. Records every attempt.
+
+        Headers must come by `first_deadline` (a BackendTimeout of `first_phase` if not,
+        "total" when that is the overall deadline).
 
         Returns the response and the pending audit record of the successful attempt; callers
         await it before they report the request finished (an audit failure is an error).
@@ -271,16 +287,12 @@ class Transport:
                 "POST", url, content=prepared.content, headers={"Content-Type": "application/json"}
             )
             try:
-                async with asyncio.timeout_at(_loop_time(min(deadline, first_token_deadline))):
+                async with asyncio.timeout_at(_loop_time(min(deadline, first_deadline))):
                     response = await self._http.send(request, stream=True)
             except TimeoutError:
                 await self._record(prepared, True, "timeout", intent)
-                phase = "first_token" if first_token_deadline < deadline else "total"
-                err: BackendError = BackendTimeout(
-                    f"the model server at {url} did not answer within the "
-                    f"{'first-token' if phase == 'first_token' else 'total'} timeout",
-                    phase=phase,
-                )
+                phase = first_phase if first_deadline < deadline else "total"
+                err: BackendError = BackendTimeout(self.timeouts.message(phase, url), phase=phase)
                 self.breaker.failure(str(err))
                 raise err from None
             except httpx.HTTPError as exc:
@@ -350,9 +362,7 @@ class Transport:
                         )
                     chunks.append(chunk)
         except TimeoutError:
-            raise BackendTimeout(
-                f"the model server at {url} did not finish within the total timeout", phase="total"
-            ) from None
+            raise BackendTimeout(self.timeouts.message("total", url), phase="total") from None
         except httpx.HTTPError as exc:
             raise self._translate(exc, url) from None
         return b"".join(chunks).decode("utf-8", errors="replace")
@@ -445,9 +455,12 @@ class EventStream:
         self.started = time.monotonic()
         self._deadline = self.started + t.total_s
         self._first_deadline = min(self._deadline, self.started + t.first_token_s)
-        self._response, self._recorded = await self._t._open(
-            self.prepared, self._deadline, self._first_deadline
-        )
+        # vLLM sends a stream's headers before the prompt is even scheduled: a server that does
+        # not within the first-byte budget is not going to stream (unless the first token is due
+        # sooner still).
+        headers_by = min(self._first_deadline, self.started + t.first_byte_s)
+        phase = "first_byte" if headers_by < self._first_deadline else "first_token"
+        self._response, self._recorded = await self._t._open(self.prepared, self._deadline, headers_by, phase)
         self.headers_at = time.monotonic()
         return self
 
@@ -475,8 +488,19 @@ class EventStream:
         if self._response is None:
             raise RuntimeError("EventStream used outside `async with`")
         url = self.prepared.endpoint
+        content_type = self._response.headers.get("content-type", "")
+        if not content_type.lower().startswith("text/event-stream"):
+            # A 200 that is not an event stream: a completion object from a server that does not
+            # stream is accepted as one event; anything else is said to be what it is.
+            event = await self._not_sse(url, content_type)
+            self.first_event_at = time.monotonic()
+            self.done = True
+            yield event
+            return
         lines = self._response.aiter_lines()
         data_lines: list[str] = []
+        events = 0
+        stray = ""  # the first line that is not server-sent events
         while True:
             got_token = self.first_event_at is not None
             deadline = self._deadline if got_token else self._first_deadline
@@ -485,17 +509,17 @@ class EventStream:
                     line = await anext(lines)
             except TimeoutError:
                 await self.aclose()
-                phase = "total" if got_token or self._first_deadline >= self._deadline else "first_token"
-                what = "first token within the first-token"
-                if phase == "total":
-                    what = "end of stream within the total"
-                err = BackendTimeout(f"the model server at {url} stalled: no {what} timeout", phase=phase)
-                if phase == "first_token":
-                    self._t.breaker.failure(str(err))
-                raise err from None
+                raise self._timed_out(url, got_token, events) from None
             except StopAsyncIteration:
                 if not self.done:
-                    raise BackendProtocolError(f"the stream from {url} ended without [DONE]") from None
+                    detail = (
+                        f", and what came is not server-sent events: {stray[:200]!r}"
+                        if stray and not events
+                        else ""
+                    )
+                    raise BackendProtocolError(
+                        f"the stream from {url} ended without [DONE]{detail}"
+                    ) from None
                 return
             except httpx.HTTPError as exc:
                 await self.aclose()
@@ -503,6 +527,8 @@ class EventStream:
             if line.startswith("data:"):
                 data_lines.append(line[5:].lstrip(" "))
                 continue
+            if line and not stray and not line.startswith((":", "event:", "id:", "retry:")):
+                stray = line
             if line or not data_lines:
                 continue  # comments (":"), "event:"/"id:" fields
             payload = "\n".join(data_lines)
@@ -528,4 +554,43 @@ class EventStream:
                 raise status_error(status, json.dumps(event), url)
             if self.first_event_at is None:
                 self.first_event_at = time.monotonic()
+            events += 1
             yield event
+
+    def _timed_out(self, url: str, got_token: bool, events: int) -> BackendTimeout:
+        """The timeout that ended the stream: stalled before the first token, or a live stream
+        that is slow (events kept coming) when the total budget ran out."""
+        t = self._t.timeouts
+        if got_token:
+            elapsed = time.monotonic() - self.started
+            return BackendTimeout(
+                f"the model server at {url} is slow: {events} events in {elapsed:.0f} s, and the total "
+                f"timeout ({t.total_s:g} s, backend.total_timeout_s) ended the stream; what arrived is kept",
+                phase="total",
+                slow=True,
+            )
+        phase = "first_token" if self._first_deadline < self._deadline else "total"
+        err = BackendTimeout(t.message(phase, url), phase=phase)
+        self._t.breaker.failure(str(err))
+        return err
+
+    async def _not_sse(self, url: str, content_type: str) -> dict[str, Any]:
+        """The one event of a 200 answer that is not an event stream, or BackendProtocolError."""
+        assert self._response is not None
+        try:
+            text = await self._t._read_text(self._response, self._deadline, url)
+        finally:
+            await self.aclose()
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and isinstance(data.get("choices"), list):
+            for choice in data["choices"]:
+                if isinstance(choice, dict) and isinstance(choice.get("message"), dict):
+                    choice.setdefault("delta", choice["message"])  # a chat answer, as one delta
+            return data
+        raise BackendProtocolError(
+            f"the model server at {url} answered 200 but not with an event stream (Content-Type: "
+            f"{content_type or 'none'}): {text[:200]!r}"
+        )

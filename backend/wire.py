@@ -57,11 +57,31 @@ class Timeouts:
     connect_s: float
     first_token_s: float
     total_s: float
+    first_byte_s: float = 3.0  # a connected server sends its status line and headers
 
     @classmethod
     def from_settings(cls, settings: Any) -> Timeouts:
         b = settings.backend
-        return cls(float(b.connect_timeout_s), float(b.first_token_timeout_s), float(b.total_timeout_s))
+        return cls(
+            float(b.connect_timeout_s),
+            float(b.first_token_timeout_s),
+            float(b.total_timeout_s),
+            float(b.first_byte_timeout_s),
+        )
+
+    def message(self, phase: str, url: str) -> str:
+        """What a timeout of `phase` means, naming the setting whose budget ran out."""
+        if phase == "first_byte":
+            return (
+                f"the model server at {url} accepted the connection but sent nothing within "
+                f"{self.first_byte_s:g} s (backend.first_byte_timeout_s): is it overloaded or hung?"
+            )
+        if phase == "first_token":
+            return (
+                f"the model server at {url} stalled: no first token within "
+                f"{self.first_token_s:g} s (backend.first_token_timeout_s)"
+            )
+        return f"the model server at {url} did not finish within {self.total_s:g} s (backend.total_timeout_s)"
 
 
 @dataclass

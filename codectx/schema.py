@@ -59,6 +59,13 @@ SCHEMA: dict[str, dict[str, Key]] = {
             "int", 1500, "Chunk size budget in non-whitespace characters.", min=100, max=100_000
         ),
         "embed": Key("bool", True, "Compute vectors (false: lexical and symbol index only)."),
+        "parse_timeout_s": Key(
+            "float",
+            2.0,
+            "Time budget for parsing one file; past it the file is indexed as plain text (line windows).",
+            min=0.01,
+            max=600,
+        ),
     },
     "retriever": {
         "k": Key("int", 10, "Results returned by search.", min=1, max=1000),
@@ -160,6 +167,13 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "ca_bundle": Key("optional_str", None, "Custom CA bundle file for TLS.", privacy=True),
         "connect_timeout_s": Key("float", 2.0, "Connect timeout.", min=0.01),
         "first_token_timeout_s": Key("float", 10.0, "Time allowed until the first token.", min=0.01),
+        "first_byte_timeout_s": Key(
+            "float",
+            3.0,
+            "Time allowed for a connected server to start answering (headers of a stream, /v1/models, "
+            "/tokenize); generated answers that are not streamed get the total timeout.",
+            min=0.01,
+        ),
         "total_timeout_s": Key("float", 30.0, "Time allowed for a whole request.", min=0.01),
         "max_tokens": Key("int", 128, "Largest completion, in tokens.", min=1, max=32768),
         "temperature": Key("float", 0.2, "Sampling temperature.", min=0, max=2),

@@ -29,7 +29,7 @@ from codectx.indexer.grammar import (
     DefInfo,
     LangSpec,
     Node,
-    classify,
+    classify_memo,
     holds_methods,
     last_line,
     leading_comment,
@@ -51,7 +51,17 @@ def _is_trivia(node: Node) -> bool:
 
 
 def _is_trivial(text: str) -> bool:
-    return not _TRIVIAL.sub("", text)
+    rest = text
+    while True:  # peel whitespace and brackets off both ends (the common case never loops long)
+        peeled = rest.strip().strip("{}[]();,")
+        if peeled == rest:
+            break
+        rest = peeled
+    if not rest:
+        return True
+    if "end" not in rest:
+        return False  # it starts and ends with something that is not trivial
+    return not _TRIVIAL.sub("", rest)
 
 
 def content_hash(text: str) -> str:
@@ -110,7 +120,15 @@ class _Unit:
 
 
 class _Chunker:
-    def __init__(self, path: str, language: str, src: SourceText, budget: int) -> None:
+    def __init__(
+        self,
+        path: str,
+        language: str,
+        src: SourceText,
+        budget: int,
+        memo: dict[int, DefInfo | None] | None = None,
+    ) -> None:
+        self.memo = memo
         self.path = path
         self.language = language
         self.spec: LangSpec = SPECS.get(language, LangSpec())  # text files have no node tables
@@ -127,7 +145,30 @@ class _Chunker:
             b -= 1
         if b < a:
             return
+        if self.src.weight(a, b) > self.budget and self._has_long_line(a, b):
+            if a == b:
+                self.long_line(owner, a)
+            else:
+                self.lines(owner, a, b)  # each line alone or in windows; long ones cut below
+            return
         text, start_byte, end_byte = self.src.span(a, b)
+        self.add(owner, a, b, text, start_byte, end_byte)
+
+    def _has_long_line(self, a: int, b: int) -> bool:
+        return any(self.src.weight(i, i) > self.budget for i in range(a, b + 1))
+
+    def long_line(self, owner: _Owner, line: int) -> None:
+        """One line over the budget (minified code, data): pieces of `budget` characters each."""
+        text = self.src.lines[line]
+        start = self.src.starts[line]
+        ascii_only = text.isascii()
+        for i in range(0, len(text), self.budget):
+            piece = text[i : i + self.budget]
+            size = len(piece) if ascii_only else len(piece.encode("utf-8", errors="surrogatepass"))
+            self.add(owner, line, line, piece, start, start + size)
+            start += size
+
+    def add(self, owner: _Owner, a: int, b: int, text: str, start_byte: int, end_byte: int) -> None:
         if _is_trivial(text):
             return  # a lone closing brace or `end` is not worth a chunk
         if owner.bare_head_skipped and _is_trivial(text.replace(self.src.lines[owner.line], "", 1)):
@@ -155,24 +196,28 @@ class _Chunker:
     # -- structure ---------------------------------------------------------------
     def units(self, children: list[Node], floor: int, allow_defs: bool) -> list[_Unit]:
         out: list[_Unit] = []
+        # End of the last unit that is not trivia: kept as we go (linear in the children). The
+        # units popped below start after it, so they are never the solid one.
+        solid_end = floor - 1
         for child in children:
             start, end = child.start_point[0], last_line(child)
-            info = classify(child, self.language) if allow_defs else None
+            info = classify_memo(self.memo, child, self.language) if allow_defs else None
             if info is not None and self._own_chunk(info):
-                solid = [u for u in out if u.info is not None or not _is_trivia(u.node)]
-                prev_end = solid[-1].end if solid else floor - 1
                 # The doc may sit inside the previous node (grammars attach comments oddly); the
                 # span never reaches back into it.
                 first, doc = leading_comment(self.src.lines, start, self.spec, floor)
-                first = max(first, prev_end + 1)
+                first = max(first, solid_end + 1)
                 if self.spec.python_docstring:
                     doc = python_docstring(info.body) or doc
                 # Comments now inside the definition's span leave the list of plain units.
                 while out and out[-1].info is None and out[-1].start >= first:
                     out.pop()
                 out.append(_Unit(min(first, start), end, child, info, doc))
+                solid_end = end
             else:
                 out.append(_Unit(start, end, child, None))
+                if not _is_trivia(child):
+                    solid_end = end
         return out
 
     @staticmethod
@@ -284,9 +329,17 @@ class _Chunker:
             self.region(children, a, b, owner, scope, in_class=False, allow_defs=False)
 
 
-def chunk_tree(path: str, language: str, src: SourceText, root: Node, budget: int) -> list[Chunk]:
-    """Chunks of a file parsed by tree-sitter (any language in grammar.SPECS)."""
-    chunker = _Chunker(path, language, src, budget)
+def chunk_tree(
+    path: str,
+    language: str,
+    src: SourceText,
+    root: Node,
+    budget: int,
+    memo: dict[int, DefInfo | None] | None = None,
+) -> list[Chunk]:
+    """Chunks of a file parsed by tree-sitter (any language in grammar.SPECS); `memo` shares
+    `classify` answers with the symbol extractor (grammar.classify_memo)."""
+    chunker = _Chunker(path, language, src, budget, memo)
     last = max(len(src.lines) - 1, 0)
     module = _Owner("module", "", "", "", "", 0)
     chunker.region(list(root.named_children), 0, last, module, (), in_class=False, allow_defs=True)

@@ -207,6 +207,7 @@ def _print_report(r: IndexReport) -> None:
         )
         if r.model_id:
             print(f"vectors ({r.model_id}): complete")
+        _warn(r)
         return
     if r.rebuilt:
         print(f"rebuilt the index: {r.rebuilt}")
@@ -234,8 +235,16 @@ def _print_report(r: IndexReport) -> None:
     else:
         print("vectors: not computed (--no-embed)")
     print("time: " + ", ".join(f"{stage} {secs:.1f}s" for stage, secs in r.timings.items()))
-    for line in r.errors:
+    _warn(r)
+
+
+def _warn(r: IndexReport, limit: int = 20) -> None:
+    """The run's warnings on stderr, the first `limit` of them (all of them are in --json)."""
+    lines = [*r.warnings, *r.errors]
+    for line in lines[:limit]:
         stderr(f"codectx: warning: {line}")
+    if len(lines) > limit:
+        stderr(f"codectx: warning: ... and {len(lines) - limit} more (`codectx index --json` lists them all)")
 
 
 def _ago(ts: float | None) -> str:

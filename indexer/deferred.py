@@ -29,6 +29,7 @@ already.
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -46,6 +47,9 @@ def prepare_lancedb_import() -> None:
     """Call before the first `import lancedb`: imports it the quick way (harmless after it)."""
     if "lancedb" in sys.modules:
         return
+    # LanceDB's Rust log writes warnings straight to stderr (a damaged index gives a dozen lines
+    # of them); codectx reports what it finds itself. LANCEDB_LOG set by the user still wins.
+    os.environ.setdefault("LANCEDB_LOG", "error")
     defer_namespace_client()
     _light_override()
     with deferred_model_build():

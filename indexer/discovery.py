@@ -19,7 +19,13 @@ real folder is walked once, so loops end. One bad file never stops
 discovery; it is listed in `Discovery.skipped` with a short, stable reason.
 
 Invalid UTF-8 is not a reason to skip: `read_source` decodes with
-replacement characters, so the rest of such a file stays searchable.
+replacement characters, so the rest of such a file stays searchable; UTF-16
+and UTF-32 files with a byte-order mark are decoded too (`decode_source`).
+
+Nothing in a workspace stops the walk: an ignore-file line that is not a valid
+pattern (`\\`, `!`, `foo\\`, `[z-a]`) is dropped, as git drops it, and a file
+or folder whose name is not valid UTF-8 is skipped ("undecodable-name"); each
+gives one warning naming the file (and line) in `Discovery.warnings`.
 """
 
 from __future__ import annotations
@@ -59,6 +65,7 @@ __all__ = [
     "DiscoveryError",
     "Skipped",
     "SourceFile",
+    "decode_source",
     "discover",
     "discover_files",
     "is_never_index",
@@ -94,6 +101,7 @@ class Skipped:
 class Discovery:
     files: list[SourceFile] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # bad ignore lines, undecodable names
 
     def skipped_by_reason(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -104,7 +112,52 @@ class Discovery:
 
 @functools.lru_cache(maxsize=64)
 def _spec(patterns: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
-    return pathspec.GitIgnoreSpec.from_lines(patterns)
+    """The spec of the valid lines of `patterns` (git drops invalid lines; so do we)."""
+    return pathspec.GitIgnoreSpec.from_lines(_valid_lines(patterns)[0])
+
+
+@functools.lru_cache(maxsize=64)
+def _valid_lines(patterns: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[tuple[int, str], ...]]:
+    """(the lines pathspec compiles, (1-based number, line) of each it refuses)."""
+    try:
+        pathspec.GitIgnoreSpec.from_lines(patterns)
+        return patterns, ()
+    except Exception:  # GitIgnorePatternError (`\\`, `!`), re.error (`[z-a]`), RE2's errors
+        pass
+    good: list[str] = []
+    bad: list[tuple[int, str]] = []
+    for number, line in enumerate(patterns, 1):
+        try:
+            pathspec.GitIgnoreSpec.from_lines([line])
+        except Exception:
+            bad.append((number, line))
+        else:
+            good.append(line)
+    return tuple(good), tuple(bad)
+
+
+def pattern_warnings(patterns: tuple[str, ...], source: str) -> list[str]:
+    """One warning per invalid line of an ignore file or pattern list, naming `source` and the line."""
+    return [
+        f"{source}:{number}: invalid ignore pattern {line!r} skipped (git skips it too)"
+        for number, line in _valid_lines(patterns)[1]
+    ]
+
+
+def undecodable(name: str) -> bool:
+    """True for a name that is not valid UTF-8 on disk (Python holds it with surrogate escapes)."""
+    if name.isascii():
+        return False
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def shown(path: str) -> str:
+    """A path fit to print: undecodable bytes as \\xNN escapes."""
+    return os.fsencode(path).decode("utf-8", errors="backslashreplace")
 
 
 def _norm(path: str) -> str:
@@ -127,16 +180,49 @@ def is_never_index(path: str, settings: Settings | None = None) -> bool:
     return _spec(never_index_patterns(settings)).match_file(path)
 
 
+# Byte-order marks, longest first: the UTF-32 LE mark starts with the UTF-16 LE one.
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (b"\x00\x00\xfe\xff", "utf-32-be"),
+    (b"\xff\xfe\x00\x00", "utf-32-le"),
+    (b"\xef\xbb\xbf", "utf-8"),
+    (b"\xfe\xff", "utf-16-be"),
+    (b"\xff\xfe", "utf-16-le"),
+)
+
+
+def bom_encoding(data: bytes) -> tuple[str, int] | None:
+    """(codec, BOM length) when `data` starts with a byte-order mark, else None."""
+    for bom, codec in _BOMS:
+        if data.startswith(bom):
+            return codec, len(bom)
+    return None
+
+
+def decode_source(data: bytes) -> str:
+    """A file's text: UTF-8, or UTF-16/32 when a BOM says so (BOM dropped), bad bytes replaced."""
+    found = bom_encoding(data)
+    if found is None:
+        return data.decode("utf-8", errors="replace")
+    codec, skip = found
+    return data[skip:].decode(codec, errors="replace")
+
+
+def text_head(head: bytes) -> bytes:
+    """The first bytes as UTF-8, so that a UTF-16/32 file is sniffed by its text, not its zero bytes."""
+    found = bom_encoding(head)
+    if found is None or found[0] == "utf-8":
+        return head
+    return decode_source(head).encode("utf-8", errors="replace")
+
+
 def read_source(abs_path: Path) -> str:
-    """A file's text: UTF-8 (BOM dropped) with invalid bytes replaced, never an exception for bad bytes."""
-    data = abs_path.read_bytes()
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    return data.decode("utf-8", errors="replace")
+    """A file's text (see `decode_source`); never an exception for bad bytes."""
+    return decode_source(abs_path.read_bytes())
 
 
 def sniff(head: bytes, name: str) -> str | None:
     """A skip reason from a file's first bytes and name: binary, generated, minified; None if fine."""
+    head = text_head(head)
     if b"\0" in head:
         return "binary"
     if _spec(MINIFIED_NAMES).match_file(name):
@@ -187,6 +273,9 @@ class _Walker:
         self.report_ignored = False
         self.known: Mapping[str, tuple[int, int]] = {}
         self.secret = _spec(never_index_patterns(settings))
+        self.out.warnings.extend(
+            pattern_warnings(tuple(settings.index.never_index), "setting index.never_index")
+        )
         # Paths inside the walk are strings: pathlib objects for every entry cost a third of it.
         self.index_dir: str | None = None
         try:
@@ -194,14 +283,19 @@ class _Walker:
         except CodectxError:
             self.index_dir = None
 
+    def compiled(self, patterns: tuple[str, ...], source: str) -> pathspec.GitIgnoreSpec:
+        """The spec of `patterns`; each invalid line becomes a warning naming `source`."""
+        self.out.warnings.extend(pattern_warnings(patterns, source))
+        return _spec(patterns)
+
     def base_rules(self) -> _Rules:
         specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []
         exclude = tuple(self.settings.index.exclude)
         if exclude:
-            specs.append(("", _spec(exclude)))
+            specs.append(("", self.compiled(exclude, "setting index.exclude")))
         info = _read_patterns(self.root / ".git" / "info" / "exclude")
         if info:
-            specs.append(("", _spec(info)))
+            specs.append(("", self.compiled(info, ".git/info/exclude")))
         return _Rules(tuple(specs))
 
     def rules_for(self, real_dir: str, rel_dir: str, parent: _Rules, names: set[str] | None = None) -> _Rules:
@@ -212,7 +306,8 @@ class _Walker:
                 continue
             patterns = _read_patterns(Path(real_dir, ignore_file))
             if patterns:
-                specs.append((rel_dir, _spec(patterns)))
+                source = shown(f"{rel_dir}/{ignore_file}" if rel_dir else ignore_file)
+                specs.append((rel_dir, self.compiled(patterns, source)))
         return _Rules(tuple(specs)) if len(specs) != len(parent.specs) else parent
 
     def skip(self, rel: str, reason: str) -> None:
@@ -223,6 +318,11 @@ class _Walker:
         file: `app/envlink.py -> ../.env` is judged as `.env` too, not only by its benign name."""
         real_rel = os.path.relpath(real, self.root)
         return real_rel != rel and bool(self.secret.match_file(real_rel))
+
+    def skip_undecodable(self, rel: str) -> None:
+        """A name that is not UTF-8 cannot be matched, stored or sent: skipped, with a warning."""
+        self.skip(rel, "undecodable-name")
+        self.out.warnings.append(f"{shown(rel)}: the name is not valid UTF-8; skipped")
 
     def inside_root(self, real: str) -> bool:
         root = str(self.root)
@@ -269,6 +369,9 @@ class _Walker:
         visited: set[tuple[int, int]],
     ) -> tuple[str, str] | None:
         """Handle one folder entry; return (real path, rel) of a folder to descend into."""
+        if undecodable(entry.name):
+            self.skip_undecodable(rel)
+            return None
         try:
             is_link = entry.is_symlink()
             real = os.path.realpath(entry.path) if is_link else entry.path
@@ -288,7 +391,8 @@ class _Walker:
         if stat.S_ISDIR(st.st_mode):
             return self._folder(entry.name, rel, real, st, rules, ancestors, visited)
         if not stat.S_ISREG(st.st_mode):
-            return None  # sockets, fifos, devices
+            self.skip(rel, "special-file")  # FIFOs, sockets, devices: never opened
+            return None
         linked = is_link or entry.path != os.path.join(self.root, rel)  # itself or a folder above a link
         if linked and self.secret_target(real, rel):
             self.skip(rel, "secret-file")
@@ -368,6 +472,7 @@ class _Walker:
         except OSError:
             self.skip(rel, "unreadable")
             return
+        head = text_head(head)
         if language is None:
             language = language_from_shebang(head.split(b"\n", 1)[0].decode("utf-8", "replace"))
         if language is None:
@@ -417,6 +522,9 @@ def discover_files(root: Path, settings: Settings, paths: Iterable[str]) -> Disc
         rel = _norm(raw)
         if not rel or posixpath.normpath(rel).startswith(".."):
             walker.skip(raw, "outside-root")
+            continue
+        if undecodable(rel):
+            walker.skip_undecodable(rel)
             continue
         rel = posixpath.normpath(rel)
         parts = rel.split("/")

@@ -26,6 +26,7 @@ __all__ = [
     "Node",
     "body_of",
     "classify",
+    "classify_memo",
     "find_all",
     "find_groups",
     "find_matching",
@@ -169,6 +170,17 @@ def _type_name(node: Node | None) -> str:
     words = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", raw.split("::")[-1])
     keep = [w for w in words if w not in ("mut", "const", "dyn", "impl")]
     return keep[-1] if keep else ""
+
+
+def classify_memo(memo: dict[int, DefInfo | None] | None, node: Node, language: str) -> DefInfo | None:
+    """`classify`, remembered per node in `memo` (one parse's tree: the chunker and the symbol
+    extractor ask about the same definitions; a 20k-function file asks 40k times)."""
+    if memo is None:
+        return classify(node, language)
+    key = node.id
+    if key not in memo:
+        memo[key] = classify(node, language)
+    return memo[key]
 
 
 def classify(node: Node, language: str) -> DefInfo | None:
@@ -343,7 +355,7 @@ def signature_of(info: DefInfo, source: bytes) -> str:
     text = source[start:end].decode("utf-8", errors="replace")
     if info.body is None:
         text = text.split("{", 1)[0] if info.function else text.split("\n", 1)[0]
-    text = _WS.sub(" ", text).strip().rstrip("{").rstrip()
+    text = " ".join(text.split()).rstrip("{").rstrip()  # whitespace runs as one space
     return text[:400]
 
 

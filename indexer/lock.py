@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from codectx.indexer.errors import IndexLocked
+from codectx.indexer.errors import IndexLocked, unwritable
 
 LOCK_FILE = "lock"
 
@@ -35,8 +35,11 @@ class IndexLock:
         """Take the lock, waiting up to `wait_s`; raises IndexLocked naming the holder."""
         from codectx.indexer.owner import claim
 
-        claim(self.path.parent)  # never a lock file in a folder codectx did not create
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            claim(self.path.parent)  # never a lock file in a folder codectx did not create
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:  # a file in the way, a read-only mount, /proc, no permission
+            raise unwritable(self.path.parent, exc) from None
         deadline = time.monotonic() + wait_s
         while True:
             try:

@@ -80,3 +80,4 @@ class ParsedFile:
     references: list[Reference] = field(default_factory=list)
     imports: list[Import] = field(default_factory=list)
     syntax_errors: int = 0  # count of ERROR/MISSING nodes; the rest of the file is still indexed
+    parse_timed_out: bool = False  # past index.parse_timeout_s: chunked as plain text, no symbols

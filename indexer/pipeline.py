@@ -16,15 +16,24 @@ import hashlib
 import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from codectx.indexer.discovery import SourceFile, discover, is_never_index, sniff
+from codectx.indexer.discovery import SourceFile, decode_source, discover, is_never_index, sniff
 from codectx.indexer.embedder import Embedder, name_model_id
-from codectx.indexer.errors import IndexCorrupt, IndexSchemaMismatch
+from codectx.indexer.errors import IndexCorrupt, IndexSchemaMismatch, unwritable
 from codectx.indexer.lock import IndexLock
-from codectx.indexer.manifest import Manifest, QuickCheck, check_workspace, fingerprint, summary
+from codectx.indexer.manifest import (
+    Manifest,
+    QuickCheck,
+    check_workspace,
+    db_snapshot,
+    fingerprint,
+    summary,
+)
 from codectx.indexer.parse import parse_file
+from codectx.indexer.reading import NotIndexed, read_discovered
 from codectx.indexer.report import IndexReport, ProgressEvent, ProgressFn
 
 __all__ = ["IndexReport", "ProgressEvent", "ProgressFn", "index_paths", "index_workspace"]
@@ -42,30 +51,55 @@ def _emit(progress: ProgressFn | None, stage: str, done: int, total: int, messag
         progress(ProgressEvent(stage, done, total, message))
 
 
-def open_for_write(index_dir: Path, report: IndexReport) -> IndexStore:
-    """Open (or create) the index for writing; an incompatible or broken one is rebuilt."""
+def _why(exc: Exception) -> str:
+    return str(exc).split("; run `codectx index`")[0]
+
+
+def open_for_write(index_dir: Path, report: IndexReport, deep: bool = False) -> IndexStore:
+    """Open (or create) the index for writing, checked (`IndexStore.verify`, every row read with
+    `deep`); an incompatible or broken one is rebuilt, keeping the vectors that read back."""
+    if not IndexStore.exists(index_dir) and (index_dir / "db").exists():
+        report.rebuilt = f"{index_dir / 'meta.json'} is missing, so the tables beside it cannot be trusted"
     try:
         store = IndexStore.open(index_dir, create=True)
-    except (IndexSchemaMismatch, IndexCorrupt) as exc:
-        report.rebuilt = str(exc).split(";")[0]
+        report.warnings.extend(store.verify(deep))
+    except IndexSchemaMismatch as exc:
+        report.rebuilt = _why(exc)
         IndexStore.reset(index_dir)
         store = IndexStore.open(index_dir, create=True)
+    except IndexCorrupt as exc:
+        report.rebuilt = _why(exc)
+        IndexStore.reset(index_dir, keep_vectors=True)
+        store = IndexStore.open(index_dir, create=True)
     recovered = store.recover()
+    if recovered == ["*"]:
+        report.warnings.append("journal.json was not a journal of this codectx; every file is indexed again")
     report.recovered = len(recovered)
     return store
 
 
-def parse_one(sf: SourceFile, settings: Settings, root: Path) -> tuple[FileData | None, str | None]:
-    """Parse one file into rows, or return why it could not be (never raises for a bad file)."""
-    try:
-        data = sf.abs_path.read_bytes()
-    except OSError as exc:
-        return None, f"{sf.path}: cannot read: {exc.strerror or exc}"
+def parse_one(sf: SourceFile, settings: Settings, root: Path) -> tuple[FileData | None, NotIndexed | None]:
+    """Parse one file into rows, or return why it was not (never raises for a bad file).
+
+    The file is re-checked as it is read (`read_discovered`): still a regular file, still
+    inside the workspace, still under the size cap. A parse past the time budget gives rows
+    (plain-text chunks) and a NotIndexed with reason "parse-timeout" as a warning.
+    """
+    data = read_discovered(sf, root, settings)
+    if isinstance(data, NotIndexed):
+        return None, data
     text = read_source_bytes(data)
     try:
         parsed = parse_file(sf.path, text, sf.language, settings, root)
     except Exception as exc:  # a parser bug on one file must not stop the run
-        return None, f"{sf.path}: cannot parse: {type(exc).__name__}: {exc}"
+        return None, NotIndexed("cannot-parse", f"{sf.path}: cannot parse: {type(exc).__name__}: {exc}")
+    note = None
+    if parsed.parse_timed_out:
+        note = NotIndexed(
+            "parse-timeout",
+            f"{sf.path}: parsing took longer than index.parse_timeout_s "
+            f"({settings.index.parse_timeout_s:g} s); indexed as plain text, without symbols",
+        )
     record = FileRecord(
         path=sf.path,
         size=sf.size,
@@ -75,12 +109,12 @@ def parse_one(sf: SourceFile, settings: Settings, root: Path) -> tuple[FileData 
         n_chunks=len(parsed.chunks),
         syntax_errors=parsed.syntax_errors,
     )
-    return FileData(record, parsed.chunks, parsed.definitions, parsed.imports, parsed.references), None
+    return FileData(record, parsed.chunks, parsed.definitions, parsed.imports, parsed.references), note
 
 
 def _parsed(
     changed: Sequence[SourceFile], settings: Settings, root: Path
-) -> Iterator[tuple[SourceFile, FileData | None, str | None]]:
+) -> Iterator[tuple[SourceFile, FileData | None, NotIndexed | None]]:
     """Parse results in input order.
 
     Sequential: a process pool would need `python -m codectx` to be import-safe for spawned
@@ -92,10 +126,8 @@ def _parsed(
 
 
 def read_source_bytes(data: bytes) -> str:
-    """Text of a file's bytes, like discovery.read_source: BOM dropped, invalid UTF-8 replaced."""
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    return data.decode("utf-8", errors="replace")
+    """Text of a file's bytes, like discovery.read_source: UTF-8 or UTF-16/32 by BOM, BOM dropped."""
+    return decode_source(data)
 
 
 def _commit_lexical(
@@ -133,8 +165,11 @@ def _commit_lexical(
     for i, (sf, item, error) in enumerate(_parsed(changed, settings, root), 1):
         done = i
         parse_s += time.perf_counter() - t
-        if error:
-            report.errors.append(error)
+        if error is not None and item is None:
+            report.errors.append(error.message)
+            report.add_skipped(sf.path, error.reason)
+        elif error is not None:
+            report.warnings.append(error.message)
         if item is not None:
             if item.record.syntax_errors:
                 report.syntax_error_files.append(sf.path)
@@ -264,53 +299,85 @@ def index_workspace(
             quick.timings["total"] = time.perf_counter() - t0
             _emit(progress, "done", quick.files, quick.files)
             return quick
-        store = open_for_write(index_dir, report)
-        _emit(progress, "discover", 0, 0)
-        known = _indexed_files(store, checked, report)
-        # The quick check's walk is good when it trusted exactly these records (no writer since).
-        if checked is not None and checked.found is not None and checked.known == known:
-            found = checked.found
-            t0 -= walked_before  # the caller's walk is this run's discovery stage
-        else:
-            found = discover_cached(root, settings, index_dir, fingerprint(settings), known=known)
-        report.skipped = found.skipped_by_reason()
-        t1 = time.perf_counter()
-        report.timings["discover"] = t1 - t0
-        _emit(progress, "discover", len(found.files), len(found.files))
-
-        current = {sf.path for sf in found.files}
-        removed = sorted(p for p in known if p not in current)
-        removed_set = set(removed)
-        changed = []
-        for sf in found.files:
-            if known.get(sf.path) == (sf.size, sf.mtime_ns):
-                report.unchanged += 1
-            else:
-                changed.append(sf)
-        written: dict[str, FileRecord] = {}
-        _commit_lexical(store, changed, removed, set(known), settings, root, report, progress, written)
-        t2 = time.perf_counter()
-        report.timings["lexical"] = t2 - t1
-        store.update_meta(lexical_indexed=time.time())
-
-        emb = _embedder_for(settings, embedder, embed)
-        if emb is not None:
-            embed_pending(store, emb, report, progress)
-            report.timings["embed"] = time.perf_counter() - t2
-            store.prune_vectors(emb.model_id)
-            store.prune_vectors(name_model_id(emb.model_id))
-        store.compact()
-        _finish(store, report, emb.model_id if emb else store.model_id, emb is not None)
-        # The files table now holds the records read above, less the removed paths, plus the
-        # records just written (a file that failed to parse keeps its old record): no re-read.
-        files = {p: v for p, v in known.items() if p not in removed_set}
-        files.update((p, (r.size, r.mtime_ns)) for p, r in written.items())
-        _write_manifest(store, settings, report, files, embedded=emb is not None)
-        report.timings["total"] = time.perf_counter() - t0
-        _emit(progress, "done", report.files, report.files)
-        return report
+        notes = list(checked.notes) if checked is not None else []
+        deep = not (checked is not None and checked.vouched)
+        try:
+            report.warnings.extend(notes)
+            started = (t0, walked_before)
+            return _index_once(root, settings, report, checked, progress, embed, embedder, deep, started)
+        except IndexCorrupt as exc:
+            # Damage found midway (a table file that no longer reads): rebuild once, now.
+            report = IndexReport(root=str(root), index_dir=str(index_dir), warnings=notes)
+            report.rebuilt = _why(exc)
+            IndexStore.reset(index_dir, keep_vectors=True)
+            return _index_once(root, settings, report, None, progress, embed, embedder, False, (t0, 0.0))
+    except OSError as exc:  # the index's own files (manifest, meta): a full disk, a read-only mount
+        raise unwritable(index_dir, exc) from None
     finally:
         lock.release()
+
+
+def _index_once(
+    root: Path,
+    settings: Settings,
+    report: IndexReport,
+    checked: QuickCheck | None,
+    progress: ProgressFn | None,
+    embed: bool | None,
+    embedder: Embedder | None,
+    deep: bool,
+    started: tuple[float, float],
+) -> IndexReport:
+    """One run past the quick check (the caller holds the lock); `deep`: read every table back
+    before trusting it. `started`: when the run began, and how long the caller's walk took
+    before that (it counts as discovery when the run reuses it)."""
+    index_dir = settings.index_dir()
+    t0, walked_before = started
+    store = open_for_write(index_dir, report, deep)
+    _emit(progress, "discover", 0, 0)
+    known = _indexed_files(store, checked, report)
+    # The quick check's walk is good when it trusted exactly these records (no writer since).
+    if checked is not None and checked.found is not None and checked.known == known:
+        found = checked.found
+        t0 -= walked_before  # the caller's walk is this run's discovery stage
+    else:
+        found = discover_cached(root, settings, index_dir, fingerprint(settings), known=known)
+    report.note_discovery(found)
+    t1 = time.perf_counter()
+    report.timings["discover"] = t1 - t0
+    _emit(progress, "discover", len(found.files), len(found.files))
+
+    current = {sf.path for sf in found.files}
+    removed = sorted(p for p in known if p not in current)
+    removed_set = set(removed)
+    changed = []
+    for sf in found.files:
+        if known.get(sf.path) == (sf.size, sf.mtime_ns):
+            report.unchanged += 1
+        else:
+            changed.append(sf)
+    written: dict[str, FileRecord] = {}
+    _commit_lexical(store, changed, removed, set(known), settings, root, report, progress, written)
+    t2 = time.perf_counter()
+    report.timings["lexical"] = t2 - t1
+    store.update_meta(lexical_indexed=time.time())
+
+    emb = _embedder_for(settings, embedder, embed)
+    if emb is not None:
+        embed_pending(store, emb, report, progress)
+        report.timings["embed"] = time.perf_counter() - t2
+        store.prune_vectors(emb.model_id)
+        store.prune_vectors(name_model_id(emb.model_id))
+    store.compact()
+    _finish(store, report, emb.model_id if emb else store.model_id, emb is not None)
+    # The files table now holds the records read above, less the removed paths, plus the
+    # records just written (a file that failed to parse keeps its old record): no re-read.
+    files = {p: v for p, v in known.items() if p not in removed_set}
+    files.update((p, (r.size, r.mtime_ns)) for p, r in written.items())
+    _write_manifest(store, settings, report, files, embedded=emb is not None)
+    report.timings["total"] = time.perf_counter() - t0
+    _emit(progress, "done", report.files, report.files)
+    return report
 
 
 def _indexed_files(
@@ -347,7 +414,9 @@ def _write_manifest(
     `files`: the (size, mtime_ns) of every file record in the index now.
     """
     embedded = embedded and not report.vectors_pending
-    Manifest(fingerprint(settings), files, embedded, summary(report)).write(store.index_dir)
+    manifest = Manifest(fingerprint(settings), files, embedded, summary(report))
+    manifest = replace(manifest, db_files=db_snapshot(store.index_dir))  # vouches for the tables
+    manifest.write(store.index_dir)
 
 
 def _relative(root: Path, path: Path | str) -> str | None:
@@ -383,37 +452,64 @@ def index_paths(
     try:
         t0 = time.perf_counter()
         store = open_for_write(index_dir, report)
-        records = store.file_records()
-        wanted: list[str] = []
-        for path in paths:
-            rel = _relative(root, path)
-            if rel is None:
-                report.errors.append(f"{path}: outside the workspace {root}")
-            else:
-                wanted.append(rel)
-        unknown = [p for p in wanted if p not in records and (root / p).is_file()]
-        discovered: dict[str, SourceFile] = {}
-        if unknown:
-            found = discover(root, settings)
-            discovered = {sf.path: sf for sf in found.files}
-        changed: list[SourceFile] = []
-        removed: list[str] = []
-        for rel in wanted:
-            sf = discovered.get(rel) or _known_file(root, rel, records, settings)
-            if sf is None:
-                if rel in records:
-                    removed.append(rel)
-                continue
-            changed.append(sf)
-        _commit_lexical(store, changed, removed, set(records), settings, root, report, progress)
-        emb = _embedder_for(settings, embedder, embed)
-        if emb is not None:
-            embed_pending(store, emb, report, progress)
-        _finish(store, report, emb.model_id if emb else store.model_id, emb is not None)
-        report.timings["total"] = time.perf_counter() - t0
-        return report
+        if not report.rebuilt:
+            try:
+                return _index_some(store, root, paths, settings, report, progress, embed, embedder, t0)
+            except IndexCorrupt as exc:  # found midway: the tables need a rebuild
+                report.rebuilt = _why(exc)
+                IndexStore.reset(index_dir, keep_vectors=True)
+        # A fresh index: the few files asked for would be all of it. Index the workspace.
+        lock.release()
+        full = index_workspace(
+            root, settings, progress, embed=embed, embedder=embedder, lock_wait_s=lock_wait_s
+        )
+        full.rebuilt = report.rebuilt
+        return full
     finally:
         lock.release()
+
+
+def _index_some(
+    store: IndexStore,
+    root: Path,
+    paths: Iterable[Path | str],
+    settings: Settings,
+    report: IndexReport,
+    progress: ProgressFn | None,
+    embed: bool | None,
+    embedder: Embedder | None,
+    t0: float,
+) -> IndexReport:
+    """The body of `index_paths` (the caller holds the lock)."""
+    records = store.file_records()
+    wanted: list[str] = []
+    for path in paths:
+        rel = _relative(root, path)
+        if rel is None:
+            report.errors.append(f"{path}: outside the workspace {root}")
+        else:
+            wanted.append(rel)
+    unknown = [p for p in wanted if p not in records and (root / p).is_file()]
+    discovered: dict[str, SourceFile] = {}
+    if unknown:
+        found = discover(root, settings)
+        discovered = {sf.path: sf for sf in found.files}
+    changed: list[SourceFile] = []
+    removed: list[str] = []
+    for rel in wanted:
+        sf = discovered.get(rel) or _known_file(root, rel, records, settings)
+        if sf is None:
+            if rel in records:
+                removed.append(rel)
+            continue
+        changed.append(sf)
+    _commit_lexical(store, changed, removed, set(records), settings, root, report, progress)
+    emb = _embedder_for(settings, embedder, embed)
+    if emb is not None:
+        embed_pending(store, emb, report, progress)
+    _finish(store, report, emb.model_id if emb else store.model_id, emb is not None)
+    report.timings["total"] = time.perf_counter() - t0
+    return report
 
 
 def _known_file(
@@ -430,9 +526,12 @@ def _known_file(
         st = path.stat()
         if not path.is_file() or st.st_size > settings.index.max_file_bytes:
             return None
-        with path.open("rb") as fh:
-            if sniff(fh.read(8192), path.name) is not None:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO swapped in meanwhile never blocks
+        try:
+            if sniff(os.read(fd, 8192), path.name) is not None:
                 return None
+        finally:
+            os.close(fd)
     except OSError:
         return None
     return SourceFile(rel, str(path), st.st_size, st.st_mtime_ns, record.language)

@@ -6,6 +6,7 @@ reports (the CLI's quick no-op check) do not import LanceDB.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -35,7 +36,9 @@ class IndexReport:
     chunks_written: int = 0
     chunks_per_language: dict[str, int] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)  # reason -> count
+    skipped_files: list[dict[str, str]] = field(default_factory=list)  # {"path", "reason"} of each
     errors: list[str] = field(default_factory=list)  # one line per file that could not be indexed
+    warnings: list[str] = field(default_factory=list)  # indexed anyway, or skipped lines of ignore files
     syntax_error_files: list[str] = field(default_factory=list)
     model_id: str | None = None
     embed_backend: str | None = None
@@ -48,3 +51,18 @@ class IndexReport:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def note_discovery(self, found: Any) -> None:
+        """A walk's skips (counts, and paths fit to print) and warnings (a discovery.Discovery)."""
+        self.skipped = found.skipped_by_reason()
+        self.skipped_files = [{"path": _shown(s.path), "reason": s.reason} for s in found.skipped]
+        self.warnings.extend(found.warnings)
+
+    def add_skipped(self, path: str, reason: str) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+        self.skipped_files.append({"path": path, "reason": reason})
+
+
+def _shown(path: str) -> str:
+    """Undecodable bytes of a name as \\xNN escapes (JSON and terminals take no lone surrogates)."""
+    return os.fsencode(path).decode("utf-8", errors="backslashreplace")

@@ -18,6 +18,12 @@ records are written last and the journal removed after. A writer that finds a
 journal on open deletes all rows of those paths, so a kill -9 at any moment
 leaves files either fully indexed or absent (and re-indexed by the next run).
 
+Damage: every LanceDB or Lance failure is translated once (`storeguard.lance_failure`) into
+IndexCorrupt (rebuild) or IndexUnwritable (a full disk or read-only folder: nothing to
+rebuild). `verify` checks the tables (open, count, schema; with `deep`, every row read and
+the full-text index queried); `reset` deletes only what codectx itself writes in an index
+folder and can keep the vectors tables, the embedding cache, when they read back whole.
+
 Filters: read calls take `languages` (list of language names) and `path_glob`
 (a glob on the workspace-relative path: `*` and `**` match any characters,
 `/` included; `?` one character), or a raw LanceDB SQL `where` clause over the
@@ -26,12 +32,13 @@ chunk columns; all given filters are combined with AND.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import timedelta
 from hashlib import sha1
 from pathlib import Path
@@ -49,6 +56,12 @@ from codectx.indexer.errors import IndexCorrupt, IndexNotFound, IndexSchemaMisma
 from codectx.indexer.manifest import JOURNAL_FILE, META_FILE, SCHEMA_VERSION, Manifest  # noqa: E402
 from codectx.indexer.model import Chunk, Definition, Import, Reference  # noqa: E402
 from codectx.indexer.owner import check_deletable, claim  # noqa: E402
+from codectx.indexer.storeguard import (  # noqa: E402
+    guard_methods,
+    intact_vector_tables,
+    is_lance_failure,
+    remove_tables,
+)
 from codectx.indexer.textsearch import chunk_search_text, query_text  # noqa: E402
 from lancedb.index import FTS  # noqa: E402
 
@@ -206,17 +219,37 @@ def _chunk_row(chunk: Chunk) -> dict[str, Any]:
     return row
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
+    return names
+
+
+def _flat(item: Any) -> dict[str, Any]:
+    """A flat dataclass as a dict: `asdict` without its deep copy (a third of a big file's commit)."""
+    return {name: getattr(item, name) for name in _field_names(type(item))}
+
+
 def vectors_table_name(model_id: str) -> str:
     return "vectors_" + sha1(model_id.encode()).hexdigest()[:16]
 
 
 def _write_json_atomic(path: Path, data: Any) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=1)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=1)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError:  # a full disk: no half-written temp file left behind
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise
 
 
 class IndexStore:
@@ -266,18 +299,13 @@ class IndexStore:
         version = meta.get("schema_version")
         if version != SCHEMA_VERSION:
             raise IndexSchemaMismatch(
-                f"the index at {index_dir} has schema version {version}, this codectx needs "
+                f"the index at {index_dir} has schema version {version!r}, this codectx needs "
                 f"{SCHEMA_VERSION}; run `codectx index` to rebuild it"
             )
-        try:
-            db = lancedb.connect(index_dir / "db", read_consistency_interval=timedelta(0))
-            store = cls(index_dir, db, meta)
-            for name in ("chunks", "symbols", "files"):
-                store._table(name)
-        except (OSError, ValueError, RuntimeError) as exc:
-            raise IndexCorrupt(
-                f"the index at {index_dir} cannot be read ({exc}); run `codectx index` to rebuild it"
-            ) from None
+        db = lancedb.connect(index_dir / "db", read_consistency_interval=timedelta(0))
+        store = cls(index_dir, db, meta)
+        for name in ("chunks", "symbols", "files"):
+            store._table(name)  # a missing or unreadable table: IndexCorrupt (see _translated)
         return store
 
     @classmethod
@@ -287,10 +315,11 @@ class IndexStore:
         if not gitignore.exists():
             gitignore.write_text("*\n", encoding="utf-8")
         db_dir = index_dir / "db"
-        if db_dir.exists():
-            # Leftovers of a creation that died before meta.json was written.
+        if db_dir.exists() or db_dir.is_symlink():
+            # Leftovers of a creation that died before meta.json was written (the folder is ours:
+            # claimed above); vectors tables (the embedding cache, keyed by content) stay.
             check_deletable(index_dir, db_dir)
-            shutil.rmtree(db_dir)
+            remove_tables(db_dir, keep_vectors=True)
         db = lancedb.connect(db_dir, read_consistency_interval=timedelta(0))
         db.create_table("chunks", schema=CHUNKS_SCHEMA)
         db.create_table("symbols", schema=SYMBOLS_SCHEMA)
@@ -301,13 +330,19 @@ class IndexStore:
         return cls(index_dir, db, meta)
 
     @staticmethod
-    def reset(index_dir: Path) -> None:
-        """Delete an index's data (not the lock) so that it can be rebuilt; only in a folder codectx made."""
+    def reset(index_dir: Path, keep_vectors: bool = False) -> None:
+        """Delete an index's data (not the lock) so that it can be rebuilt; with `keep_vectors`,
+        the vectors tables that read back whole stay (the embedding cache).
+
+        Only in a folder codectx created (its marker, indexer/owner.py), and only what codectx
+        writes: its own files and LanceDB's table folders (`<name>.lance`) under `db/`."""
         check_deletable(index_dir, index_dir / "db")
         Manifest.drop(index_dir)
         (index_dir / META_FILE).unlink(missing_ok=True)
         (index_dir / JOURNAL_FILE).unlink(missing_ok=True)
-        shutil.rmtree(index_dir / "db", ignore_errors=True)
+        db_dir = index_dir / "db"
+        keep = intact_vector_tables(db_dir) if keep_vectors else set()
+        remove_tables(db_dir, keep_vectors=False, keep=keep)
 
     def _table(self, name: str) -> Any:
         table = self._tables.get(name)
@@ -575,6 +610,58 @@ class IndexStore:
             syntax_error_files=sum(1 for n in files.column("syntax_errors").to_pylist() if n),
         )
 
+    def verify(self, deep: bool = False) -> list[str]:
+        """Check the tables codectx trusts: open, row count, schema; with `deep`, read every row
+        and query the full-text index. Raises IndexCorrupt; returns what was repaired in place
+        (a full-text index that no longer reads is built again)."""
+        expected = {"chunks": CHUNKS_SCHEMA, "symbols": SYMBOLS_SCHEMA, "files": FILES_SCHEMA}
+        for name, schema in expected.items():
+            table = self._table(name)
+            rows = int(table.count_rows())
+            have = [(f.name, f.type) for f in table.schema]
+            if have != [(f.name, f.type) for f in schema]:
+                raise IndexCorrupt(
+                    f"the {name} table of the index at {self.index_dir} has an unexpected layout; "
+                    "run `codectx index` to rebuild it"
+                )
+            if deep:
+                seen = sum(b.num_rows for b in table.search().limit(None).to_batches(4096))
+                if seen != rows:
+                    raise IndexCorrupt(
+                        f"the {name} table of the index at {self.index_dir} lists {rows} rows but "
+                        f"{seen} read back; run `codectx index` to rebuild it"
+                    )
+        if deep:
+            return self._check_vectors() + self._check_fts()
+        return []
+
+    def _check_vectors(self) -> list[str]:
+        """Drop each vectors table that no longer reads back whole: only its vectors are lost,
+        and the next embedding pass computes them again."""
+        db_dir = self.index_dir / "db"
+        intact = intact_vector_tables(db_dir)
+        repaired = []
+        for entry in sorted(db_dir.glob("vectors_*.lance")):
+            name = entry.name.removesuffix(".lance")
+            if name not in intact:
+                self._tables.pop(name, None)
+                shutil.rmtree(entry, ignore_errors=True)
+                repaired.append(f"the vectors table {name} did not read back; its vectors are computed again")
+        return repaired
+
+    def _check_fts(self) -> list[str]:
+        table = self._table("chunks")
+        if not any(i.index_type == "FTS" for i in table.list_indices()):
+            return []  # none yet (or dropped): ensure_fts builds it
+        try:
+            table.search("codectx", query_type="fts", fts_columns="search").limit(1).to_arrow()
+        except BaseException as exc:
+            if not is_lance_failure(exc):
+                raise
+            table.create_index("search", config=FTS(), replace=True)
+            return ["the full-text index did not read back; built it again"]
+        return []
+
     # ---- writing (callers hold the index lock) -------------------------------------------------
 
     def recover(self) -> list[str]:
@@ -583,7 +670,9 @@ class IndexStore:
         if not journal.exists():
             return []
         try:
-            paths = list(json.loads(journal.read_text(encoding="utf-8")))
+            paths = json.loads(journal.read_text(encoding="utf-8"))
+            if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+                raise ValueError("not a list of paths")
         except (OSError, ValueError):
             # An unreadable journal names nothing we can trust: start from a clean slate.
             for name in ("chunks", "symbols", "files"):
@@ -620,16 +709,16 @@ class IndexStore:
         chunk_rows = [_chunk_row(c) for f in files for c in f.chunks]
         if chunk_rows:
             self._table("chunks").add(pa.Table.from_pylist(chunk_rows, schema=CHUNKS_SCHEMA))
-        symbol_rows = [asdict(d) for f in files for d in f.definitions]
+        symbol_rows = [_flat(d) for f in files for d in f.definitions]
         if symbol_rows:
             self._table("symbols").add(pa.Table.from_pylist(symbol_rows, schema=SYMBOLS_SCHEMA))
         now = time.time()
         file_rows = []
         for f in files:
-            row = asdict(f.record)
+            row = _flat(f.record)
             row["indexed_at"] = now
-            row["imports"] = json.dumps([asdict(i) for i in f.imports], separators=(",", ":"))
-            row["references"] = json.dumps([asdict(r) for r in f.references], separators=(",", ":"))
+            row["imports"] = json.dumps([_flat(i) for i in f.imports], separators=(",", ":"))
+            row["references"] = json.dumps([_flat(r) for r in f.references], separators=(",", ":"))
             file_rows.append(row)
         if file_rows:
             self._table("files").add(pa.Table.from_pylist(file_rows, schema=FILES_SCHEMA))
@@ -694,11 +783,15 @@ class IndexStore:
         if self.model_id:
             names.append(vectors_table_name(self.model_id))
             names.append(vectors_table_name(self.model_id + NAME_SUFFIX))
+        present = set(self._db.list_tables().tables)
         for name in names:
-            try:
-                table = self._table(name)
-            except (ValueError, FileNotFoundError, RuntimeError):
-                continue
+            if name not in present:
+                continue  # no vectors for this model (yet, or no longer)
+            table = self._table(name)
             fragments = table.stats()["fragment_stats"]["num_fragments"]
             if force or fragments > COMPACT_FRAGMENTS:
                 table.optimize(cleanup_older_than=timedelta(minutes=2))
+
+
+# Every way into the store translates LanceDB's failures (one place: storeguard.lance_failure).
+guard_methods(IndexStore, skip=("exists", "meta", "model_id"))

@@ -17,6 +17,7 @@ from codectx.indexer.grammar import (
     DefInfo,
     Node,
     classify,
+    classify_memo,
     find_all,
     find_groups,
     holds_methods,
@@ -156,7 +157,9 @@ class _Scope:
     in_class: bool  # functions inside are methods
 
 
-def definitions(root: Node, language: str, path: str) -> list[Definition]:
+def definitions(
+    root: Node, language: str, path: str, memo: dict[int, DefInfo | None] | None = None
+) -> list[Definition]:
     """Every definition in a parsed file, with qualified names (`Client.send`, `Server.Handle`).
 
     Candidate nodes come from one tree-sitter query; each finds its scope by walking up to
@@ -177,7 +180,7 @@ def definitions(root: Node, language: str, path: str) -> list[Definition]:
     for node in find_all(root, language, types):
         if node.id in scopes:
             continue  # the inner node of a wrapper already handled
-        info = classify(node, language)
+        info = classify_memo(memo, node, language)
         if info is None:
             continue
         parent = node.parent

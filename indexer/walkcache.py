@@ -88,16 +88,26 @@ class WalkRecord:
     @classmethod
     def read(cls, index_dir: Path, header: dict[str, Any]) -> WalkRecord | None:
         """The record, or None when missing, unreadable, or made with other settings or code."""
+        return cls.read_checked(index_dir, header)[0]
+
+    @classmethod
+    def read_checked(cls, index_dir: Path, header: dict[str, Any]) -> tuple[WalkRecord | None, str | None]:
+        """(the record or None, what is wrong with the file when it is not a walk record)."""
+        damaged = f"{WALK_FILE} is not a walk record of this codectx; every folder is listed again"
         try:
             data = json.loads(cls.path(index_dir).read_text(encoding="utf-8"))
-            if data.get("format") != FORMAT or data.get("header") != header:
-                return None
-            dirs = data["dirs"]
-            if not isinstance(dirs, dict):
-                return None
-            return cls(header, int(data["walked_ns"]), dirs)
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
+        except (FileNotFoundError, NotADirectoryError):
+            return None, None
+        except (OSError, ValueError):
+            return None, damaged
+        if not isinstance(data, dict):
+            return None, damaged  # valid JSON of another shape: as good as missing
+        if data.get("format") != FORMAT or data.get("header") != header:
+            return None, None  # another version, other settings: simply out of date
+        dirs, walked = data.get("dirs"), data.get("walked_ns")
+        if not isinstance(dirs, dict) or type(walked) is not int:
+            return None, damaged
+        return cls(header, walked, dirs), None
 
     def write(self, index_dir: Path) -> None:
         """Atomically (temp file, rename): a killed run leaves the old record or the new one."""
@@ -107,8 +117,45 @@ class WalkRecord:
         try:
             tmp.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
             os.replace(tmp, target)
-        except OSError:
-            tmp.unlink(missing_ok=True)  # a read-only index still gets a correct (uncached) walk
+        except OSError:  # a read-only index or a full disk still gets a correct (uncached) walk
+            try:
+                tmp.unlink(missing_ok=True)
+            except OSError:
+                pass
+
+
+def _folder_ok(rec: Any) -> bool:
+    """A folder record of the right shape: [mtime_ns, ctime_ns, rules signature, entries]."""
+    return (
+        isinstance(rec, list)
+        and len(rec) == 4
+        and type(rec[0]) is int
+        and type(rec[1]) is int
+        and isinstance(rec[2], str)
+        and isinstance(rec[3], list)
+    )
+
+
+def _entry_ok(entry: Any) -> bool:
+    """An entry of the right shape for its kind (see the kinds above); anything else is damage."""
+    if not isinstance(entry, list) or len(entry) < 2:
+        return False
+    name, kind = entry[0], entry[1]
+    if not isinstance(name, str) or not name or "/" in name or name in (".", ".."):
+        return False
+    if kind == DESCEND:
+        return len(entry) == 2
+    if kind in (NOT_WALKED, BY_NAME):
+        return len(entry) == 3 and isinstance(entry[2], str)
+    if kind in (LISTED, SKIPPED):
+        return (
+            len(entry) == 6
+            and isinstance(entry[2], str)
+            and type(entry[3]) is int
+            and type(entry[4]) is int
+            and type(entry[5]) is int
+        )
+    return False
 
 
 def header_for(root: Path, fingerprint: str) -> dict[str, Any]:
@@ -208,12 +255,14 @@ class _CachingWalker(_Walker):
     def _replay(self, todo: _Todo, visited: set[tuple[int, int]]) -> list[_Todo] | None:
         """Replay a folder's record; None when it is missing or may be stale (then it is listed)."""
         real_dir, rel_dir, parent, ancestors, st_dir, parent_sig = todo
-        rec = self.old_dirs.get(rel_dir)
-        if rec is None or rec[0] != st_dir.st_mtime_ns or rec[1] != st_dir.st_ctime_ns:
+        rec: Any = self.old_dirs.get(rel_dir)
+        if not _folder_ok(rec) or rec[0] != st_dir.st_mtime_ns or rec[1] != st_dir.st_ctime_ns:
             return None
         if not self.trusted(st_dir.st_ctime_ns, folder=True):
             return None
         entries: list[list[Any]] = rec[3]
+        if not all(_entry_ok(e) for e in entries):
+            return None  # a damaged record: list the folder afresh
         names = {e[0] for e in entries}
         sig = _rules_sig(parent_sig, real_dir, names)
         if sig != rec[2]:
@@ -321,6 +370,10 @@ class _CachingWalker(_Walker):
         for entry in entries:
             name = entry.name
             rel = f"{rel_dir}/{name}" if rel_dir else name
+            if discovery.undecodable(name):
+                self.skip_undecodable(rel)  # warned on every walk: never recorded
+                cacheable = False
+                continue
             st: os.stat_result | None
             try:
                 st = None if entry.is_symlink() else os.stat(entry.path)
@@ -390,10 +443,12 @@ def discover_cached(
     if not real_root.is_dir():
         return discovery.discover(root, settings, known)  # the same clear message
     header = header_for(real_root, fingerprint)
-    old = WalkRecord.read(index_dir, header)
+    old, problem = WalkRecord.read_checked(index_dir, header)
     walker = _CachingWalker(real_root, settings, old, racy_ns)
     walker.known = known or {}
     found = walker.walk()
+    if problem:
+        found.warnings.append(problem)
     if walker.changed and index_dir.is_dir():
         WalkRecord(header, walker.started, walker.new_dirs).write(index_dir)
     return found

@@ -22,6 +22,7 @@ from codectx.lsp.errors import UriRefused
 from codectx.lsp.health import HEALTH_CHANGED, HealthMonitor
 from codectx.lsp.notices import Notices
 from codectx.lsp.progress import ProgressReporter
+from codectx.lsp.requests import INVALID_PARAMS, PARSE_ERROR, CodectxProtocol
 from codectx.lsp.uris import uri_to_path
 from codectx.lsp.workspace import Folder, Workspaces
 from lsprotocol import types
@@ -29,7 +30,7 @@ from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 
 from codectx import __version__
-from codectx.errors import CodectxError
+from codectx.errors import CodectxError, UsageError
 from codectx.logsafe import register_secret
 from codectx.settings import Settings
 
@@ -44,7 +45,10 @@ class CodectxServer(LanguageServer):
 
     def __init__(self, answers_dir: Path | None = None) -> None:
         super().__init__(
-            "codectx", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental
+            "codectx",
+            __version__,
+            protocol_cls=CodectxProtocol,  # answers every request id (lsp/requests.py)
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
         )
         self.editor_settings: Any = None
         self.folder_settings: dict[Path, Any] = {}
@@ -96,6 +100,17 @@ class CodectxServer(LanguageServer):
     def _index_error(self, message: str) -> None:
         self.notices.once("index", message, types.MessageType.Error)
 
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """pygls's report of a failure outside a request's answer: logged, never a popup per
+        message (a broken client would send one per keystroke); a body that is not JSON is
+        answered with ParseError, as JSON-RPC asks."""
+        if isinstance(error, ValueError) and type(error).__name__ == "JSONDecodeError":
+            protocol: CodectxProtocol = self.protocol  # type: ignore[assignment]
+            protocol.answer_error(None, PARSE_ERROR, f"the message is not JSON: {error}")
+            log.info("answered a message that is not JSON: %s", error)
+            return
+        log.warning("server error (%s): %s", getattr(source, "__name__", source), error)
+
 
 def guarded(
     default: Callable[[], Any] | None = None,
@@ -119,7 +134,8 @@ def guarded(
                 log.info("%s: %s", fn.__name__, exc)
                 if default is not None:
                     return default()
-                raise JsonRpcException(message=str(exc), code=REQUEST_FAILED) from None
+                code = INVALID_PARAMS if isinstance(exc, UsageError) else REQUEST_FAILED
+                raise JsonRpcException(message=str(exc), code=code) from None
             except Exception as exc:
                 log.exception("handler %s crashed", fn.__name__)
                 if default is not None:

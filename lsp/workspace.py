@@ -279,6 +279,9 @@ class Workspaces:
         else:
             folder.state = "ready"
             folder.error = ""
+            # Bad ignore lines, undecodable names, files that changed kind: the LSP log, no popup.
+            for warning in getattr(report, "warnings", [])[:100]:
+                log.warning("indexing %s: %s", folder.root, warning)
             self._apply_report(folder, report)
             folder.store = None  # reopen: the run may have created or replaced tables
         folder.progress.stage = folder.state

@@ -92,10 +92,32 @@ def test_huge_class_keeps_head_and_methods_apart() -> None:
     assert [c.qualname for c in parsed.chunks if c.kind == "method"] == [f"Big.m{i}" for i in range(30)]
 
 
-def test_single_huge_line_is_one_chunk_not_lost() -> None:
+def test_single_huge_line_is_split_at_the_budget_not_lost() -> None:
     source = "DATA = [" + ", ".join(str(i) for i in range(2000)) + "]\n"
-    parsed = parse_file("d.py", source, "python", _settings())
-    assert len(parsed.chunks) == 1 and parsed.chunks[0].text == source.rstrip("\n")
+    settings = _settings()
+    parsed = parse_file("d.py", source, "python", settings)
+    budget = settings.index.chunk_max_chars
+    assert len(parsed.chunks) > 1
+    assert all(len(c.text) <= budget for c in parsed.chunks)
+    assert "".join(c.text for c in parsed.chunks) == source.rstrip("\n")
+    data = source.encode()
+    assert all(data[c.start_byte : c.end_byte].decode() == c.text for c in parsed.chunks)
+
+
+def test_long_line_pieces_have_their_own_bytes_in_non_ascii_text() -> None:
+    line = "s = '" + "é" * 4000 + "'"
+    source = "x = 1\n" + line + "\n"
+    parsed = parse_file("u.py", source, "python", _settings())
+    data = source.encode()
+    pieces = [c for c in parsed.chunks if c.start_line == 1]
+    assert len(pieces) > 1 and "".join(c.text for c in pieces) == line
+    assert all(data[c.start_byte : c.end_byte].decode() == c.text for c in pieces)
+
+
+def test_huge_line_in_a_text_file_is_split_too() -> None:
+    source = "# Title\n\n" + "word " * 2000 + "\n"
+    parsed = parse_file("r.md", source, "markdown", _settings())
+    assert max(len(c.text) for c in parsed.chunks) <= _settings().index.chunk_max_chars + len("# Title\n")
 
 
 def test_syntax_error_keeps_rest_of_file() -> None:

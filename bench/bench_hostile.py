@@ -1,0 +1,173 @@
+"""Bounded work per file: valid files of hostile shape, each under the size cap, indexed.
+
+Shapes that used to take minutes: a file of 20,000 top-level functions (the chunker was
+quadratic in definitions), one Python block holding 20,000 comment lines (tree-sitter spends
+minutes on it; the parse budget `index.parse_timeout_s` ends it and the file is chunked as
+text) and a 900 KB line (now split at the chunk budget). Each shape is its own workspace,
+indexed lexically (`--no-embed`: vectors for 20,000 chunks are an embedding benchmark, see
+bench_index.py) twice: in process, after the imports, and as a fresh `codectx index`
+process, which is what a user waits for. The shapes are generated: they are about shape,
+not content, so no sdist is needed. Also: `codectx complete`, default settings, against a
+server that accepts and never answers (tests/faultserver.py): the time until its message.
+Prints a table and writes JSON to bench/results/.
+
+    python bench/bench_hostile.py [--functions 20000] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import machine, peak_rss_mb, table, write_results  # noqa: I001
+
+from codectx.indexer.pipeline import index_workspace
+from codectx.settings import load_settings
+
+TARGET_S = 5.0  # the 20k-function file, as a fresh `codectx index` process
+COMPLETE = [sys.executable, "-m", "codectx", "complete"]
+SILENT_TARGET_S = 5.0  # `codectx complete` against a server that accepts and never answers
+
+
+def shapes(functions: int) -> dict[str, str]:
+    many = "\n".join(f"def f{i}(a):\n    return a + {i}" for i in range(functions))  # ~700 KB
+    comments = "def f():\n" + "    # comment line\n" * 20000 + "    pass\n"
+    head = "".join(f"VALUE_{i} = {i}\n" for i in range(600))
+    return {
+        f"{functions // 1000}k functions": many + "\n",
+        "20k comment lines in a block": comments,
+        "a 900 KB line": head + "DATA = '" + "x" * 900_000 + "'\n",
+    }
+
+
+def run_cli(root: Path) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one `codectx index --no-embed` process. On a shared
+    machine the CPU time is the steadier figure: other processes stretch the wall time."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "codectx", "index", str(root), "--no-embed"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def measure(name: str, text: str, rounds: int, work: Path) -> dict[str, object]:
+    times_in, times_cli, cpu_cli = [], [], []
+    chunks = 0
+    warnings: list[str] = []
+    for i in range(rounds):
+        root = work / f"{name.replace(' ', '_')}_{i}"
+        root.mkdir(parents=True)
+        (root / "shape.py").write_text(text)
+        settings = load_settings(root, {"index.embed": False}, environ={})
+        start = time.perf_counter()
+        report = index_workspace(root, settings, embed=False)
+        times_in.append(time.perf_counter() - start)
+        chunks, warnings = report.chunks, report.warnings
+        shutil.rmtree(root / ".codectx")
+        wall, cpu = run_cli(root)
+        times_cli.append(wall)
+        cpu_cli.append(cpu)
+        shutil.rmtree(root)
+    return {
+        "bytes": len(text.encode()),
+        "chunks": chunks,
+        "in_process_s": statistics.median(times_in),
+        "cli_s": statistics.median(times_cli),
+        "cli_runs_s": times_cli,
+        "cli_cpu_s": statistics.median(cpu_cli),
+        "load_avg": os.getloadavg(),
+        "warnings": warnings,
+    }
+
+
+def silent_server(work: Path) -> dict[str, object]:
+    """`codectx complete` with the default settings against a server that accepts connections
+    and never answers (tests/faultserver.py): the time until the message, and the message."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from tests import faultserver
+
+    server = faultserver.FaultServer(default=faultserver.stall_before_headers()).start()
+    doc = work / "doc.py"
+    doc.write_text("def add(a, b):\n    \n")
+    try:
+        start = time.perf_counter()
+        done = subprocess.run(
+            [
+                *COMPLETE,
+                str(doc),
+                "--line",
+                "1",
+                "--character",
+                "4",
+                "--backend-url",
+                server.url,
+                "--no-context",
+            ],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "XDG_STATE_HOME": str(work / "state"), "XDG_CONFIG_HOME": str(work / "cfg")},
+        )
+        elapsed = time.perf_counter() - start
+    finally:
+        server.stop()
+    return {"s": elapsed, "exit": done.returncode, "message": done.stderr.strip().splitlines()[-1:]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--functions", type=int, default=20000, help="functions in the many-functions file")
+    parser.add_argument("--rounds", type=int, default=3, help="runs per shape (the median is shown)")
+    args = parser.parse_args()
+    results: dict[str, object] = {"machine": machine(), "shapes": {}}
+    with tempfile.TemporaryDirectory(prefix="codectx-bench-hostile-") as tmp:
+        for name, text in shapes(args.functions).items():
+            results["shapes"][name] = measure(name, text, args.rounds, Path(tmp))  # type: ignore[index]
+        results["silent_server"] = silent_server(Path(tmp))
+    results["peak_rss_mb"] = peak_rss_mb()
+    rows = []
+    for name, data in results["shapes"].items():  # type: ignore[attr-defined]
+        target = f"< {TARGET_S:g} s" if name.endswith("functions") else ""
+        rows.append(
+            (
+                f"{name} ({data['bytes'] / 1e3:.0f} KB, {data['chunks']} chunks)",
+                f"{data['cli_s']:.2f} s CLI ({data['cli_cpu_s']:.2f} s CPU), "
+                f"{data['in_process_s']:.2f} s in process",
+                target,
+            )
+        )
+    silent = results["silent_server"]
+    rows.append(
+        (
+            "codectx complete, server accepts and never answers",
+            f"{silent['s']:.2f} s to the message (exit {silent['exit']})",  # type: ignore[index]
+            f"< {SILENT_TARGET_S:g} s",
+        )
+    )
+    print(table(rows, ("shape", "codectx index --no-embed (median)", "target")))
+    print(f"message: {silent['message']}")  # type: ignore[index]
+    print(f"load average at the end: {os.getloadavg()} on {os.cpu_count()} CPUs")
+    many = next(iter(results["shapes"].values()))  # type: ignore[attr-defined]
+    if many["chunks"] != args.functions:
+        print(f"the many-functions file gave {many['chunks']} chunks, not {args.functions}: over the cap?")
+        return 1
+    print(f"wrote {write_results('bench_hostile', results)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
