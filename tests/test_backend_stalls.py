@@ -54,6 +54,7 @@ def complete_cli(
         monkeypatch.setenv(f"CODECTX_BACKEND_{key.upper()}", str(value))
     monkeypatch.setenv("CODECTX_BACKEND_RETRIES", "0")
     argv = ["complete", str(doc), "--line", "1", "--character", "4", "--backend-url", url, "--no-context"]
+    argv += ["--root", str(doc.parent)]  # the document's folder is the workspace
     code = main(argv)
     out, err = capsys.readouterr()
     return code, out, err
@@ -150,7 +151,8 @@ def test_shell_complete_json_keeps_a_slow_stream(
     doc = tmp_path / "doc.py"
     doc.write_text("x = 1\n")
     monkeypatch.setenv("CODECTX_BACKEND_TOTAL_TIMEOUT_S", "1.5")
-    code = main(["complete", str(doc), "--line", "0", "--backend-url", server.url, "--no-context", "--json"])
+    argv = ["complete", str(doc), "--line", "0", "--backend-url", server.url, "--no-context", "--json"]
+    code = main([*argv, "--root", str(tmp_path)])
     out, _ = capsys.readouterr()
     data = json.loads(out)
     assert code == 3 and data["partial"] is True and data["phase"] == "total"
