@@ -193,7 +193,7 @@ def fit_prompt(
         kept.pop()
     if size() > max_chars:
         room = max(0, max_chars - overhead)
-        suffix = suffix[: max(room // 4, room - len(prefix))]
+        suffix = suffix[: _token_safe(suffix, max(room // 4, room - len(prefix)), back=True)]
         cut = suffix.rfind("\n")
         if len(suffix) > 0 and cut > 0:
             suffix = suffix[:cut]
@@ -202,5 +202,19 @@ def fit_prompt(
         prefix = prefix.split("\n", 1)[1]
         dropped += 1
     if size() > max_chars:
-        prefix = prefix[len(prefix) - max(0, max_chars - overhead - len(suffix)) :]
+        start = len(prefix) - max(0, max_chars - overhead - len(suffix))
+        prefix = prefix[_token_safe(prefix, start, back=False) :]
     return prefix, suffix, kept, dropped
+
+
+_REDACTED = re.compile(r"\[REDACTED:[a-z0-9-]+:[0-9a-f]{8}\]")
+
+
+def _token_safe(text: str, cut: int, back: bool) -> int:
+    """A cut offset moved out of any redaction token it falls in (before it, or after it)."""
+    if "[REDACTED:" not in text:
+        return cut
+    for m in _REDACTED.finditer(text):
+        if m.start() < cut < m.end():
+            return m.start() if back else m.end()
+    return cut

@@ -48,6 +48,11 @@ class RuleSet:
     keyword_set: Any = field(repr=False, compare=False)  # re2.Set of every keyword, case-insensitive
     keyword_ids: tuple[frozenset[int], ...] = field(repr=False, compare=False, default=())
 
+    @property
+    def format_ids(self) -> frozenset[str]:
+        """Ids of the provider-format rules (the shape alone identifies the secret)."""
+        return frozenset(r.id for r in self.rules if r.check == "format")
+
     def candidates(self, data: bytes, strict: bool) -> list[tuple[int, Rule]]:
         """(priority, rule) for the rules that can match UTF-8 `data`: one of their keywords occurs in it.
 
