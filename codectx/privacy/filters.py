@@ -205,7 +205,7 @@ def is_high_entropy(value: str, before: str) -> bool:
     has_lower = any(c.islower() for c in value)
     if not (has_digit and has_lower and (has_upper or len(value) >= 32)):
         return False
-    if re.fullmatch(r"[a-z0-9_]+|[A-Z0-9_]+", value) or _wordlike(value):
+    if re.fullmatch(r"[a-z0-9_]+|[A-Z0-9_]+", value) or wordlike(value):
         return False
     return shannon(value) >= min(4.0, 0.8 * math.log2(len(value)))
 
@@ -223,7 +223,7 @@ def looks_random(value: str) -> bool:
 _SEGMENT = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 
 
-def _wordlike(value: str) -> bool:
+def wordlike(value: str) -> bool:
     """Identifiers built from words (PPLCNetV4SqueezeModule, coord_tuple_transform_to), not random text."""
     letters = sum(c.isalpha() for c in value)
     long_parts = sum(len(p) for p in _SEGMENT.findall(value) if p.isalpha() and len(p) >= 4)

@@ -176,6 +176,8 @@ class Redactor:
         for priority, rule in candidates:
             if deadline is not None and time.monotonic() > deadline:
                 raise ScanTimeout("the secret scan ran past its time limit")
+            if rule.path is not None and not rule.path.search(origin):
+                continue  # a rule for one kind of file (Terraform, say): only with that file's path
             for match in rule.regex.finditer(data):
                 span = _secret_span(match, rule, rule.check == "unquoted")
                 if span is None:
@@ -202,6 +204,8 @@ class Redactor:
             return False  # a lockfile integrity hash (sha512-...), not a token
         if rule.check == "format":
             return True
+        if rule.check == "corpus":
+            return _corpus_keeps(rule, value)
         if rule.check == "context":
             if not filters.looks_random(value):
                 return False
@@ -220,6 +224,18 @@ class Redactor:
             line_text = lines.line_text(lines.line_of(start))
             return filters.bare_value_is_literal(value, line_text, origin)
         return True
+
+
+def _corpus_keeps(rule: Rule, value: str) -> bool:
+    """A corpus rule's own filters (see codectx.privacy.corpus)."""
+    if rule.min_entropy and filters.shannon(value) < rule.min_entropy:
+        return False
+    if rule.reject_wordlike and filters.wordlike(value):
+        return False
+    if any(r.search(value) for r in rule.reject):
+        return False
+    low = value.lower()
+    return not any(s in low for s in rule.reject_contains)
 
 
 class _Offsets:
@@ -245,7 +261,7 @@ def _secret_span(match: Any, rule: Rule, bare: bool) -> tuple[int, int] | None:
             while bare and end > start and match.string[end - 1 : end] in (b".", b","):
                 end -= 1
             return (start, end) if end > start else None
-    if rule.secret_groups:
+    if rule.secret_groups and not rule.any_group:
         return None
     return match.start(), match.end()
 

@@ -20,7 +20,7 @@ import re2
 
 from codectx.privacy.errors import RulesError
 
-CHECKS = ("format", "value", "unquoted", "context", "entropy")
+CHECKS = ("format", "value", "unquoted", "context", "entropy", "corpus")
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,13 @@ class Rule:
     strict: bool = False
     min_len: int = 1
     reject_words: bool = False
+    # Rules from a maintained corpus (codectx.privacy.corpus) carry their own filters:
+    min_entropy: float = 0.0  # Shannon bits per character a value must exceed
+    reject_wordlike: bool = False  # values built from words are dropped
+    reject: tuple[Any, ...] = field(default=(), repr=False, compare=False)  # RE2s: a match drops the value
+    reject_contains: tuple[str, ...] = ()  # values containing one of these (lower case) are dropped
+    any_group: bool = False  # the secret is the first capture group that took part, else the match
+    path: Any = field(default=None, repr=False, compare=False)  # RE2: only for files whose path matches
 
 
 @dataclass(frozen=True)
@@ -113,16 +120,35 @@ def parse(data: bytes, name: str = "rules.toml") -> RuleSet:
     if not rules:
         raise RulesError(f"{name}: no rules")
     allow = doc.get("allow", {})
+    return build(
+        rules,
+        hashlib.sha256(data).hexdigest()[:16],
+        frozenset(allow.get("values", [])),
+        tuple(m.lower() for m in allow.get("markers", [])),
+        name,
+    )
+
+
+def build(
+    rules: list[Rule], version: str, allow: frozenset[str], markers: tuple[str, ...], name: str = "rules"
+) -> RuleSet:
+    """A RuleSet (keyword prefilter compiled) from rules in priority order."""
     keywords = sorted({k for rule in rules for k in rule.keywords})
     index = {k: i for i, k in enumerate(keywords)}
     return RuleSet(
         rules=tuple(rules),
-        version=hashlib.sha256(data).hexdigest()[:16],
-        allow_values=frozenset(allow.get("values", [])),
-        markers=tuple(m.lower() for m in allow.get("markers", [])),
+        version=version,
+        allow_values=allow,
+        markers=markers,
         keyword_set=_keyword_set(keywords, name),
         keyword_ids=tuple(frozenset(index[k] for k in rule.keywords) for rule in rules),
     )
+
+
+def extend(base: RuleSet, extra: list[Rule], tag: str) -> RuleSet:
+    """`base` followed by `extra` (lower priority); the version names both."""
+    version = hashlib.sha256(f"{base.version}+{tag}".encode()).hexdigest()[:16]
+    return build([*base.rules, *extra], version, base.allow_values, base.markers, tag)
 
 
 def _keyword_set(keywords: list[str], name: str) -> Any:
