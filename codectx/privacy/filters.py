@@ -153,9 +153,14 @@ def bare_value_is_literal(value: str, line: str, origin: str) -> bool:
     """A bare identifier after `=`/`:` is a literal only in config or shell syntax."""
     if not _IDENT.match(value):
         return True
+    return bare_is_config(line, origin)
+
+
+def bare_is_config(line: str, origin: str) -> bool:
+    """A bare value on `line` is a literal: the file is config or shell, or (no origin) the line looks so."""
     low = origin.lower()
     name = low.rsplit("/", 1)[-1]
-    if name.endswith(CONFIG_SUFFIXES) or name in CONFIG_NAMES or name.startswith(".env"):
+    if name.endswith(CONFIG_SUFFIXES) or name in CONFIG_NAMES or name.startswith((".env", "dockerfile")):
         return True
     if origin:
         return False
@@ -170,8 +175,8 @@ def shannon(value: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in counts.values())
 
 
-def is_high_entropy(value: str, before: str) -> bool:
-    """Strict tier: random-looking literals, minus digests, UUIDs, SHAs, public keys, data URIs."""
+def is_high_entropy(value: str, before: str, bits: float = 4.0) -> bool:
+    """Random-looking literals, minus digests, UUIDs, SHAs, public keys, data URIs (`bits`: the cap)."""
     if len(value) < 20 or len(value) > 1000:
         return False
     if _HEX.match(value) or _UUID.match(value) or _DIGEST_PREFIX.match(value):
@@ -207,17 +212,17 @@ def is_high_entropy(value: str, before: str) -> bool:
         return False
     if re.fullmatch(r"[a-z0-9_]+|[A-Z0-9_]+", value) or wordlike(value):
         return False
-    return shannon(value) >= min(4.0, 0.8 * math.log2(len(value)))
+    return shannon(value) >= min(bits, 0.8 * math.log2(len(value)))
 
 
-def looks_random(value: str) -> bool:
-    """Context rules: a candidate must mix character classes (not a word, path or identifier)."""
+def looks_random(value: str, need: int = 3) -> bool:
+    """Context rules: a candidate must mix `need` character classes (not a word, path or identifier)."""
     if _HEX.match(value) or _UUID.match(value):
         return any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
     classes = sum(
         (any(c.isdigit() for c in value), any(c.isupper() for c in value), any(c.islower() for c in value))
     )
-    return classes == 3 and shannon(value) >= 3.5
+    return classes >= need and shannon(value) >= 3.5
 
 
 _SEGMENT = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import re2
 
-from codectx.privacy import filters
+from codectx.privacy import filters, views
 from codectx.privacy.errors import ScanTimeout
 from codectx.privacy.keys import load_or_create_key, tag
 from codectx.privacy.rules import Rule, RuleSet, default_rules
@@ -147,6 +147,7 @@ class Redactor:
         if not text:
             return RedactionResult(text, [])
         hits = self._hits(text, origin, deadline)
+        hits += self._view_hits(text, origin, deadline)
         hits += _echoes(text, hits, known, len(self.rules.rules))
         if not hits:
             return RedactionResult(text, [])
@@ -192,6 +193,24 @@ class Redactor:
                     hits.append(_Hit(start, end, priority, rule.id))
         return hits
 
+    def _view_hits(self, text: str, origin: str, deadline: float | None) -> list[_Hit]:
+        """Secrets split by concatenation (joined view) or base64-encoded (decoded view)."""
+        out: list[_Hit] = []
+        for lo, hi in views.junction_regions(text, origin):
+            view = views.joined(text[lo:hi], origin)
+            if view is None:
+                continue
+            for h in self._hits(view.text, origin, deadline):
+                s, e = view.start(h.start), view.end(h.end)
+                if view.crosses(s, e):
+                    out.append(_Hit(lo + s, lo + e, h.priority, h.rule))
+        for s, e, decoded in views.encoded_runs(text):
+            inner = [h for h in self._hits(decoded, origin, deadline) if h.rule != "high-entropy"]
+            if inner:
+                best = min(inner, key=lambda h: h.priority)
+                out.append(_Hit(s, e, best.priority, best.rule))
+        return out
+
     def _keep(
         self, rule: Rule, name: str | None, text: str, start: int, end: int, lines: _Lines, origin: str
     ) -> bool:
@@ -207,12 +226,14 @@ class Redactor:
         if rule.check == "corpus":
             return _corpus_keeps(rule, value)
         if rule.check == "context":
-            if not filters.looks_random(value):
+            if not filters.looks_random(value, rule.classes):
                 return False
             window = lines.window(lines.line_of(start), rule.window)
             return bool(rule.context.search(window))
         if rule.check == "entropy":
-            return filters.is_high_entropy(value, text[max(0, start - 40) : start])
+            if rule.bare and not filters.bare_is_config(lines.line_text(lines.line_of(start)), origin):
+                return False
+            return filters.is_high_entropy(value, text[max(0, start - 40) : start], rule.bits)
         # "value" and "unquoted": generic literals.
         if name and filters.is_excluded_name(name):
             return False

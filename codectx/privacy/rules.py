@@ -44,6 +44,9 @@ class Rule:
     reject_contains: tuple[str, ...] = ()  # values containing one of these (lower case) are dropped
     any_group: bool = False  # the secret is the first capture group that took part, else the match
     path: Any = field(default=None, repr=False, compare=False)  # RE2: only for files whose path matches
+    bits: float = 4.0  # "entropy" check: the entropy cap (see rules.toml)
+    bare: bool = False  # "entropy" check: the value stood unquoted (counts only in config/shell syntax)
+    classes: int = 3  # "context" check: character classes (digit, upper, lower) a value needs
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,9 @@ def parse(data: bytes, name: str = "rules.toml") -> RuleSet:
                 strict=bool(raw.get("strict", False)),
                 min_len=int(raw.get("min_len", 1)),
                 reject_words=bool(raw.get("reject_words", check in ("value", "unquoted"))),
+                bits=float(raw.get("bits", 4.0)),
+                bare=bool(raw.get("bare", False)),
+                classes=int(raw.get("classes", 3)),
             )
         )
     if not rules:

@@ -1,0 +1,145 @@
+"""Other ways of reading a text, so a secret written in pieces or encoded is still seen whole.
+
+- `joined`: string literals split by concatenation (`"ghp_ab" + "cd..."`,
+  Python's adjacent literals, `..` in Lua, `.` in PHP, `&` in VB, a line
+  continuation between them) read as one literal. A finding in the joined
+  view maps back to the original span from its first character to its last,
+  junctions included.
+- `decoded`: base64 runs that decode to printable text (a provider token or a
+  `user:password` pair stored base64-encoded) read as that text; a finding in
+  it redacts the whole run.
+
+Pure functions: the redactor scans each view with the same rules.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import bisect
+from dataclasses import dataclass
+
+import re2
+
+# A closing quote, a concatenation operator (or none, on one line), the same opening quote, between two
+# token characters: the literals on either side look like parts of one value, not like prose.
+_T = r"[A-Za-z0-9+/_=.~-]"
+_OP = r"(?:\+|\.\.?|&|\|\|)"
+_GAP = rf"[ \t]*(?:{_OP}[ \t]*(?:\\?\r?\n[ \t]*)?|\\?\r?\n[ \t]*{_OP}[ \t]*|\\\r?\n[ \t]*)?"
+_IMPLICIT = r"[ \t]*\r?\n[ \t]*"  # adjacent literals on two lines: Python and C only
+
+
+def _junction_regex(implicit: bool) -> re2._Regexp:
+    gap = _GAP + ("|" + _IMPLICIT if implicit else "")
+    return re2.compile(rf"""{_T}("(?:{gap})"|'(?:{gap})'){_T}""")
+
+
+_JUNCTIONS = {implicit: _junction_regex(implicit) for implicit in (False, True)}
+_IMPLICIT_SUFFIXES = (".py", ".pyi", ".c", ".h", ".cc", ".cpp", ".hpp", ".cxx")
+_B64_PATTERN = r"(?:^|[^A-Za-z0-9+/_=-])([A-Za-z0-9+/_-]{24,}={0,2})(?:$|[^A-Za-z0-9+/_=-])"
+_B64_RUN = re2.compile(_B64_PATTERN)
+_B64_RUN_BYTES = re2.compile(_B64_PATTERN.encode())
+_PRINTABLE = frozenset(range(0x20, 0x7F)) | {0x09, 0x0A, 0x0D}
+
+
+@dataclass(frozen=True)
+class Joined:
+    """A text with concatenation junctions removed, and how to map its offsets back."""
+
+    text: str
+    positions: list[int]  # view offset where each removed junction was
+    removed: list[int]  # characters removed up to and including each junction (cumulative)
+    spans: list[tuple[int, int]]  # each junction's span in the original
+
+    def start(self, v: int) -> int:
+        i = bisect.bisect_right(self.positions, v)
+        return v + (self.removed[i - 1] if i else 0)
+
+    def end(self, v: int) -> int:
+        i = bisect.bisect_left(self.positions, v)
+        return v + (self.removed[i - 1] if i else 0)
+
+    def crosses(self, start: int, end: int) -> bool:
+        """The original span [start, end) contains a junction."""
+        return any(start < s and e < end for s, e in self.spans)
+
+
+def _junctions(text: str, origin: str) -> list[tuple[int, int]]:
+    implicit = origin.lower().endswith(_IMPLICIT_SUFFIXES)
+    return [(m.start(1), m.end(1)) for m in _JUNCTIONS[implicit].finditer(text)]
+
+
+def junction_regions(text: str, origin: str = "", pad_lines: int = 2) -> list[tuple[int, int]]:
+    """[start, end) regions of whole lines around clusters of concatenation junctions."""
+    if '"' not in text and "'" not in text:
+        return []
+    regions: list[tuple[int, int]] = []
+    for start, end in _junctions(text, origin):
+        lo = start
+        for _ in range(pad_lines + 1):
+            lo = text.rfind("\n", 0, max(0, lo - 1)) + 1 if lo > 0 else 0
+        hi = end
+        for _ in range(pad_lines + 1):
+            nxt = text.find("\n", hi)
+            hi = len(text) if nxt == -1 else nxt + 1
+        if regions and lo <= regions[-1][1]:
+            regions[-1] = (regions[-1][0], max(hi, regions[-1][1]))
+        else:
+            regions.append((lo, hi))
+    return regions
+
+
+def joined(text: str, origin: str = "") -> Joined | None:
+    """The joined view of `text`, or None when it has no concatenated literals."""
+    if '"' not in text and "'" not in text:
+        return None
+    parts: list[str] = []
+    positions: list[int] = []
+    removed: list[int] = []
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    total = 0
+    view = 0
+    for start, end in _junctions(text, origin):
+        parts.append(text[pos:start])
+        view += start - pos
+        total += end - start
+        positions.append(view)
+        removed.append(total)
+        spans.append((start, end))
+        pos = end
+    if not spans:
+        return None
+    parts.append(text[pos:])
+    return Joined("".join(parts), positions, removed, spans)
+
+
+def encoded_runs(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, decoded text) of base64 runs in `text` that decode to printable text."""
+    out = []
+    data = text.encode("ascii") if text.isascii() else None
+    found = _B64_RUN_BYTES.finditer(data) if data is not None else _B64_RUN.finditer(text)
+    for m in found:
+        run = m.group(1) if data is None else m.group(1).decode("ascii")
+        if not (any(c.isupper() for c in run) and any(c.islower() for c in run)):
+            continue
+        decoded = _decode(run)
+        if decoded is not None:
+            out.append((m.start(1), m.end(1), decoded))
+    return out
+
+
+def _decode(run: str) -> str | None:
+    body = run.rstrip("=")
+    if len(body) % 4 == 1:
+        return None
+    padded = body + "=" * (-len(body) % 4)
+    try:
+        raw = base64.b64decode(
+            padded, altchars=b"-_" if ("-" in body or "_" in body) else None, validate=True
+        )
+    except (binascii.Error, ValueError):
+        return None
+    if len(raw) < 16 or any(b not in _PRINTABLE for b in raw):
+        return None
+    return raw.decode("ascii")
