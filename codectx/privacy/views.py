@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import re2
@@ -31,14 +32,12 @@ _IMPLICIT = r"[ \t]*\r?\n[ \t]*"  # adjacent literals on two lines: Python and C
 
 def _junction_regex(implicit: bool) -> re2._Regexp:
     gap = _GAP + ("|" + _IMPLICIT if implicit else "")
-    return re2.compile(rf"""{_T}("(?:{gap})"|'(?:{gap})'){_T}""")
+    return re2.compile(rf"""{_T}("(?:{gap})"|'(?:{gap})'){_T}""".encode())
 
 
 _JUNCTIONS = {implicit: _junction_regex(implicit) for implicit in (False, True)}
 _IMPLICIT_SUFFIXES = (".py", ".pyi", ".c", ".h", ".cc", ".cpp", ".hpp", ".cxx")
-_B64_PATTERN = r"(?:^|[^A-Za-z0-9+/_=-])([A-Za-z0-9+/_-]{24,}={0,2})(?:$|[^A-Za-z0-9+/_=-])"
-_B64_RUN = re2.compile(_B64_PATTERN)
-_B64_RUN_BYTES = re2.compile(_B64_PATTERN.encode())
+_B64_RUN = re2.compile(rb"(?:^|[^A-Za-z0-9+/_=-])([A-Za-z0-9+/_-]{24,}={0,2})(?:$|[^A-Za-z0-9+/_=-])")
 _PRINTABLE = frozenset(range(0x20, 0x7F)) | {0x09, 0x0A, 0x0D}
 
 
@@ -66,7 +65,22 @@ class Joined:
 
 def _junctions(text: str, origin: str) -> list[tuple[int, int]]:
     implicit = origin.lower().endswith(_IMPLICIT_SUFFIXES)
-    return [(m.start(1), m.end(1)) for m in _JUNCTIONS[implicit].finditer(text)]
+    return list(_spans(_JUNCTIONS[implicit], text))
+
+
+def _spans(regex: re2._Regexp, text: str) -> Iterator[tuple[int, int]]:
+    """Character spans of group 1 of a bytes regex over `text` (UTF-8, lone surrogates passed through)."""
+    data = text.encode("utf-8", "surrogatepass")
+    ascii_only = len(data) == len(text)
+    for m in regex.finditer(data):
+        a, b = m.start(1), m.end(1)
+        if ascii_only:
+            yield a, b
+        else:
+            yield (
+                len(data[:a].decode("utf-8", "surrogatepass")),
+                len(data[:b].decode("utf-8", "surrogatepass")),
+            )
 
 
 def junction_regions(text: str, origin: str = "", pad_lines: int = 2) -> list[tuple[int, int]]:
@@ -117,15 +131,13 @@ def joined(text: str, origin: str = "") -> Joined | None:
 def encoded_runs(text: str) -> list[tuple[int, int, str]]:
     """(start, end, decoded text) of base64 runs in `text` that decode to printable text."""
     out = []
-    data = text.encode("ascii") if text.isascii() else None
-    found = _B64_RUN_BYTES.finditer(data) if data is not None else _B64_RUN.finditer(text)
-    for m in found:
-        run = m.group(1) if data is None else m.group(1).decode("ascii")
+    for start, end in _spans(_B64_RUN, text):
+        run = text[start:end]
         if not (any(c.isupper() for c in run) and any(c.islower() for c in run)):
             continue
         decoded = _decode(run)
         if decoded is not None:
-            out.append((m.start(1), m.end(1), decoded))
+            out.append((start, end, decoded))
     return out
 
 
