@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -218,7 +219,8 @@ def test_rule_file_is_consistent() -> None:
     by_id: dict[str, int] = defaultdict(int)
     for rule in rules.rules:
         by_id[rule.id] += 1
-        assert rule.secret_groups or rule.check == "format", rule.id
+        assert rule.secret_groups or rule.check in ("format", "corpus"), rule.id
+        assert re.fullmatch(r"[a-z0-9-]+", rule.id), rule.id  # it must fit a [REDACTED:<id>:<tag>] token
 
 
 def test_a_found_secret_is_redacted_wherever_it_repeats(redactor: Redactor) -> None:

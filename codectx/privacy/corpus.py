@@ -18,7 +18,7 @@ the other project's engine in-process.
   as JSON; the secret is the `refine` group.
 
 Rules from a corpus run after ours (ours win ties) and keep their ids with a
-prefix (`bl:<id>`, `ms:<id>`), so a finding says where its rule came from.
+prefix (`bl-<id>`, `ms-<name>`), so a finding says where its rule came from.
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def load_betterleaks(path: Path | None = None) -> Corpus:
         parsed.reject += glob.reject
         parsed.contains += glob.contains
         try:
-            rule = _rule("bl:" + rid, entry["regex"], entry.get("keywords", []), parsed)
+            rule = _rule(_slug("bl", rid), entry["regex"], entry.get("keywords", []), parsed)
             if "path" in entry:
                 rule = replace(rule, path=re2.compile(entry["path"]))
             rules.append(rule)
@@ -127,7 +127,7 @@ def load_ms_masker(folder: Path | None = None) -> Corpus:
         data = file.read_bytes()
         digest.update(data)
         for entry in json.loads(data):
-            rid = f"ms:{entry.get('Name', entry.get('Id', '?'))}".lower()
+            rid = _slug("ms", str(entry.get("Name") or entry.get("Id") or "rule"))
             pattern = str(entry["Pattern"]).replace("(?P<refine>", "(?P<secret>")
             try:
                 rules.append(_rule(rid, pattern, entry.get("Signatures") or [], _Terms()))
@@ -137,6 +137,11 @@ def load_ms_masker(folder: Path | None = None) -> Corpus:
 
 
 # ---------------------------------------------------------------- translation
+
+
+def _slug(prefix: str, rule_id: str) -> str:
+    """A rule id that fits a redaction token (`[a-z0-9-]`): `bl-github-pat`, `ms-urlcredentials`."""
+    return prefix + "-" + re.sub(r"[^a-z0-9]+", "-", rule_id.lower()).strip("-")
 
 
 @dataclass

@@ -29,6 +29,7 @@ _NUMBER = re.compile(
 _COLOR = re.compile(r"#[0-9a-fA-F]{3,8}\Z")
 _HEX = re.compile(r"[0-9a-fA-F]+\Z")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
+_OBJECT_ID = re.compile(r"[a-z]{2,6}_[A-Za-z0-9]{8,40}\Z")
 _ENV_LINE = re.compile(r"\s*(?:export\s+)?[A-Za-z_][A-Za-z0-9_.]*=\S")
 _YAML_LINE = re.compile(r"\s*(?:-\s+)?[\"']?[A-Za-z_][\w.-]*[\"']?:\s+\S+\s*(?:#.*)?\Z")
 # A .netrc entry, on one line or split over several: `machine host login user password value`.
@@ -115,7 +116,7 @@ def is_placeholder(value: str, markers: tuple[str, ...], allow: frozenset[str]) 
     long_value = len(value) > 64
     if any(marker in low for marker in markers if not (long_value and len(marker) < 5)):
         return True
-    return set(low) <= set("x*.-_#0 ")
+    return set(low) <= set("x*.-_#0 •●·∙…")
 
 
 def is_reference(value: str, bare: bool = False) -> bool:
@@ -125,7 +126,7 @@ def is_reference(value: str, bare: bool = False) -> bool:
     """
     if value.startswith(("$", "{")) or (value.startswith("%") and value.endswith("%")):
         return True
-    if bare and (value[:1] in "%@&*" or value.startswith(("[", "(")) or "(" in value):
+    if bare and (value[:1] in "%@&*?" or value.startswith(("[", "(")) or "(" in value):
         return True  # a pointer, a list, or a call's result
     if _ENV_LOOKUP.search(value):
         return True
@@ -201,6 +202,8 @@ def is_high_entropy(value: str, before: str, bits: float = 4.0) -> bool:
         return False
     if value.startswith(("AAAAB3Nza", "AAAAC3Nza", "AAAAE2VjZHNh")):
         return False
+    if _OBJECT_ID.match(value):
+        return False  # a prefixed public object id (cus_..., pi_..., ch_...): providers' secrets have rules
     if "/" in value and value.count("/") >= 2 and re.search(r"[a-z]{3,}/[a-z]{3,}", value):
         return False  # a path
     if "." in value and re.fullmatch(r"[\w-]+(?:\.[\w-]+)+", value) and re.search(r"\.[a-z]{2,}\b", value):

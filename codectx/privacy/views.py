@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -155,3 +156,37 @@ def _decode(run: str) -> str | None:
     if len(raw) < 16 or any(b not in _PRINTABLE for b in raw):
         return None
     return raw.decode("ascii")
+
+
+# What an escape in a JSON or C-like string stands for, two characters for two (offsets are kept).
+_ESCAPES = {"n": " \n", "t": " \t", "r": " \r", '"': ' "', "'": " '"}
+_ESCAPED_QUOTE = re.compile(r"\\[\"']")
+_ESCAPE = re.compile(r"\\(.)")
+_PAIR = re2.compile(r"^[\w.@+-]{1,64}:[^\s{}\[\]\"]{3,}$")
+
+
+def escaped_regions(text: str, limit: int = 64) -> list[tuple[int, int, str]]:
+    """(start, end, view) for the lines holding an escaped quote, each read unescaped (same length).
+
+    Code stored inside a string (a notebook cell, a JSON config holding a script) then reads like
+    code: `password = \\"...\\"` is seen as `password =  "..." `. At most `limit` lines.
+    """
+    if '\\"' not in text and "\\'" not in text:
+        return []
+    out: list[tuple[int, int, str]] = []
+    pos = 0
+    while len(out) < limit:
+        hit = _ESCAPED_QUOTE.search(text, pos)
+        if hit is None:
+            break
+        start = text.rfind("\n", 0, hit.start()) + 1
+        end = text.find("\n", hit.end())
+        end = len(text) if end == -1 else end
+        out.append((start, end, _ESCAPE.sub(lambda m: _ESCAPES.get(m.group(1), m.group(0)), text[start:end])))
+        pos = end + 1
+    return out
+
+
+def is_credential_pair(decoded: str) -> bool:
+    """Decoded base64 that is a `user:password` pair (HTTP Basic, docker and npm `auth`)."""
+    return bool(_PAIR.match(decoded))
