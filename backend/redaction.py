@@ -80,6 +80,15 @@ def redact_around_cursor(
     return red_prefix, red_suffix
 
 
+def sendable(items: Sequence[Any], gate: Any) -> list[Any]:
+    """Items whose file may be sent: a chunk of a never-send file (an index from before a never-send
+    glob was added, say) is dropped here rather than blocking the whole request at the gate."""
+    refusal = getattr(gate, "refusal", None)
+    if refusal is None:
+        return list(items)
+    return [i for i in items if refusal(str(i.path)) is None]
+
+
 def redact_items(pieces: PieceRedactor, items: Sequence[Any], read: SourceReader) -> list[Any]:
     """Each retrieved item with its text redacted (same type, other fields unchanged)."""
     out = []

@@ -41,7 +41,13 @@ from codectx.backend.prompts import (
     split_document,
     stable_prefix,
 )
-from codectx.backend.redaction import piece_redactor, redact_around_cursor, redact_items, source_reader
+from codectx.backend.redaction import (
+    piece_redactor,
+    redact_around_cursor,
+    redact_items,
+    sendable,
+    source_reader,
+)
 from codectx.backend.refactor import (
     RefactorRequest,
     build_explain_messages,
@@ -250,6 +256,7 @@ class CompletionService:
                 suffix_chars=int(budget * self.settings.retriever.suffix_share),
             )
             items = []
+        items = sendable(items, self.client.gate)
         pieces = self.pieces()
         if pieces is not None:
             # Redacted before fitting: the fit sees the real lengths, so redaction never overruns it.
@@ -437,7 +444,7 @@ class CompletionService:
         sb = sa + sum(len(r) for r in rows[scope_start : scope_end + 1])
         scope = text[sa:sb]
         context = self._context(path, text, start_line, selection[1], context)
-        items = list(context.items) if context is not None else []
+        items = sendable(context.items if context is not None else [], self.client.gate)
         pieces = self.pieces()
         sent_selection, sent_scope = selected, scope
         if pieces is not None:
