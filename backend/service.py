@@ -23,13 +23,14 @@ None; without one the prefix and suffix are cut from the document.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from codectx.backend.client import BackendClient
-from codectx.backend.errors import BackendError, BackendOffline
+from codectx.backend.errors import BackendError, BackendOffline, BackendRejected
 from codectx.backend.families import Family, detect_family, get_family
 from codectx.backend.postprocess import block_ended, choose_mode, postprocess
 from codectx.backend.prompts import (
@@ -66,6 +67,8 @@ from codectx.privacy.pieces import PieceRedactor, Placeholders
 # Characters per token, to size the document-only fallback from the token budget.
 CHARS_PER_TOKEN = 3.5
 PLACEHOLDER_MODEL = "<first model served by backend.url>"
+# A made-up redaction token, tokenized once to learn what a placeholder costs in the prompt budget.
+PLACEHOLDER_SAMPLE = "[REDACTED:keyword-assignment:0f3a9c1e]"
 
 
 class ContextLike(Protocol):
@@ -164,6 +167,8 @@ class CompletionService:
         self.notes: list[str] = []  # what restoring the last edit's placeholders had to do
         # path -> that file's text now, for scanning around retrieved chunks (the LSP passes open buffers)
         self.read_open: Callable[[str], str | None] | None = None
+        self._placeholder_chars: float | None = None
+        self._shrink = 1.0  # learned when the server said a prompt was over its context length
 
     def pieces(self) -> PieceRedactor | None:
         """A fresh piece redactor for one request (None when privacy.redact is off)."""
@@ -224,7 +229,18 @@ class CompletionService:
             return None
         # 15% headroom: the user's code may tokenize less densely than the sample.
         ratio = await self.client.chars_per_token() * 0.85
-        return max(256, int((limit - int(self.settings.backend.max_tokens) - 32) * ratio))
+        if self._placeholder_chars is None:
+            self._placeholder_chars = await self._placeholder_cost(ratio)
+        return max(256, int((limit - int(self.settings.backend.max_tokens) - 32) * ratio * self._shrink))
+
+    async def _placeholder_cost(self, ratio: float) -> float:
+        """Budget characters one redaction placeholder uses: its tokens (a placeholder tokenizes far
+        more densely than code) times characters per token. Only a made-up placeholder is sent."""
+        try:
+            tokens = len(await self.client.tokenize(PLACEHOLDER_SAMPLE))
+        except Exception:  # no /tokenize: assume one token per character, the worst case
+            tokens = len(PLACEHOLDER_SAMPLE)
+        return tokens * ratio
 
     def build_prompt(
         self,
@@ -264,7 +280,10 @@ class CompletionService:
             items = redact_items(pieces, items, self.source_reader(path, text))
         snippets = [Snippet(i.path, i.start_line, i.end_line, i.text) for i in items]
         if max_chars is not None:
-            prefix, suffix, snippets, dropped = fit_prompt(prefix, suffix, snippets, max_chars)
+            weight = self._placeholder_chars or float(len(PLACEHOLDER_SAMPLE))
+            prefix, suffix, snippets, dropped = fit_prompt(
+                prefix, suffix, snippets, max_chars, placeholder_chars=weight
+            )
             first += dropped
             items = items[: len(snippets)]
         prompt = build_fim_prompt(
@@ -352,36 +371,46 @@ class CompletionService:
         context = self._context(path, text, line, character, context)
         context_ms = (time.perf_counter() - started) * 1000
         model, family = await self.family()
-        prompt, sources, summaries, prefix, suffix, placeholders = self.build_prompt(
-            family, path, text, line, character, context, await self.max_prompt_chars()
-        )
-        if mode == "auto":
-            mode = choose_mode(prefix, suffix)
+        max_chars = await self.max_prompt_chars()
         stop, extra = await self.stop_options(family)
-        stream = self.client.stream_complete(
-            prompt.text, sources=sources, stop=stop, model=model, extra=extra
-        )
-        try:
-            async with stream:
-                async for delta in stream:
-                    if on_delta is not None:
-                        on_delta(delta)
-                    maybe_done = "\n" in delta or any(t[:1] in delta for t in family.special)
-                    if maybe_done and block_ended(
-                        stream.text, prefix=prefix, suffix=suffix, mode=mode, special=family.special
-                    ):
-                        break  # leaving the block closes the stream: the server stops generating
-        finally:
-            self.last = LastRequest(
-                "completion",
-                path,
-                getattr(stream.prepared, "endpoint", ""),
-                getattr(stream.prepared, "content", b""),
-                summaries,
-                list(getattr(stream.prepared, "findings", []) or []),
-                stream.audit_id,
-                prompt.text,
+        for attempt in (1, 2):
+            prompt, sources, summaries, prefix, suffix, placeholders = self.build_prompt(
+                family, path, text, line, character, context, max_chars
             )
+            if mode == "auto":
+                mode = choose_mode(prefix, suffix)
+            stream = self.client.stream_complete(
+                prompt.text, sources=sources, stop=stop, model=model, extra=extra
+            )
+            try:
+                async with stream:
+                    async for delta in stream:
+                        if on_delta is not None:
+                            on_delta(delta)
+                        maybe_done = "\n" in delta or any(t[:1] in delta for t in family.special)
+                        if maybe_done and block_ended(
+                            stream.text, prefix=prefix, suffix=suffix, mode=mode, special=family.special
+                        ):
+                            break  # leaving the block closes the stream: the server stops generating
+                break
+            except BackendRejected as exc:
+                shrink = _overflow_shrink(exc, int(self.settings.backend.max_tokens))
+                if attempt == 2 or shrink is None or max_chars is None:
+                    raise
+                # The text tokenized more densely than the sample: cut harder, now and from now on.
+                self._shrink = min(self._shrink, shrink)
+                max_chars = max(256, int(max_chars * shrink))
+            finally:
+                self.last = LastRequest(
+                    "completion",
+                    path,
+                    getattr(stream.prepared, "endpoint", ""),
+                    getattr(stream.prepared, "content", b""),
+                    summaries,
+                    list(getattr(stream.prepared, "findings", []) or []),
+                    stream.audit_id,
+                    prompt.text,
+                )
         final = postprocess(stream.text, prefix=prefix, suffix=suffix, mode=mode, special=family.special)
         final = restore_completion(final, placeholders)
         usage = stream.usage
@@ -517,6 +546,20 @@ class CompletionService:
         if pieces is None:
             return text[start:end], Placeholders()
         return pieces.document(text, path, [(start, end)])[0], pieces.placeholders
+
+
+_CONTEXT_LIMIT = re.compile(r"maximum context length is (\d+)")
+_PROMPT_TOKENS = re.compile(r"(?:contains at least|contains|requested) (\d+) (?:input )?tokens")
+
+
+def _overflow_shrink(exc: BackendRejected, max_tokens: int) -> float | None:
+    """The factor a prompt must shrink by, from a server's "over the context length" answer, or None."""
+    text = f"{exc} {getattr(exc, 'server_message', '')}"
+    limit, used = _CONTEXT_LIMIT.search(text), _PROMPT_TOKENS.search(text)
+    if exc.status != 400 or limit is None or used is None:
+        return None
+    room = int(limit.group(1)) - max_tokens - 32
+    return max(0.1, min(0.95, room / max(1, int(used.group(1))) * 0.9))
 
 
 def _configured(name: str) -> Family:

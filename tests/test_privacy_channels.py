@@ -365,3 +365,58 @@ async def test_lsp_channels_leak_no_planted_secret(
     assert any(r.path == "/tokenize" for r in posts)
     decoded = "\n".join(wire(r)[1] for r in chats)
     assert "[REDACTED:" in decoded and "Explain" in decoded
+
+
+# ---- a real engine behind the capture server -----------------------------------------------------------
+
+from tests.vllm_engine import Engine, vllm_model, vllm_server  # noqa: E402
+
+__all__ = ["vllm_model", "vllm_server"]  # fixtures, imported for pytest
+
+
+def forward(target: str) -> fs.Behaviour:
+    """Pass each captured request on to the real engine and relay its answer."""
+
+    async def run(conn: fs.Conn) -> None:
+        import httpx
+
+        req = conn.request
+        keep = {k: v for k, v in req.headers.items() if k in ("content-type", "authorization", "accept")}
+        async with httpx.AsyncClient(timeout=300) as client:
+            reply = await client.request(req.method, target + req.path, content=req.body, headers=keep)
+        await conn.respond(
+            reply.status_code, reply.content, reply.headers.get("content-type", "application/json")
+        )
+
+    return run
+
+
+@pytest.mark.slow
+@pytest.mark.vllm
+def test_real_engine_path_leaks_no_planted_secret(
+    repo: Path, vllm_server: Engine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The real vLLM engine (its context limit, its tokenizer) behind the capture server: completions
+    with the cursor inside each secret, the prompt cut to the engine's 1,024-token context."""
+    secrets = planted()
+    proxy = fs.FaultServer(default=forward(vllm_server.root)).start()
+    try:
+        code, _, err = _cli(["index", str(repo), "--no-embed"], repo, capsys)
+        assert code == 0, err
+        inside = [p for p in positions(repo, [s for s in secrets if not s.never_send], outside=0) if p.inside]
+        picked = {}
+        for p in inside:
+            picked.setdefault((p.file, p.line), p)  # one cursor inside each secret line
+        for pos in picked.values():
+            where = ["--line", str(pos.line), "--character", str(pos.character)]
+            server = ["--backend-url", proxy.url, "--model", vllm_server.model_name, "--lexical"]
+            args = ["complete", str(repo / pos.file), *where, *server]
+            code, _, err = _cli(args, repo, capsys)
+            assert code == 0 and "Traceback" not in err, f"{pos}: {err}"
+        posts = [r for r in proxy.requests if r.method == "POST" and r.path == "/v1/completions"]
+        # One request each, or two where the engine said the first was over its context length.
+        assert len(picked) <= len(posts) <= 2 * len(picked)
+        assert any(r.path == "/tokenize" for r in proxy.requests)  # the engine's own tokenizer was asked
+        assert_no_secret(proxy.requests, secrets, "real engine")
+    finally:
+        proxy.stop()
