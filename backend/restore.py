@@ -159,7 +159,7 @@ def _restore_tokens(text: str, placeholders: Placeholders) -> str:
 
 def _insert_point(matcher: difflib.SequenceMatcher[str], i: int, end: int) -> int:
     """Where in the answer a deleted sent line `i` would have been."""
-    for _op, i1, i2, j1, _j2 in matcher.get_opcodes():
+    for _op, i1, i2, j1, j2 in matcher.get_opcodes():
         if i1 <= i < i2:
-            return j1
+            return min(j2, j1 + (i - i1))  # after the block's lines it lines up with
     return end

@@ -182,9 +182,24 @@ def escaped_regions(text: str, limit: int = 64) -> list[tuple[int, int, str]]:
         start = text.rfind("\n", 0, hit.start()) + 1
         end = text.find("\n", hit.end())
         end = len(text) if end == -1 else end
-        out.append((start, end, _ESCAPE.sub(lambda m: _ESCAPES.get(m.group(1), m.group(0)), text[start:end])))
+        out.append((start, end, _unescape_line(text[start:end])))
         pos = end + 1
     return out
+
+
+def _unescape_line(line: str) -> str:
+    """One line unescaped, same length: escaped quotes alternate opening (` "`) and closing (`" `)."""
+    opened: dict[str, bool] = {}
+
+    def one(m: re.Match[str]) -> str:
+        c = m.group(1)
+        if c in "\"'":
+            opening = not opened.get(c, False)
+            opened[c] = opening
+            return " " + c if opening else c + " "
+        return _ESCAPES.get(c, m.group(0))
+
+    return _ESCAPE.sub(one, line)
 
 
 def is_credential_pair(decoded: str) -> bool:

