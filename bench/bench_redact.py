@@ -73,14 +73,6 @@ def own_rules_only() -> RuleSet:
     return build(own, base.version + "-own", base.allow_values, base.markers)
 
 
-def with_betterleaks() -> RuleSet:
-    from codectx.privacy.corpus import load_betterleaks
-
-    base = own_rules_only()
-    extra = list(load_betterleaks().rules)
-    return build([*base.rules, *extra], base.version + "+bl", base.allow_values, base.markers)
-
-
 def with_ms_masker() -> RuleSet:
     from codectx.privacy.corpus import load_ms_masker
 
@@ -283,20 +275,36 @@ def score_real(scan: Scanner, pieces: list[tuple[str, str]]) -> dict[str, Any]:
 # ---- the default high-entropy tier's threshold ------------------------------------------------------
 
 
-SWEEP_BITS = (3.0, 3.25, 3.5, 3.75, 4.0, 4.25, 4.5)
+SWEEP = ((12, 4.0), (16, 4.0), (20, 4.0), (16, 3.0), (16, 3.5), (24, 4.0))  # (shortest length, entropy cap)
 
 
-def entropy_sweep(pieces: list[tuple[str, str]], dev: list[sets.Record]) -> list[dict[str, Any]]:
-    """For each entropy cap of the default tier: its findings per 1,000 real lines, dev recall."""
+def _tier(rule: Any, shortest: int, bits: float) -> Any:
+    """A default-tier entropy rule with another shortest length and cap (other rules unchanged)."""
+    import re2
+
+    if rule.check != "entropy" or rule.strict:
+        return rule
+    if rule.bare:
+        return dataclasses.replace(rule, bits=bits)
+    pattern = rule.pattern.replace("{16,}", f"{{{shortest},}}")
+    return dataclasses.replace(
+        rule, bits=bits, min_len=shortest, pattern=pattern, regex=re2.compile(pattern.encode())
+    )
+
+
+def entropy_sweep(
+    pieces: list[tuple[str, str]], labelled: dict[str, list[sets.Record]]
+) -> list[dict[str, Any]]:
+    """For each (shortest length, entropy cap) of the default high-entropy tier: its findings per
+    1,000 real lines, and full-redaction recall / hard negatives changed on the labelled sets."""
     base = default_rules()
     rows = []
     lines = sum(text.count("\n") + 1 for _, text in pieces)
-    for bits in SWEEP_BITS:
-        rules = [
-            dataclasses.replace(r, bits=bits) if r.check == "entropy" and not r.strict else r
-            for r in base.rules
-        ]
-        redactor = Redactor(key=KEY, rules=build(rules, f"sweep-{bits}", base.allow_values, base.markers))
+    for shortest, bits in SWEEP:
+        rules = [_tier(r, shortest, bits) for r in base.rules]
+        redactor = Redactor(
+            key=KEY, rules=build(rules, f"sweep-{shortest}-{bits}", base.allow_values, base.markers)
+        )
         found = sum(
             f.rule == "high-entropy" for rel, text in pieces for f in redactor.redact(text, rel).findings
         )
@@ -304,16 +312,19 @@ def entropy_sweep(pieces: list[tuple[str, str]], dev: list[sets.Record]) -> list
         def scan(text: str, path: str, r: Redactor = redactor) -> list[Span]:
             return [(f.start, f.end) for f in r.redact(text, path).findings]
 
-        scored = score(scan, dev) if dev else None
-        rows.append(
-            {
-                "bits": bits,
-                "entropy_findings_per_1000_lines": 1000 * found / max(1, lines),
-                "dev_full_recall": scored["full_recall"] if scored else None,
-                "dev_neutral_full_recall": scored["neutral_full_recall"] if scored else None,
-                "dev_hard_negatives_changed": scored["hard_negatives_changed"] if scored else None,
+        row: dict[str, Any] = {
+            "shortest": shortest,
+            "bits": bits,
+            "entropy_findings_per_1000_lines": 1000 * found / max(1, lines),
+        }
+        for name, records in labelled.items():
+            scored = score(scan, records)
+            row[name] = {
+                "full_recall": scored["full_recall"],
+                "neutral_full_recall": scored["neutral_full_recall"],
+                "hard_negatives_changed": scored["hard_negatives_changed"],
             }
-        )
+        rows.append(row)
     return rows
 
 
@@ -325,7 +336,6 @@ def tools() -> tuple[dict[str, Scanner], list[Any]]:
     out: dict[str, Scanner] = {
         "codectx": codectx_scanner(),
         "codectx own rules": codectx_scanner(own_rules_only()),
-        "codectx own+betterleaks": codectx_scanner(with_betterleaks()),
         "codectx own+ms-masker": codectx_scanner(with_ms_masker()),
         "codectx strict": codectx_scanner(strict=True),
         "detect-secrets": ds_scan,
@@ -381,7 +391,9 @@ def main() -> int:
         print(f"  {name}: done in {entry['seconds']:.1f} s", file=sys.stderr)
     for context in contexts:
         context.__exit__(None, None, None)
-    report["entropy_sweep"] = entropy_sweep(pieces, named.get("independent-dev", []))
+    # The sweep tunes a threshold: never on the held-out set.
+    tuning = {k: v for k, v in named.items() if k != "independent-holdout"}
+    report["entropy_sweep"] = entropy_sweep(pieces, tuning)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "redact.json").write_text(json.dumps(report, indent=2) + "\n")
     table = render(report)
@@ -455,16 +467,24 @@ def render(report: dict[str, Any]) -> str:
         for kind, stats in tools_[names[0]][set_name]["negatives_by_kind"].items():
             cells = [str(tools_[n][set_name]["negatives_by_kind"][kind]["changed"]) for n in names]
             out.append(f"| {kind} | {stats['n']} | " + " | ".join(cells) + " |")
-    out.append("\n## Default high-entropy tier: threshold sweep\n")
-    out.append(
-        "| entropy cap (bits) | findings / 1,000 real lines | dev full recall | dev neutral "
-        "| dev negatives changed |"
+    out.append("\n## Default high-entropy tier: threshold sweep (shipped: shortest 16, cap 4.0)\n")
+    sweep = report["entropy_sweep"]
+    set_cols = [k for k in sweep[0] if isinstance(sweep[0][k], dict)] if sweep else []
+    header = "| shortest | cap (bits) | findings / 1,000 real lines | " + " | ".join(
+        f"{k}: full / neutral / negatives changed" for k in set_cols
     )
-    out.append("|---|---|---|---|---|")
-    for r in report["entropy_sweep"]:
+    out.append(header + " |")
+    out.append("|---|---|---|" + "---|" * len(set_cols))
+    for r in sweep:
+        cells = [
+            f"{_fmt(r[k]['full_recall'])} / {_fmt(r[k]['neutral_full_recall'])} / "
+            f"{r[k]['hard_negatives_changed']}"
+            for k in set_cols
+        ]
         out.append(
-            f"| {r['bits']} | {r['entropy_findings_per_1000_lines']:.3f} | {_fmt(r['dev_full_recall'])} | "
-            f"{_fmt(r['dev_neutral_full_recall'])} | {r['dev_hard_negatives_changed']} |"
+            f"| {r['shortest']} | {r['bits']} | {r['entropy_findings_per_1000_lines']:.3f} | "
+            + " | ".join(cells)
+            + " |"
         )
     return "\n".join(out) + "\n"
 

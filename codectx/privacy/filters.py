@@ -176,9 +176,15 @@ def shannon(value: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in counts.values())
 
 
-def is_high_entropy(value: str, before: str, bits: float = 4.0) -> bool:
-    """Random-looking literals, minus digests, UUIDs, SHAs, public keys, data URIs (`bits`: the cap)."""
-    if len(value) < 20 or len(value) > 1000:
+def is_high_entropy(value: str, before: str, bits: float = 4.0, shortest: int = 20) -> bool:
+    """Random-looking literals, minus digests, UUIDs, SHAs, public keys, data URIs (`bits`: the cap).
+
+    Values from `shortest` to 19 characters must mix digits, upper and lower case."""
+    if len(value) < shortest or len(value) > 1000:
+        return False
+    if len(value) < 20 and not (
+        any(c.isdigit() for c in value) and any(c.isupper() for c in value) and any(c.islower() for c in value)
+    ):
         return False
     if _HEX.match(value) or _UUID.match(value) or _DIGEST_PREFIX.match(value):
         return False

@@ -243,7 +243,8 @@ class Redactor:
         if rule.check == "entropy":
             if rule.bare and not filters.bare_is_config(lines.line_text(lines.line_of(start)), origin):
                 return False
-            return filters.is_high_entropy(value, text[max(0, start - 40) : start], rule.bits)
+            before = text[max(0, start - 40) : start]
+            return filters.is_high_entropy(value, before, rule.bits, max(rule.min_len, 16))
         # "value" and "unquoted": generic literals.
         if name and filters.is_excluded_name(name):
             return False
