@@ -166,3 +166,27 @@ def test_real_source_is_byte_identical_except_for_exact_secret_spans() -> None:
             restored = restored.replace(token + "\n" * original.count("\n"), original)
         assert restored == text, rel
     assert changed <= len(sources) // 20  # a few fixtures with keys in them, not ordinary code
+
+
+def test_a_prompt_full_of_secrets_stays_inside_its_budget(tmp_path: Path) -> None:
+    from codectx.backend.client import BackendClient
+    from codectx.backend.families import get_family
+    from codectx.backend.service import CompletionService
+
+    from codectx.settings import load_settings
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    settings = load_settings(root, {}, environ={}, user_config=tmp_path / "none.toml")
+    service = CompletionService(settings, BackendClient(settings))
+    service._placeholder_chars = 90.0  # what a placeholder costs, as measured by /tokenize
+    secrets = [f"Zq{i:02d}xR7!vL2mP9k" for i in range(40)]
+    doc = "".join(f'password_{i} = "{s}"\n' for i, s in enumerate(secrets)) + "def f():\n    \n"
+    for budget in (400, 800, 1600):
+        prompt, _, _, prefix, suffix, placeholders = service.build_prompt(
+            get_family("qwen"), "app.py", doc, 41, 4, None, budget
+        )
+        assert not any(s[:12] in prompt.text for s in secrets)
+        weight = len(prefix) + len(suffix) + sum(90 - len(t) for t in placeholders.tokens_in(prefix + suffix))
+        assert weight <= budget, (budget, weight)
+        assert prefix.endswith("def f():\n    ")
