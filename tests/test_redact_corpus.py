@@ -120,3 +120,27 @@ def test_code_inside_json_strings_reads_like_code(redactor: Redactor) -> None:
 )
 def test_look_alikes_stay(redactor: Redactor, text: str) -> None:
     assert redactor.redact(text, "values.yaml").findings == [], text
+
+
+@pytest.mark.parametrize(
+    ("text", "origin", "secret"),
+    [
+        ('<property name="password" value="Sp1ngB00t!pw"/>', "beans.xml", "Sp1ngB00t!pw"),
+        ('var cred = new NetworkCredential("svc", "Wint3r!Harbor");', "Auth.cs", "Wint3r!Harbor"),
+        ('ds.setPassword("Wint3r!Harbor");', "Db.java", "Wint3r!Harbor"),
+        ("docker login -u ci -p Wint3r-Harbor-77 registry.internal", ".bash_history", "Wint3r-Harbor-77"),
+        ('kind: Secret\nstringData:\n  password: "Wint3r!Harbor#7"\n', "secret.yaml", "Wint3r!Harbor#7"),
+        ('let token: &str = "Zk4rP9wQ2mXv7LbN";', "main.rs", "Zk4rP9wQ2mXv7LbN"),
+        ('const apiKey string = "Zk4rP9wQ2mXv7LbN"', "main.go", "Zk4rP9wQ2mXv7LbN"),
+        ('Environment="DB_PASSWORD=hunterhunter22"', "app.service", "hunterhunter22"),
+    ],
+)
+def test_credentials_in_more_syntaxes(redactor: Redactor, text: str, origin: str, secret: str) -> None:
+    assert secret not in redactor.redact(text, origin).text
+
+
+def test_type_annotations_are_not_passwords(redactor: Redactor) -> None:
+    assert (
+        redactor.redact("def f(username: str, password: Optional[HiddenText]) -> None:", "vcs.py").findings
+        == []
+    )

@@ -14,9 +14,13 @@ from collections import Counter
 CONFIG_SUFFIXES = (
     ".env", ".ini", ".cfg", ".conf", ".config", ".properties", ".yaml", ".yml", ".toml",
     ".sh", ".bash", ".zsh", ".envrc", ".tfvars", ".netrc", ".pgpass", ".npmrc", ".pypirc",
-    ".md", ".txt", ".rst", ".sql", ".netrc",
+    ".md", ".txt", ".rst", ".sql", ".netrc", ".service", ".socket", ".timer", ".mount", ".desktop",
+    ".history", ".env.example", ".gradle.properties", ".tfvars", ".hcl", ".tf",
 )  # fmt: skip
-CONFIG_NAMES = ("dockerfile", ".env", ".envrc", ".netrc", "netrc", ".npmrc", ".pypirc", "makefile")
+CONFIG_NAMES = (
+    "dockerfile", ".env", ".envrc", ".netrc", "netrc", ".npmrc", ".pypirc", "makefile", ".bash_history",
+    ".zsh_history", ".sh_history", ".history", "history", ".pgpass", "containerfile",
+)  # fmt: skip
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _DOTTED = re.compile(r"[A-Za-z_$@][\w$]*(?:(?:\.|->|::)[A-Za-z_$][\w$]*)+\Z")
@@ -29,6 +33,7 @@ _NUMBER = re.compile(
 _COLOR = re.compile(r"#[0-9a-fA-F]{3,8}\Z")
 _HEX = re.compile(r"[0-9a-fA-F]+\Z")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
+_SUBSCRIPT = re.compile(r"[A-Za-z_][\w.]*\[[\w.,'\" \[\]|]*\],?\Z")
 _OBJECT_ID = re.compile(r"[a-z]{2,6}_[A-Za-z0-9]{8,40}\Z")
 _ENV_LINE = re.compile(r"\s*(?:export\s+)?[A-Za-z_][A-Za-z0-9_.]*=\S")
 _YAML_LINE = re.compile(r"\s*(?:-\s+)?[\"']?[A-Za-z_][\w.-]*[\"']?:\s+\S+\s*(?:#.*)?\Z")
@@ -132,6 +137,8 @@ def is_reference(value: str, bare: bool = False) -> bool:
         return True
     if bare and value.startswith("!"):
         return True  # a YAML tag (!vault, !ENV, !Ref)
+    if bare and _SUBSCRIPT.match(value):
+        return True  # a type or an index: Optional[str], settings["db"], Dict[str, Any]
     return bare and bool(_DOTTED.match(value)) and not looks_random(value)
 
 
