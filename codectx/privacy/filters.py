@@ -33,7 +33,7 @@ _NUMBER = re.compile(
 _COLOR = re.compile(r"#[0-9a-fA-F]{3,8}\Z")
 _HEX = re.compile(r"[0-9a-fA-F]+\Z")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
-_SUBSCRIPT = re.compile(r"[A-Za-z_][\w.]*\[[\w.,'\" \[\]|]*\],?\Z")
+_SUBSCRIPT = re.compile(r"[A-Za-z_][\w.]*\[[\w.,'\" \[\]|]*\][),:;]*\Z")
 _OBJECT_ID = re.compile(r"[a-z]{2,6}_[A-Za-z0-9]{8,40}\Z")
 _ENV_LINE = re.compile(r"\s*(?:export\s+)?[A-Za-z_][A-Za-z0-9_.]*=\S")
 _YAML_LINE = re.compile(r"\s*(?:-\s+)?[\"']?[A-Za-z_][\w.-]*[\"']?:\s+\S+\s*(?:#.*)?\Z")
@@ -189,9 +189,7 @@ def is_high_entropy(value: str, before: str, bits: float = 4.0, shortest: int = 
     Values from `shortest` to 19 characters must mix digits, upper and lower case."""
     if len(value) < shortest or len(value) > 1000:
         return False
-    if len(value) < 20 and not (
-        any(c.isdigit() for c in value) and any(c.isupper() for c in value) and any(c.islower() for c in value)
-    ):
+    if len(value) < 20 and not _three_classes(value):
         return False
     if _HEX.match(value) or _UUID.match(value) or _DIGEST_PREFIX.match(value):
         return False
@@ -229,6 +227,11 @@ def is_high_entropy(value: str, before: str, bits: float = 4.0, shortest: int = 
     if re.fullmatch(r"[a-z0-9_]+|[A-Z0-9_]+", value) or wordlike(value):
         return False
     return shannon(value) >= min(bits, 0.8 * math.log2(len(value)))
+
+
+def _three_classes(value: str) -> bool:
+    digit = any(c.isdigit() for c in value)
+    return digit and any(c.isupper() for c in value) and any(c.islower() for c in value)
 
 
 def looks_random(value: str, need: int = 3) -> bool:
