@@ -133,6 +133,20 @@ def test_look_alikes_stay(redactor: Redactor, text: str) -> None:
         ('let token: &str = "Zk4rP9wQ2mXv7LbN";', "main.rs", "Zk4rP9wQ2mXv7LbN"),
         ('const apiKey string = "Zk4rP9wQ2mXv7LbN"', "main.go", "Zk4rP9wQ2mXv7LbN"),
         ('Environment="DB_PASSWORD=hunterhunter22"', "app.service", "hunterhunter22"),
+        ('conn = "Driver={ODBC Driver 18};Uid=sa;Pwd={S3cr;et!pw};"', "db.py", "S3cr;et!pw"),
+        (
+            "https://b.s3.amazonaws.com/k?X-Amz-Security-Token=IQoJb3JpZ2luX2VjEJr%2F%2FZXIvYXdz",
+            "a.md",
+            "IQoJb3JpZ2lu",
+        ),
+        ("| DB_PASSWORD | Wint3rHarbor77 |", "README.md", "Wint3rHarbor77"),
+        ('$pw = ConvertTo-SecureString "Wint3r!Harbor" -AsPlainText -Force', "deploy.ps1", "Wint3r!Harbor"),
+        ('psycopg2.connect("host=db user=app password=hunterhunter2 dbname=x")', "db.py", "hunterhunter2"),
+        (
+            "  412  mycli login q8Rz2LmN4vXw7TyB1cKd9FhJ --region eu",
+            ".bash_history",
+            "q8Rz2LmN4vXw7TyB1cKd9FhJ",
+        ),
     ],
 )
 def test_credentials_in_more_syntaxes(redactor: Redactor, text: str, origin: str, secret: str) -> None:

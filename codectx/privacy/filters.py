@@ -157,6 +157,36 @@ def is_weak_literal(value: str) -> bool:
     return value.startswith(("/", "./", "../", "~/", "http://", "https://", "file:"))
 
 
+def in_public_block(text: str, offset: int) -> bool:
+    """`offset` is inside a `-----BEGIN ...-----` block that holds no private key (a public key,
+    a certificate, a PGP public block)."""
+    begin = text.rfind("-----BEGIN", 0, offset)
+    if begin == -1:
+        return False
+    header = text[begin : begin + 80]
+    if "PRIVATE" in header or "-----" not in header[10:]:
+        return False
+    end = text.find("-----END", begin)
+    return end == -1 or end > offset
+
+
+def inside_string(head: str) -> bool:
+    """The text after `head` (the start of a line) is inside a string literal opened on that line."""
+    quote = ""
+    i = 0
+    while i < len(head):
+        c = head[i]
+        if quote:
+            if c == "\\":
+                i += 1
+            elif c == quote:
+                quote = ""
+        elif c in "\"'":
+            quote = c
+        i += 1
+    return bool(quote)
+
+
 def bare_value_is_literal(value: str, line: str, origin: str) -> bool:
     """A bare identifier after `=`/`:` is a literal only in config or shell syntax."""
     if not _IDENT.match(value):

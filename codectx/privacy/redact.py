@@ -231,6 +231,8 @@ class Redactor:
             return False  # a lockfile integrity hash (sha512-...), not a token
         if rule.reject_wordlike and rule.check != "corpus" and filters.wordlike(value.replace(".", "")):
             return False
+        if rule.reject and rule.check != "corpus" and any(r.search(value) for r in rule.reject):
+            return False
         if rule.check == "format":
             return True
         if rule.check == "corpus":
@@ -243,6 +245,8 @@ class Redactor:
         if rule.check == "entropy":
             if rule.bare and not filters.bare_is_config(lines.line_text(lines.line_of(start)), origin):
                 return False
+            if filters.in_public_block(text, start):
+                return False  # the body of a public key, certificate or PGP public block
             before = text[max(0, start - 40) : start]
             return filters.is_high_entropy(value, before, rule.bits, max(rule.min_len, 16))
         # "value" and "unquoted": generic literals.
@@ -253,7 +257,10 @@ class Redactor:
         if rule.reject_words and filters.is_weak_literal(value):
             return False
         if rule.check == "unquoted":
-            line_text = lines.line_text(lines.line_of(start))
+            row = lines.line_of(start)
+            line_text = lines.line_text(row)
+            if filters.inside_string(line_text[: start - lines.starts[row]]):
+                return True  # `"host=db password=hunter2x"`: inside a string literal, a bare value is text
             return filters.bare_value_is_literal(value, line_text, origin)
         return True
 

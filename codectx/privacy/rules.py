@@ -122,6 +122,8 @@ def parse(data: bytes, name: str = "rules.toml") -> RuleSet:
                 bare=bool(raw.get("bare", False)),
                 classes=int(raw.get("classes", 3)),
                 reject_wordlike=bool(raw.get("reject_wordlike", False)),
+                path=_compile(raw["path"], where) if "path" in raw else None,
+                reject=tuple(_compile(r, where) for r in raw.get("reject", [])),
             )
         )
     if not rules:
