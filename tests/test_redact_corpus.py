@@ -158,3 +158,39 @@ def test_type_annotations_are_not_passwords(redactor: Redactor) -> None:
         redactor.redact("def f(username: str, password: Optional[HiddenText]) -> None:", "vcs.py").findings
         == []
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "origin", "secret"),
+    [
+        ("env:\n  - name: DB_PASSWORD\n    value: Wint3rHarbor77\n", "deploy.yaml", "Wint3rHarbor77"),
+        ('{"name": "API_TOKEN", "value": "Zk4rP9wQ2mXv7LbN"}', "task.json", "Zk4rP9wQ2mXv7LbN"),
+        ("proxy_set_header X-Api-Key a8f5f167f44f4964e6c998dee827110c;", "api.conf", "a8f5f167f44f4964e6c9"),
+        (
+            'variable "db_password" {\n  type    = string\n  default = "Wint3r!Harbor"\n}',
+            "vars.tf",
+            "Wint3r!Harbor",
+        ),
+        ("SET PASSWORD FOR 'app'@'%' = 'Wint3r!Harbor';", "grants.sql", "Wint3r!Harbor"),
+        ("requirepass Wint3rHarbor77", "redis.conf", "Wint3rHarbor77"),
+        (
+            'command: ["redis-server", "--requirepass", "Wint3rHarbor77"]',
+            "docker-compose.yml",
+            "Wint3rHarbor77",
+        ),
+    ],
+)
+def test_names_and_values_in_separate_fields(redactor: Redactor, text: str, origin: str, secret: str) -> None:
+    assert secret not in redactor.redact(text, origin).text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "- name: LOG_LEVEL\n  value: info\n",
+        "- name: DB_PASSWORD\n  valueFrom:\n    secretKeyRef:\n      name: db\n",
+        "proxy_set_header X-Api-Key $http_x_api_key;",
+    ],
+)
+def test_references_in_separate_fields_stay(redactor: Redactor, text: str) -> None:
+    assert redactor.redact(text, "deploy.yaml").findings == []
