@@ -194,3 +194,30 @@ def test_names_and_values_in_separate_fields(redactor: Redactor, text: str, orig
 )
 def test_references_in_separate_fields_stay(redactor: Redactor, text: str) -> None:
     assert redactor.redact(text, "deploy.yaml").findings == []
+
+
+JWKS = (
+    '{"keys":[{"kty":"RSA","e":"AQAB","kid":"Zk4rP9wQ2mXv7LbN","n":"0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWh'
+    'M78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7"}]}'
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "origin"),
+    [
+        (JWKS, "jwks.json"),
+        ('const OWNER = "0x71C7656EC7ab88b098defB751B7401B5f6d8976F";', "wallet.ts"),
+        ("db_password: arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db-AbCdEf", "values.yaml"),
+        ('password: "op://Private/db/password"', "config.yaml"),
+        ("api_key = projects/acme/secrets/stripe/versions/latest", "app.ini"),
+        ('"h1:FVR7VZdVEjsY0M3dhcm1lZWQvbmRWNnUzYmpnSUE=",', ".terraform.lock.hcl"),
+        ("github.com/pkg/errors v0.9.1 h1:FEBLx1zS214owpjy7qsBeixbURkuhQAwrK5UwLGTwt4=", "go.sum"),
+        ('"mappings": "AAAA,SAASA,CAAC,EAAE;IACD,OAAOC,CAAC",', "app.js.map"),
+        (
+            'url("data:image/svg+xml;base64,PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciIHZpZXdCb3g9IjAgMCAxMCAxMCI+PC9zdmc+")',
+            "a.css",
+        ),
+    ],
+)
+def test_public_material_and_references_stay(redactor: Redactor, text: str, origin: str) -> None:
+    assert redactor.redact(text, origin).findings == []

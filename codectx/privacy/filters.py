@@ -34,6 +34,13 @@ _COLOR = re.compile(r"#[0-9a-fA-F]{3,8}\Z")
 _HEX = re.compile(r"[0-9a-fA-F]+\Z")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
 _SUBSCRIPT = re.compile(r"[A-Za-z_][\w.]*\[[\w.,'\" \[\]|]*\][),:;]*\Z")
+_HEX_0X = re.compile(r"0[xX][0-9a-fA-F]+\Z")
+_JWK_PUBLIC = re.compile(r"[\"'](?:n|e|x|y|x5c|x5t|x5t#S256|kid|crv|kty|alg|use|key_ops)[\"']\s*:\s*\[?\s*[\"']$")
+_SECRET_REF = re.compile(
+    r"(?:arn:aws[\w-]*:(?:secretsmanager|ssm|kms):|op://|vault:|akv://|sm://|gcp-secret://|azure-keyvault://|"
+    r"projects/[^/\s]+/secrets/|\{\{resolve:|ssm:/|secretsmanager:|keyvault:)",
+    re.IGNORECASE,
+)
 _OBJECT_ID = re.compile(r"[a-z]{2,6}_[A-Za-z0-9]{8,40}\Z")
 _ENV_LINE = re.compile(r"\s*(?:export\s+)?[A-Za-z_][A-Za-z0-9_.]*=\S")
 _YAML_LINE = re.compile(r"\s*(?:-\s+)?[\"']?[A-Za-z_][\w.-]*[\"']?:\s+\S+\s*(?:#.*)?\Z")
@@ -133,8 +140,8 @@ def is_reference(value: str, bare: bool = False) -> bool:
         return True
     if bare and (value[:1] in "%@&*?" or value.startswith(("[", "(")) or "(" in value):
         return True  # a pointer, a list, or a call's result
-    if _ENV_LOOKUP.search(value):
-        return True
+    if _ENV_LOOKUP.search(value) or _SECRET_REF.match(value):
+        return True  # an environment lookup, or a secret manager's reference (arn:..., op://, vault:...)
     if bare and value.startswith("!"):
         return True  # a YAML tag (!vault, !ENV, !Ref)
     if bare and _SUBSCRIPT.match(value):
@@ -221,8 +228,10 @@ def is_high_entropy(value: str, before: str, bits: float = 4.0, shortest: int = 
         return False
     if len(value) < 20 and not _three_classes(value):
         return False
-    if _HEX.match(value) or _UUID.match(value) or _DIGEST_PREFIX.match(value):
-        return False
+    if _HEX.match(value) or _UUID.match(value) or _DIGEST_PREFIX.match(value) or _HEX_0X.match(value):
+        return False  # digests, ids, hex words and 0x-addresses (a private key in hex has its own rule)
+    if _JWK_PUBLIC.search(before):
+        return False  # a public JWK member (n, e, x, y, x5c...): public key material
     lowered_before = before[-24:].lower()
     if any(
         mark in lowered_before
