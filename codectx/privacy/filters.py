@@ -35,7 +35,8 @@ _HEX = re.compile(r"[0-9a-fA-F]+\Z")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
 _SUBSCRIPT = re.compile(r"[A-Za-z_][\w.]*\[[\w.,'\" \[\]|]*\][),:;]*\Z")
 _HEX_0X = re.compile(r"0[xX][0-9a-fA-F]+\Z")
-_JWK_PUBLIC = re.compile(r"[\"'](?:n|e|x|y|x5c|x5t|x5t#S256|kid|crv|kty|alg|use|key_ops)[\"']\s*:\s*\[?\s*[\"']$")
+_JWK_MEMBERS = r"n|e|x|y|x5c|x5t|x5t#S256|kid|crv|kty|alg|use|key_ops"
+_JWK_PUBLIC = re.compile(rf"[\"'](?:{_JWK_MEMBERS})[\"']\s*:\s*\[?\s*[\"']$")
 _SECRET_REF = re.compile(
     r"(?:arn:aws[\w-]*:(?:secretsmanager|ssm|kms):|op://|vault:|akv://|sm://|gcp-secret://|azure-keyvault://|"
     r"projects/[^/\s]+/secrets/|\{\{resolve:|ssm:/|secretsmanager:|keyvault:)",
