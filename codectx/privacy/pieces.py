@@ -28,6 +28,7 @@ have its placeholders put back locally (`restore`).
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -323,22 +324,32 @@ def _open_quote(head: str) -> tuple[str, int]:
 def _locate(text: str, source: str, start_line: int) -> tuple[str, tuple[int, int], str] | None:
     """(header, [a, b) of the chunk's body in `source`, trailing marker) or None when it is not there."""
     rows = text.split("\n")
-    src_rows = source.split("\n")
-    if start_line >= len(src_rows):
+    starts = _line_starts(source)
+    count = len(starts) - 1
+    if start_line >= count:
         return None
-    starts = [0]
-    for row in src_rows:
-        starts.append(starts[-1] + len(row) + 1)
     for head_n in (0, 1):
         body = rows[head_n:]
         for tail_n in (0, 1):
             core = body[: len(body) - tail_n] if tail_n else body
-            if not core or start_line + len(core) > len(src_rows):
+            if not core or start_line + len(core) > count:
                 continue
-            if src_rows[start_line : start_line + len(core)] == core:
-                a = starts[start_line]
-                b = starts[start_line + len(core)] - 1
+            a = starts[start_line]
+            b = starts[start_line + len(core)] - 1
+            if source[a:b] == "\n".join(core):
                 head = "\n".join(rows[:head_n])
                 tail = "\n".join(body[len(core) :])
                 return head, (a, b), tail
     return None
+
+
+@functools.lru_cache(maxsize=16)
+def _line_starts(source: str) -> tuple[int, ...]:
+    """Offsets where each line of `source` starts, plus one past the end (several chunks share a file)."""
+    starts = [0]
+    pos = source.find("\n")
+    while pos != -1:
+        starts.append(pos + 1)
+        pos = source.find("\n", pos + 1)
+    starts.append(len(source) + 1)
+    return tuple(starts)
