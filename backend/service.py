@@ -163,7 +163,6 @@ class CompletionService:
         self.last: LastRequest | None = None
         root = getattr(settings, "root", None)
         self.repo_name = root.name if root is not None else "repo"
-        self.placeholders = Placeholders()  # the last request's tokens -> original text (memory only)
         self.notes: list[str] = []  # what restoring the last edit's placeholders had to do
         # path -> that file's text now, for scanning around retrieved chunks (the LSP passes open buffers)
         self.read_open: Callable[[str], str | None] | None = None
