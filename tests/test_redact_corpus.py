@@ -221,3 +221,9 @@ JWKS = (
 )
 def test_public_material_and_references_stay(redactor: Redactor, text: str, origin: str) -> None:
     assert redactor.redact(text, origin).findings == []
+
+
+def test_a_short_base64_credential_pair_in_a_header_directive(redactor: Redactor) -> None:
+    pair = base64.b64encode(b"svc:Wint3r!Harbor").decode()  # 24 characters with its padding
+    out = redactor.redact(f'    proxy_set_header Authorization "Basic {pair}";', "api.conf").text
+    assert pair not in out and "proxy_set_header Authorization" in out

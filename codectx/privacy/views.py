@@ -38,7 +38,7 @@ def _junction_regex(implicit: bool) -> re2._Regexp:
 
 _JUNCTIONS = {implicit: _junction_regex(implicit) for implicit in (False, True)}
 _IMPLICIT_SUFFIXES = (".py", ".pyi", ".c", ".h", ".cc", ".cpp", ".hpp", ".cxx")
-_B64_RUN = re2.compile(rb"(?:^|[^A-Za-z0-9+/_=-])([A-Za-z0-9+/_-]{24,}={0,2})(?:$|[^A-Za-z0-9+/_=-])")
+_B64_RUN = re2.compile(rb"(?:^|[^A-Za-z0-9+/_=-])([A-Za-z0-9+/_-]{16,}={0,2})(?:$|[^A-Za-z0-9+/_=-])")
 _PRINTABLE = frozenset(range(0x20, 0x7F)) | {0x09, 0x0A, 0x0D}
 
 
@@ -134,6 +134,8 @@ def encoded_runs(text: str) -> list[tuple[int, int, str]]:
     out = []
     for start, end in _spans(_B64_RUN, text):
         run = text[start:end]
+        if len(run) < 24 and not (run.endswith("=") or len(run) % 4 == 0):
+            continue  # a short run is decoded only when it has base64's shape (padding or whole quads)
         if not (any(c.isupper() for c in run) and any(c.islower() for c in run)):
             continue
         decoded = _decode(run)
@@ -153,7 +155,7 @@ def _decode(run: str) -> str | None:
         )
     except (binascii.Error, ValueError):
         return None
-    if len(raw) < 16 or any(b not in _PRINTABLE for b in raw):
+    if len(raw) < 12 or any(b not in _PRINTABLE for b in raw):
         return None
     return raw.decode("ascii")
 
