@@ -176,24 +176,39 @@ def stable_prefix(text: str, prefix: str, first: int, line: int, block_lines: in
 
 
 def fit_prompt(
-    prefix: str, suffix: str, snippets: Sequence[Snippet], max_chars: int, overhead: int = 64
+    prefix: str,
+    suffix: str,
+    snippets: Sequence[Snippet],
+    max_chars: int,
+    overhead: int = 64,
+    placeholder_chars: float = 0.0,
 ) -> tuple[str, str, list[Snippet], int]:
     """Shrink a prompt's parts to about `max_chars` (the server's context length, in characters).
 
     Retrieved snippets go first (the last, lowest ranked, first), then the suffix
     down to a quarter of the room, then whole lines from the start of the prefix.
+    `placeholder_chars`: what one redaction placeholder costs in the budget (it tokenizes more
+    densely than code); each counts that much instead of its length.
     Returns (prefix, suffix, snippets, lines dropped from the prefix's start).
     """
     kept = list(snippets)
 
+    def weight(text: str) -> int:
+        if not placeholder_chars or "[REDACTED:" not in text:
+            return len(text)
+        tokens = _REDACTED.findall(text)
+        return len(text) + int(sum(max(0.0, placeholder_chars - len(t)) for t in tokens))
+
     def size() -> int:
-        return len(prefix) + len(suffix) + sum(len(s.text) + len(s.path) + 24 for s in kept) + overhead
+        return (
+            weight(prefix) + weight(suffix) + sum(weight(s.text) + len(s.path) + 24 for s in kept) + overhead
+        )
 
     while kept and size() > max_chars:
         kept.pop()
     if size() > max_chars:
         room = max(0, max_chars - overhead)
-        suffix = suffix[: max(room // 4, room - len(prefix))]
+        suffix = suffix[: _token_safe(suffix, max(room // 4, room - weight(prefix)), back=True)]
         cut = suffix.rfind("\n")
         if len(suffix) > 0 and cut > 0:
             suffix = suffix[:cut]
@@ -202,5 +217,23 @@ def fit_prompt(
         prefix = prefix.split("\n", 1)[1]
         dropped += 1
     if size() > max_chars:
-        prefix = prefix[len(prefix) - max(0, max_chars - overhead - len(suffix)) :]
+        start = len(prefix) - max(0, max_chars - overhead - weight(suffix))
+        prefix = prefix[_token_safe(prefix, start, back=False) :]
+        while prefix and size() > max_chars:  # placeholders left in the kept part weigh more
+            prefix = prefix[_token_safe(prefix, max(1, len(prefix) // 8), back=False) :]
+        while suffix and size() > max_chars:
+            suffix = suffix[: _token_safe(suffix, len(suffix) * 7 // 8, back=True)]
     return prefix, suffix, kept, dropped
+
+
+_REDACTED = re.compile(r"\[REDACTED:[a-z0-9-]+:[0-9a-f]{8}\]")
+
+
+def _token_safe(text: str, cut: int, back: bool) -> int:
+    """A cut offset moved out of any redaction token it falls in (before it, or after it)."""
+    if "[REDACTED:" not in text:
+        return cut
+    for m in _REDACTED.finditer(text):
+        if m.start() < cut < m.end():
+            return m.start() if back else m.end()
+    return cut

@@ -173,6 +173,14 @@ def parse_answer(answer: str, selection: str = "") -> str:
 
 def select(path: str, text: str, selection: tuple[int, int, int, int]) -> tuple[str, int, int]:
     """(selected text, first line, last line) of a 0-based (line, char, line, char) range."""
+    selected, start_line, end_line, _ = select_span(path, text, selection)
+    return selected, start_line, end_line
+
+
+def select_span(
+    path: str, text: str, selection: tuple[int, int, int, int]
+) -> tuple[str, int, int, tuple[int, int]]:
+    """`select`, plus the selection's [start, end) offsets in `text`."""
     start_line, start_char, end_line, end_char = selection
     lines = document_lines(text)
     if (
@@ -190,12 +198,13 @@ def select(path: str, text: str, selection: tuple[int, int, int, int]) -> tuple[
             return len(text)
         return offsets[line] + min(char, len(lines[line].rstrip("\r\n")))
 
-    selected = text[at(start_line, start_char) : at(end_line, end_char)]
+    a, b = at(start_line, start_char), at(end_line, end_char)
+    selected = text[a:b]
     if not selected.strip():
         raise UsageError("select some code first")
     if end_char == 0 and end_line > start_line:
         end_line -= 1  # a selection ending at a line start does not include that line
-    return selected, start_line, min(end_line, max(len(lines) - 1, 0))
+    return selected, start_line, min(end_line, max(len(lines) - 1, 0)), (a, b)
 
 
 def enclosing_scope(path: str, text: str, start_line: int, end_line: int, pad: int = 20) -> tuple[int, int]:

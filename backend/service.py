@@ -23,13 +23,14 @@ None; without one the prefix and suffix are cut from the document.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from codectx.backend.client import BackendClient
-from codectx.backend.errors import BackendError, BackendOffline
+from codectx.backend.errors import BackendError, BackendOffline, BackendRejected
 from codectx.backend.families import Family, detect_family, get_family
 from codectx.backend.postprocess import block_ended, choose_mode, postprocess
 from codectx.backend.prompts import (
@@ -41,22 +42,33 @@ from codectx.backend.prompts import (
     split_document,
     stable_prefix,
 )
+from codectx.backend.redaction import (
+    piece_redactor,
+    redact_around_cursor,
+    redact_items,
+    sendable,
+    source_reader,
+)
 from codectx.backend.refactor import (
     RefactorRequest,
     build_explain_messages,
     build_messages,
     enclosing_scope,
     parse_answer,
-    select,
+    select_span,
     strip_thinking,
 )
+from codectx.backend.restore import restore_completion, restore_edit, restore_prose
 
 from codectx.errors import UsageError
 from codectx.privacy.egress import SourceSpan
+from codectx.privacy.pieces import PieceRedactor, Placeholders
 
 # Characters per token, to size the document-only fallback from the token budget.
 CHARS_PER_TOKEN = 3.5
 PLACEHOLDER_MODEL = "<first model served by backend.url>"
+# A made-up redaction token, tokenized once to learn what a placeholder costs in the prompt budget.
+PLACEHOLDER_SAMPLE = "[REDACTED:keyword-assignment:0f3a9c1e]"
 
 
 class ContextLike(Protocol):
@@ -151,6 +163,31 @@ class CompletionService:
         self.last: LastRequest | None = None
         root = getattr(settings, "root", None)
         self.repo_name = root.name if root is not None else "repo"
+        self.notes: list[str] = []  # what restoring the last edit's placeholders had to do
+        # path -> that file's text now, for scanning around retrieved chunks (the LSP passes open buffers)
+        self.read_open: Callable[[str], str | None] | None = None
+        self._placeholder_chars: float | None = None
+        self._shrink = 1.0  # learned when the server said a prompt was over its context length
+
+    def pieces(self) -> PieceRedactor | None:
+        """A fresh piece redactor for one request (None when privacy.redact is off)."""
+        pieces = piece_redactor(self.client.gate, self.settings)
+        if pieces is not None:
+            pieces.deadline = time.monotonic() + float(self.settings.privacy.scan_timeout_s)
+        return pieces
+
+    def source_reader(self, path: str, text: str) -> Callable[[str], str | None]:
+        on_disk = source_reader(getattr(self.settings, "root", None), (path, text))
+        opened = self.read_open
+
+        def read(other: str) -> str | None:
+            if opened is not None and other != path:
+                found = opened(other)
+                if found is not None:
+                    return found
+            return on_disk(other)
+
+        return read
 
     async def family(self) -> tuple[str, Family]:
         model = await self.client.model()
@@ -191,7 +228,18 @@ class CompletionService:
             return None
         # 15% headroom: the user's code may tokenize less densely than the sample.
         ratio = await self.client.chars_per_token() * 0.85
-        return max(256, int((limit - int(self.settings.backend.max_tokens) - 32) * ratio))
+        if self._placeholder_chars is None:
+            self._placeholder_chars = await self._placeholder_cost(ratio)
+        return max(256, int((limit - int(self.settings.backend.max_tokens) - 32) * ratio * self._shrink))
+
+    async def _placeholder_cost(self, ratio: float) -> float:
+        """Budget characters one redaction placeholder uses: its tokens (a placeholder tokenizes far
+        more densely than code) times characters per token. Only a made-up placeholder is sent."""
+        try:
+            tokens = len(await self.client.tokenize(PLACEHOLDER_SAMPLE))
+        except Exception:  # no /tokenize: assume one token per character, the worst case
+            tokens = len(PLACEHOLDER_SAMPLE)
+        return tokens * ratio
 
     def build_prompt(
         self,
@@ -202,8 +250,11 @@ class CompletionService:
         character: int,
         context: Any,
         max_chars: int | None = None,
-    ) -> tuple[FimPrompt, list[Any], list[dict[str, Any]], str, str]:
-        """(prompt, sources for the gate, item summaries, prefix, suffix)."""
+    ) -> tuple[FimPrompt, list[Any], list[dict[str, Any]], str, str, Placeholders]:
+        """(prompt, sources for the gate, item summaries, prefix, suffix, placeholders).
+
+        Every piece is redacted with its own path first; `prefix` and `suffix` are what the model
+        sees, and `placeholders` maps each token in the prompt to the text it replaced."""
         if context is not None:
             first = int(getattr(context, "prefix_start_line", 0))
             prefix, first = stable_prefix(text, context.prefix, first, line)
@@ -220,9 +271,18 @@ class CompletionService:
                 suffix_chars=int(budget * self.settings.retriever.suffix_share),
             )
             items = []
+        items = sendable(items, self.client.gate)
+        pieces = self.pieces()
+        if pieces is not None:
+            # Redacted before fitting: the fit sees the real lengths, so redaction never overruns it.
+            prefix, suffix = redact_around_cursor(pieces, path, text, line, character, prefix, suffix)
+            items = redact_items(pieces, items, self.source_reader(path, text))
         snippets = [Snippet(i.path, i.start_line, i.end_line, i.text) for i in items]
         if max_chars is not None:
-            prefix, suffix, snippets, dropped = fit_prompt(prefix, suffix, snippets, max_chars)
+            weight = self._placeholder_chars or float(len(PLACEHOLDER_SAMPLE))
+            prefix, suffix, snippets, dropped = fit_prompt(
+                prefix, suffix, snippets, max_chars, placeholder_chars=weight
+            )
             first += dropped
             items = items[: len(snippets)]
         prompt = build_fim_prompt(
@@ -242,7 +302,7 @@ class CompletionService:
             }
             for i in items
         ]
-        return prompt, sources, summaries, prefix, suffix
+        return prompt, sources, summaries, prefix, suffix, pieces.placeholders if pieces else Placeholders()
 
     async def dry_run(
         self, path: str, text: str, line: int, character: int, *, context: Any = None, status: str = "dry-run"
@@ -263,7 +323,7 @@ class CompletionService:
         family = detect_family(model, b.family) if model != PLACEHOLDER_MODEL else _configured(b.family)
         context = self._context(path, text, line, character, context)
         max_chars = await self.max_prompt_chars() if b.url and not offline else None
-        prompt, sources, summaries, _, _ = self.build_prompt(
+        prompt, sources, summaries, _, _, _ = self.build_prompt(
             family, path, text, line, character, context, max_chars
         )
         stop, extra = await self.stop_options(family, ask_server=bool(b.url) and not offline)
@@ -310,37 +370,48 @@ class CompletionService:
         context = self._context(path, text, line, character, context)
         context_ms = (time.perf_counter() - started) * 1000
         model, family = await self.family()
-        prompt, sources, summaries, prefix, suffix = self.build_prompt(
-            family, path, text, line, character, context, await self.max_prompt_chars()
-        )
-        if mode == "auto":
-            mode = choose_mode(prefix, suffix)
+        max_chars = await self.max_prompt_chars()
         stop, extra = await self.stop_options(family)
-        stream = self.client.stream_complete(
-            prompt.text, sources=sources, stop=stop, model=model, extra=extra
-        )
-        try:
-            async with stream:
-                async for delta in stream:
-                    if on_delta is not None:
-                        on_delta(delta)
-                    maybe_done = "\n" in delta or any(t[:1] in delta for t in family.special)
-                    if maybe_done and block_ended(
-                        stream.text, prefix=prefix, suffix=suffix, mode=mode, special=family.special
-                    ):
-                        break  # leaving the block closes the stream: the server stops generating
-        finally:
-            self.last = LastRequest(
-                "completion",
-                path,
-                getattr(stream.prepared, "endpoint", ""),
-                getattr(stream.prepared, "content", b""),
-                summaries,
-                list(getattr(stream.prepared, "findings", []) or []),
-                stream.audit_id,
-                prompt.text,
+        for attempt in (1, 2):
+            prompt, sources, summaries, prefix, suffix, placeholders = self.build_prompt(
+                family, path, text, line, character, context, max_chars
             )
+            if mode == "auto":
+                mode = choose_mode(prefix, suffix)
+            stream = self.client.stream_complete(
+                prompt.text, sources=sources, stop=stop, model=model, extra=extra
+            )
+            try:
+                async with stream:
+                    async for delta in stream:
+                        if on_delta is not None:
+                            on_delta(delta)
+                        maybe_done = "\n" in delta or any(t[:1] in delta for t in family.special)
+                        if maybe_done and block_ended(
+                            stream.text, prefix=prefix, suffix=suffix, mode=mode, special=family.special
+                        ):
+                            break  # leaving the block closes the stream: the server stops generating
+                break
+            except BackendRejected as exc:
+                shrink = _overflow_shrink(exc, int(self.settings.backend.max_tokens))
+                if attempt == 2 or shrink is None or max_chars is None:
+                    raise
+                # The text tokenized more densely than the sample: cut harder, now and from now on.
+                self._shrink = min(self._shrink, shrink)
+                max_chars = max(256, int(max_chars * shrink))
+            finally:
+                self.last = LastRequest(
+                    "completion",
+                    path,
+                    getattr(stream.prepared, "endpoint", ""),
+                    getattr(stream.prepared, "content", b""),
+                    summaries,
+                    list(getattr(stream.prepared, "findings", []) or []),
+                    stream.audit_id,
+                    prompt.text,
+                )
         final = postprocess(stream.text, prefix=prefix, suffix=suffix, mode=mode, special=family.special)
+        final = restore_completion(final, placeholders)
         usage = stream.usage
         return Completion(
             text=final,
@@ -388,16 +459,30 @@ class CompletionService:
 
     def _request(
         self, path: str, text: str, selection: tuple[int, int, int, int], instruction: str, context: Any
-    ) -> tuple[RefactorRequest, list[Any]]:
-        selected, start_line, end_line = select(path, text, selection)
+    ) -> tuple[RefactorRequest, list[Any], str, Placeholders]:
+        """(the request as the model sees it, its items, the original selection, placeholders).
+
+        The selection, its scope, the instruction and each item are redacted before the messages are
+        built, the selection and scope together (a secret across the selection's edge is masked whole
+        in both)."""
+        selected, start_line, end_line, (a, b) = select_span(path, text, selection)
         scope_start, scope_end = enclosing_scope(path, text, start_line, end_line)
-        scope = "".join(document_lines(text)[scope_start : scope_end + 1])
+        rows = document_lines(text)
+        sa = sum(len(r) for r in rows[:scope_start])
+        sb = sa + sum(len(r) for r in rows[scope_start : scope_end + 1])
+        scope = text[sa:sb]
         context = self._context(path, text, start_line, selection[1], context)
-        items = list(context.items) if context is not None else []
+        items = sendable(context.items if context is not None else [], self.client.gate)
+        pieces = self.pieces()
+        sent_selection, sent_scope = selected, scope
+        if pieces is not None:
+            sent_selection, sent_scope = pieces.document(text, path, [(a, b), (sa, sb)])
+            instruction = pieces.echo(pieces.text(instruction, ""))
+            items = redact_items(pieces, items, self.source_reader(path, text))
         request = RefactorRequest(
-            path, instruction, selected, start_line, end_line, scope, scope_start, scope_end
+            path, instruction, sent_selection, start_line, end_line, sent_scope, scope_start, scope_end
         )
-        return request, items
+        return request, items, selected, pieces.placeholders if pieces is not None else Placeholders()
 
     async def refactor(
         self,
@@ -409,10 +494,24 @@ class CompletionService:
         context: Any = None,
     ) -> str:
         """The replacement for `selection` = (start line, start char, end line, end char), 0-based."""
+        code, _notes = await self.refactor_edit(path, text, selection, instruction, context=context)
+        return code
+
+    async def refactor_edit(
+        self,
+        path: str,
+        text: str,
+        selection: tuple[int, int, int, int],
+        instruction: str,
+        *,
+        context: Any = None,
+    ) -> tuple[str, list[str]]:
+        """(replacement, notes): the model edits the redacted selection; its placeholders are put back
+        here. Lines whose placeholders the model dropped or garbled stay as in the file (see notes)."""
         if not instruction.strip():
             raise UsageError("say what the refactor should do (an instruction is required)")
         await self._chat_model("refactoring")
-        request, items = self._request(path, text, selection, instruction, context)
+        request, items, original, placeholders = self._request(path, text, selection, instruction, context)
         answer = await self._chat(
             "refactor",
             path,
@@ -420,14 +519,17 @@ class CompletionService:
             (request.scope_start_line, request.scope_end_line),
             build_messages(request, items),
         )
-        return parse_answer(answer, request.selection)
+        code = parse_answer(answer, request.selection)
+        code, notes = restore_edit(code, request.selection, original, placeholders)
+        self.notes = notes
+        return code, notes
 
     async def explain(
         self, path: str, text: str, selection: tuple[int, int, int, int], *, context: Any = None
     ) -> str:
         """A short explanation (Markdown) of the selected code, with its scope and context."""
         await self._chat_model("explaining code")
-        request, items = self._request(path, text, selection, "", context)
+        request, items, _, placeholders = self._request(path, text, selection, "", context)
         answer = await self._chat(
             "explain",
             path,
@@ -435,7 +537,28 @@ class CompletionService:
             (request.scope_start_line, request.scope_end_line),
             build_explain_messages(request, items),
         )
-        return strip_thinking(answer)
+        return restore_prose(strip_thinking(answer), placeholders)
+
+    def redact_span(self, path: str, text: str, start: int, end: int) -> tuple[str, Placeholders]:
+        """text[start:end] redacted with the document around it (for callers building their own messages)."""
+        pieces = self.pieces()
+        if pieces is None:
+            return text[start:end], Placeholders()
+        return pieces.document(text, path, [(start, end)])[0], pieces.placeholders
+
+
+_CONTEXT_LIMIT = re.compile(r"maximum context length is (\d+)")
+_PROMPT_TOKENS = re.compile(r"(?:contains at least|contains|requested) (\d+) (?:input )?tokens")
+
+
+def _overflow_shrink(exc: BackendRejected, max_tokens: int) -> float | None:
+    """The factor a prompt must shrink by, from a server's "over the context length" answer, or None."""
+    text = f"{exc} {getattr(exc, 'server_message', '')}"
+    limit, used = _CONTEXT_LIMIT.search(text), _PROMPT_TOKENS.search(text)
+    if exc.status != 400 or limit is None or used is None:
+        return None
+    room = int(limit.group(1)) - max_tokens - 32
+    return max(0.1, min(0.95, room / max(1, int(used.group(1))) * 0.9))
 
 
 def _configured(name: str) -> Family:

@@ -43,6 +43,8 @@ NEVER_INDEX: tuple[str, ...] = (
     "**/.aws/credentials",
     "**/.docker/config.json",
     "service-account*.json",
+    "*service-account*.json",
+    "*service_account*.json",
 )
 
 LOCKFILES: frozenset[str] = frozenset(

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from codectx.lsp import observe
 from codectx.lsp.errors import ServiceUnavailable
+from lsprotocol import types
 
 from codectx.settings import Settings
 
@@ -172,8 +173,19 @@ def completion_service(ls: CodectxServer, folder: Folder) -> Any:
         raise ServiceUnavailable(f"the backend service is not installed ({exc})") from None
     client = BackendClient(folder.settings)
     service = CompletionService(folder.settings, client, client.gate, None)
+    service.read_open = lambda rel: _open_text(ls, folder, rel)
     folder.services["completion"] = service
     return service
+
+
+def _open_text(ls: CodectxServer, folder: Folder, rel: str) -> str | None:
+    """An open buffer's text for a workspace-relative path (what a retrieved chunk is scanned against)."""
+    try:
+        uri = (folder.root / rel).as_uri()
+    except ValueError:
+        return None
+    doc = ls.workspace.text_documents.get(uri)
+    return doc.source if doc is not None else None
 
 
 async def suggestion(
@@ -270,7 +282,7 @@ async def refactor(
         ctx = await context(ls, folder, uri, rel, text, span.start_line, span.start_col)
         if ctx is not None:
             record.items = [item.as_dict(text=False) for item in ctx.items]
-        replacement = await service.refactor(
+        replacement, notes = await service.refactor_edit(
             rel,
             text,
             (span.start_line, span.start_col, span.end_line, span.end_col),
@@ -286,6 +298,11 @@ async def refactor(
     remember(record, service)
     ls.health.ok(folder.settings, None, None)
     record.status, record.text = "ok", replacement
+    for note in notes:
+        # The edit keeps lines from the file where the model lost a redacted secret: say so.
+        ls.window_show_message(
+            types.ShowMessageParams(type=types.MessageType.Warning, message=f"codectx: {note}")
+        )
     observe.finished(ls, record)
     return str(replacement)
 
@@ -299,13 +316,17 @@ EXPLAIN_SYSTEM = (
 
 async def explain(ls: CodectxServer, folder: Folder, uri: str, rel: str, text: str, span: Any) -> str:
     """The model's explanation of a span, through the same client, privacy gate and audit log."""
+    from codectx.backend.restore import restore_prose
     from codectx.backend.service import source_span
 
     record = ls.history.start("explain", uri, rel, span.start_line, span.start_col)
     service = completion_service(ls, folder)
     observe.started(ls, "explain")
     lines = text.split("\n")
-    code = "\n".join(lines[span.start_line : span.end_line + 1])
+    start = sum(len(row) + 1 for row in lines[: span.start_line])
+    end = start + len("\n".join(lines[span.start_line : span.end_line + 1]))
+    # Redacted with the document around it: a secret crossing the span's edge is masked whole.
+    code, placeholders = service.redact_span(rel, text, start, end)
     messages = [
         {"role": "system", "content": EXPLAIN_SYSTEM},
         {
@@ -331,6 +352,6 @@ async def explain(ls: CodectxServer, folder: Folder, uri: str, rel: str, text: s
     record.endpoint = str(getattr(prepared, "endpoint", "") or "")
     record.audit_id = str(getattr(result, "audit_id", "") or "")
     record.redactions = [_finding(f) for f in getattr(prepared, "findings", []) or []]
-    record.status, record.text = "ok", str(result.text).strip()
+    record.status, record.text = "ok", restore_prose(str(result.text).strip(), placeholders)
     observe.finished(ls, record)
     return record.text

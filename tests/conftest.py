@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+# Fixture repositories (tests/fixtures/planted has a tests/ folder of its own) are data, not tests.
+collect_ignore_glob = ["fixtures/*"]
+
 _SANDBOX = Path(tempfile.mkdtemp(prefix="codectx-tests-"))
 for _var in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME"):
     os.environ[_var] = str(_SANDBOX / _var.lower())

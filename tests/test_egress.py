@@ -185,7 +185,8 @@ def test_record_writes_chained_entry_without_values(tmp_path: Path) -> None:
     assert entry["sources"] == [{"path": "a.py", "start_line": 3, "end_line": 9, "real": None}]
     assert entry["sent"] is True and entry["status"] == "200" and entry["offline"] is False
     assert {r["rule"] for r in entry["redactions"]} == {"github-token", "keyword-assignment"}
-    assert all(set(r) == {"rule", "file", "field", "line", "length", "hmac8"} for r in entry["redactions"])
+    keys = {"rule", "file", "field", "line", "length", "hmac8", "stage"}
+    assert all(set(r) == keys for r in entry["redactions"])
     raw = (tmp_path / "audit.jsonl").read_text()
     assert GH not in raw and "Tr0ub4dor" not in raw
     assert gate.audit.payload(audit_id) == prepared.content

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -188,12 +189,15 @@ def test_non_ascii_offsets_are_character_offsets(redactor: Redactor) -> None:
     assert finding.line == 1
 
 
-def test_strict_tier_adds_high_entropy_but_skips_digests() -> None:
+def test_high_entropy_literals_are_default_bare_code_values_strict_and_digests_never() -> None:
     strict = Redactor(key=KEY, strict=True)
     default = Redactor(key=KEY)
     random_literal = 'x = "q8Rz2LmN4vXw7TyB1cKd9FhJ"'
-    assert default.redact(random_literal).findings == []
-    assert [f.rule for f in strict.redact(random_literal).findings] == ["high-entropy"]
+    assert [f.rule for f in default.redact(random_literal, "a.py").findings] == ["high-entropy"]
+    bare_in_code = "x = q8Rz2LmN4vXw7TyB1cKd9FhJ"
+    assert default.redact(bare_in_code, "a.py").findings == []
+    assert [f.rule for f in default.redact(bare_in_code, "app.ini").findings] == ["high-entropy"]
+    assert [f.rule for f in strict.redact(bare_in_code, "a.py").findings] == ["high-entropy"]
     for safe in (
         'sha = "' + "0123456789abcdef" * 4 + '"',
         'id = "123e4567-e89b-12d3-a456-426614174000"',
@@ -203,6 +207,7 @@ def test_strict_tier_adds_high_entropy_but_skips_digests() -> None:
         'name = "PPLCNetV4SqueezeExcitationModule"',
     ):
         assert strict.redact(safe).findings == [], safe
+        assert default.redact(safe).findings == [], safe
 
 
 def test_rule_file_is_consistent() -> None:
@@ -214,7 +219,8 @@ def test_rule_file_is_consistent() -> None:
     by_id: dict[str, int] = defaultdict(int)
     for rule in rules.rules:
         by_id[rule.id] += 1
-        assert rule.secret_groups or rule.check == "format", rule.id
+        assert rule.secret_groups or rule.check in ("format", "corpus"), rule.id
+        assert re.fullmatch(r"[a-z0-9-]+", rule.id), rule.id  # it must fit a [REDACTED:<id>:<tag>] token
 
 
 def test_a_found_secret_is_redacted_wherever_it_repeats(redactor: Redactor) -> None:

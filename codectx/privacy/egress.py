@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -55,6 +56,7 @@ class RedactionEvent:
     length: int
     hmac8: str
     file: str | None = None
+    stage: str = "gate"  # "gate": found by the gate's scan; "piece": masked before the prompt was built
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -64,6 +66,7 @@ class RedactionEvent:
             "line": self.line,
             "length": self.length,
             "hmac8": self.hmac8,
+            "stage": self.stage,
         }
 
 
@@ -352,6 +355,8 @@ class _Walker:
                 text = text.replace(path, self.aliases[path])
         if not self.redact:
             return text
+        if TOKEN_PREFIX in text:
+            self._placed(text, where)
         result = self.redactor.redact(text, "", self.deadline)
         for finding in result.findings:
             self.secrets.setdefault(text[finding.start : finding.end], finding.rule)
@@ -366,6 +371,16 @@ class _Walker:
                 )
             )
         return result.text
+
+    def _placed(self, text: str, where: str) -> None:
+        """Tokens already in the text (pieces redacted before the prompt was built) go in the log too."""
+        for m in _PLACED.finditer(text):
+            line = text.count("\n", 0, m.start())
+            self.events.append(
+                RedactionEvent(
+                    m.group(1), where, line, 0, m.group(2), self._file_at(text, m.start()), stage="piece"
+                )
+            )
 
     def _propagate(self, text: str, where: str) -> str:
         """Second pass: redact other occurrences of values found secret in any field."""
@@ -394,6 +409,9 @@ class _Walker:
             if pos != -1 and (best is None or pos > best[0]):
                 best = (pos, path)
         return best[1] if best else None
+
+
+_PLACED = re.compile(r"\[REDACTED:([a-z0-9-]+):([0-9a-f]{8})\]")
 
 
 def _text_size(value: Any) -> int:

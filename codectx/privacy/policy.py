@@ -26,7 +26,8 @@ BUILTIN_NEVER_SEND: tuple[str, ...] = (
     "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".npmrc", ".pypirc", ".netrc", "_netrc", ".pgpass",
     ".git-credentials", ".htpasswd", "*.tfstate", "*.tfstate.*", "*.tfvars", "*.tfvars.json", "*.kdbx",
     "kubeconfig", "*.kubeconfig", "**/.kube/config", "credentials*.json", "**/.aws/credentials",
-    "**/.docker/config.json", "service-account*.json", "*.ovpn", "secrets.yml", "secrets.yaml",
+    "**/.docker/config.json", "service-account*.json", "*service-account*.json", "*service_account*.json",
+    "*.ovpn", "secrets.yml", "secrets.yaml",
 )  # fmt: skip
 
 

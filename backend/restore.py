@@ -1,0 +1,165 @@
+"""Putting secrets back, locally: the model saw `[REDACTED:...]`, the user's file never gets one.
+
+A refactor's answer is code written against the redacted selection. Each
+placeholder the model kept is replaced by the original text it stood for
+(the mapping lives in this process only). A placeholder that the model
+dropped, invented or garbled cannot be put back safely, so the lines involved
+are taken from the original selection instead, and a note says which.
+Completions get the same treatment, more simply: known placeholders are
+restored and a suggestion is cut before anything that only looks like one.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+from codectx.privacy.pieces import Placeholders
+
+_TOKEN = re.compile(r"\[REDACTED:[a-z0-9-]+:[0-9a-f]{8}\]")
+# Anything the model may have made of a placeholder: a truncated or re-cased token, the bare word.
+_GARBLED = re.compile(r"REDACTED", re.IGNORECASE)
+
+
+def restore_completion(text: str, placeholders: Placeholders) -> str:
+    """A completion with known placeholders restored, cut before an unknown or garbled one."""
+    if not _GARBLED.search(text):
+        return text
+    for m in _TOKEN.finditer(text):
+        if m.group(0) not in placeholders.originals:
+            return _restore_tokens(_cut_before(text, m.start()), placeholders)
+    rest = _TOKEN.sub("", text)
+    if _GARBLED.search(rest):
+        return _restore_tokens(_cut_before(text, _first_garbled(text, placeholders)), placeholders)
+    return _restore_tokens(text, placeholders)
+
+
+def _first_garbled(text: str, placeholders: Placeholders) -> int:
+    spans = [(m.start(), m.end()) for m in _TOKEN.finditer(text)]
+    for m in _GARBLED.finditer(text):
+        if not any(s <= m.start() < e for s, e in spans):
+            return m.start()
+    return len(text)
+
+
+def _cut_before(text: str, pos: int) -> str:
+    line_start = text.rfind("\n", 0, pos) + 1
+    return text[:line_start].rstrip("\n") if line_start else ""
+
+
+def restore_prose(text: str, placeholders: Placeholders) -> str:
+    """An explanation with each known placeholder replaced by its original text (shown locally)."""
+    if "[REDACTED:" not in text:
+        return text
+    return _restore_tokens(text, placeholders)
+
+
+def restore_edit(code: str, sent: str, original: str, placeholders: Placeholders) -> tuple[str, list[str]]:
+    """(the edit with placeholders restored, notes on what could not be restored and what was kept).
+
+    `sent` is the selection as the model saw it, `original` the same selection in the file; they
+    have the same lines (a token keeps the line breaks of what it replaced).
+    """
+    sent_lines = sent.split("\n")
+    orig_lines = original.split("\n")
+    if len(sent_lines) != len(orig_lines):
+        orig_lines = sent_lines = []  # cannot align: nothing can be kept from the original
+    rows = code.split("\n")
+    bad = [_row_is_bad(row, placeholders) for row in rows]
+    sent_tokens = _token_counts(sent, placeholders)
+    answer_tokens = _token_counts(code, placeholders)
+    dropped = {t for t, n in sent_tokens.items() if answer_tokens.get(t, 0) < n}
+    notes: list[str] = []
+    if not any(bad) and not dropped:
+        return _restore_tokens(code, placeholders), notes
+    matcher = difflib.SequenceMatcher(None, sent_lines, rows, autojunk=False)
+    to_answer: dict[int, int] = {}  # sent line -> answer line
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op in ("equal", "replace"):
+            for k in range(min(i2 - i1, j2 - j1)):
+                to_answer[i1 + k] = j1 + k
+    to_sent = {j: i for i, j in to_answer.items()}
+    out = list(rows)
+    kept: set[int] = set()
+    removed: set[int] = set()
+    inserted: dict[int, list[str]] = {}
+    for j, is_bad in enumerate(bad):
+        if not is_bad:
+            continue
+        i = to_sent.get(j)
+        if i is not None:
+            out[j] = orig_lines[i]
+            kept.add(i)
+        else:
+            removed.add(j)
+    for i, line in enumerate(sent_lines):
+        if i in kept or not any(t in line for t in dropped):
+            continue
+        target = to_answer.get(i)
+        if target is not None:
+            out[target] = orig_lines[i]
+            removed.discard(target)
+        else:
+            at = _insert_point(matcher, i, len(rows))
+            inserted.setdefault(at, []).append(orig_lines[i])
+        kept.add(i)
+    final: list[str] = []
+    for j, row in enumerate(out):
+        final.extend(inserted.pop(j, []))
+        if j in removed:
+            continue
+        final.append(row)
+    for rest in inserted.values():
+        final.extend(rest)
+    if kept:
+        shown = ", ".join(str(i + 1) for i in sorted(kept))
+        notes.append(
+            f"the model dropped or changed a redacted secret; line(s) {shown} of the selection were kept "
+            "as they are in the file"
+        )
+    if removed:
+        notes.append(
+            f"{len(removed)} line(s) of the answer held a placeholder that matches no secret; "
+            "they were left out"
+        )
+    return _restore_tokens("\n".join(final), placeholders), notes
+
+
+def _row_is_bad(row: str, placeholders: Placeholders) -> bool:
+    """The row holds something that looks like a placeholder but is not one we made."""
+    if not _GARBLED.search(row):
+        return False
+    rest = _TOKEN.sub(lambda m: "" if m.group(0) in placeholders.originals else "REDACTED", row)
+    return bool(_GARBLED.search(rest))
+
+
+def _token_counts(text: str, placeholders: Placeholders) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for token in _TOKEN.findall(text):
+        if token in placeholders.originals:
+            counts[token] = counts.get(token, 0) + 1
+    return counts
+
+
+_TOKEN_LINES = re.compile(r"(\[REDACTED:[a-z0-9-]+:[0-9a-f]{8}\])(\n*)")
+
+
+def _restore_tokens(text: str, placeholders: Placeholders) -> str:
+    """Known tokens replaced; a multi-line original takes the place of the blank lines its token kept."""
+
+    def put_back(m: re.Match[str]) -> str:
+        original = placeholders.originals.get(m.group(1))
+        if original is None:
+            return m.group(0)
+        breaks = m.group(2)
+        return original + breaks[min(len(breaks), original.count("\n")) :]
+
+    return _TOKEN_LINES.sub(put_back, text)
+
+
+def _insert_point(matcher: difflib.SequenceMatcher[str], i: int, end: int) -> int:
+    """Where in the answer a deleted sent line `i` would have been."""
+    for _op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if i1 <= i < i2:
+            return min(j2, j1 + (i - i1))  # after the block's lines it lines up with
+    return end

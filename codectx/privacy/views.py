@@ -1,0 +1,209 @@
+"""Other ways of reading a text, so a secret written in pieces or encoded is still seen whole.
+
+- `joined`: string literals split by concatenation (`"ghp_ab" + "cd..."`,
+  Python's adjacent literals, `..` in Lua, `.` in PHP, `&` in VB, a line
+  continuation between them) read as one literal. A finding in the joined
+  view maps back to the original span from its first character to its last,
+  junctions included.
+- `decoded`: base64 runs that decode to printable text (a provider token or a
+  `user:password` pair stored base64-encoded) read as that text; a finding in
+  it redacts the whole run.
+
+Pure functions: the redactor scans each view with the same rules.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import bisect
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import re2
+
+# A closing quote, a concatenation operator (or none, on one line), the same opening quote, between two
+# token characters: the literals on either side look like parts of one value, not like prose.
+_T = r"[A-Za-z0-9+/_=.~-]"
+_OP = r"(?:\+|\.\.?|&|\|\|)"
+_GAP = rf"[ \t]*(?:{_OP}[ \t]*(?:\\?\r?\n[ \t]*)?|\\?\r?\n[ \t]*{_OP}[ \t]*|\\\r?\n[ \t]*)?"
+_IMPLICIT = r"[ \t]*\r?\n[ \t]*"  # adjacent literals on two lines: Python and C only
+
+
+def _junction_regex(implicit: bool) -> re2._Regexp:
+    gap = _GAP + ("|" + _IMPLICIT if implicit else "")
+    return re2.compile(rf"""{_T}("(?:{gap})"|'(?:{gap})'){_T}""".encode())
+
+
+_JUNCTIONS = {implicit: _junction_regex(implicit) for implicit in (False, True)}
+_IMPLICIT_SUFFIXES = (".py", ".pyi", ".c", ".h", ".cc", ".cpp", ".hpp", ".cxx")
+_B64_RUN = re2.compile(rb"(?:^|[^A-Za-z0-9+/_=-])([A-Za-z0-9+/_-]{16,}={0,2})(?:$|[^A-Za-z0-9+/_=-])")
+_PRINTABLE = frozenset(range(0x20, 0x7F)) | {0x09, 0x0A, 0x0D}
+
+
+@dataclass(frozen=True)
+class Joined:
+    """A text with concatenation junctions removed, and how to map its offsets back."""
+
+    text: str
+    positions: list[int]  # view offset where each removed junction was
+    removed: list[int]  # characters removed up to and including each junction (cumulative)
+    spans: list[tuple[int, int]]  # each junction's span in the original
+
+    def start(self, v: int) -> int:
+        i = bisect.bisect_right(self.positions, v)
+        return v + (self.removed[i - 1] if i else 0)
+
+    def end(self, v: int) -> int:
+        i = bisect.bisect_left(self.positions, v)
+        return v + (self.removed[i - 1] if i else 0)
+
+    def crosses(self, start: int, end: int) -> bool:
+        """The original span [start, end) contains a junction."""
+        return any(start < s and e < end for s, e in self.spans)
+
+
+def _junctions(text: str, origin: str) -> list[tuple[int, int]]:
+    implicit = origin.lower().endswith(_IMPLICIT_SUFFIXES)
+    return list(_spans(_JUNCTIONS[implicit], text))
+
+
+def _spans(regex: re2._Regexp, text: str) -> Iterator[tuple[int, int]]:
+    """Character spans of group 1 of a bytes regex over `text` (UTF-8, lone surrogates passed through)."""
+    data = text.encode("utf-8", "surrogatepass")
+    ascii_only = len(data) == len(text)
+    for m in regex.finditer(data):
+        a, b = m.start(1), m.end(1)
+        if ascii_only:
+            yield a, b
+        else:
+            yield (
+                len(data[:a].decode("utf-8", "surrogatepass")),
+                len(data[:b].decode("utf-8", "surrogatepass")),
+            )
+
+
+def junction_regions(text: str, origin: str = "", pad_lines: int = 2) -> list[tuple[int, int]]:
+    """[start, end) regions of whole lines around clusters of concatenation junctions."""
+    if '"' not in text and "'" not in text:
+        return []
+    regions: list[tuple[int, int]] = []
+    for start, end in _junctions(text, origin):
+        lo = start
+        for _ in range(pad_lines + 1):
+            lo = text.rfind("\n", 0, max(0, lo - 1)) + 1 if lo > 0 else 0
+        hi = end
+        for _ in range(pad_lines + 1):
+            nxt = text.find("\n", hi)
+            hi = len(text) if nxt == -1 else nxt + 1
+        if regions and lo <= regions[-1][1]:
+            regions[-1] = (regions[-1][0], max(hi, regions[-1][1]))
+        else:
+            regions.append((lo, hi))
+    return regions
+
+
+def joined(text: str, origin: str = "") -> Joined | None:
+    """The joined view of `text`, or None when it has no concatenated literals."""
+    if '"' not in text and "'" not in text:
+        return None
+    parts: list[str] = []
+    positions: list[int] = []
+    removed: list[int] = []
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    total = 0
+    view = 0
+    for start, end in _junctions(text, origin):
+        parts.append(text[pos:start])
+        view += start - pos
+        total += end - start
+        positions.append(view)
+        removed.append(total)
+        spans.append((start, end))
+        pos = end
+    if not spans:
+        return None
+    parts.append(text[pos:])
+    return Joined("".join(parts), positions, removed, spans)
+
+
+def encoded_runs(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, decoded text) of base64 runs in `text` that decode to printable text."""
+    out = []
+    for start, end in _spans(_B64_RUN, text):
+        run = text[start:end]
+        if len(run) < 24 and not (run.endswith("=") or len(run) % 4 == 0):
+            continue  # a short run is decoded only when it has base64's shape (padding or whole quads)
+        if not (any(c.isupper() for c in run) and any(c.islower() for c in run)):
+            continue
+        decoded = _decode(run)
+        if decoded is not None:
+            out.append((start, end, decoded))
+    return out
+
+
+def _decode(run: str) -> str | None:
+    body = run.rstrip("=")
+    if len(body) % 4 == 1:
+        return None
+    padded = body + "=" * (-len(body) % 4)
+    try:
+        raw = base64.b64decode(
+            padded, altchars=b"-_" if ("-" in body or "_" in body) else None, validate=True
+        )
+    except (binascii.Error, ValueError):
+        return None
+    if len(raw) < 12 or any(b not in _PRINTABLE for b in raw):
+        return None
+    return raw.decode("ascii")
+
+
+# What an escape in a JSON or C-like string stands for, two characters for two (offsets are kept).
+_ESCAPES = {"n": " \n", "t": " \t", "r": " \r", '"': ' "', "'": " '"}
+_ESCAPED_QUOTE = re.compile(r"\\[\"']")
+_ESCAPE = re.compile(r"\\(.)")
+_PAIR = re2.compile(r"^[\w.@+-]{1,64}:[^\s{}\[\]\"]{3,}$")
+
+
+def escaped_regions(text: str, limit: int = 64) -> list[tuple[int, int, str]]:
+    """(start, end, view) for the lines holding an escaped quote, each read unescaped (same length).
+
+    Code stored inside a string (a notebook cell, a JSON config holding a script) then reads like
+    code: `password = \\"...\\"` is seen as `password =  "..." `. At most `limit` lines.
+    """
+    if '\\"' not in text and "\\'" not in text:
+        return []
+    out: list[tuple[int, int, str]] = []
+    pos = 0
+    while len(out) < limit:
+        hit = _ESCAPED_QUOTE.search(text, pos)
+        if hit is None:
+            break
+        start = text.rfind("\n", 0, hit.start()) + 1
+        end = text.find("\n", hit.end())
+        end = len(text) if end == -1 else end
+        out.append((start, end, _unescape_line(text[start:end])))
+        pos = end + 1
+    return out
+
+
+def _unescape_line(line: str) -> str:
+    """One line unescaped, same length: escaped quotes alternate opening (` "`) and closing (`" `)."""
+    opened: dict[str, bool] = {}
+
+    def one(m: re.Match[str]) -> str:
+        c = m.group(1)
+        if c in "\"'":
+            opening = not opened.get(c, False)
+            opened[c] = opening
+            return " " + c if opening else c + " "
+        return _ESCAPES.get(c, m.group(0))
+
+    return _ESCAPE.sub(one, line)
+
+
+def is_credential_pair(decoded: str) -> bool:
+    """Decoded base64 that is a `user:password` pair (HTTP Basic, docker and npm `auth`)."""
+    return bool(_PAIR.match(decoded))
