@@ -14,7 +14,7 @@ export TOKENIZERS_PARALLELISM := false
 VLLM_VENV := .venv-vllm
 VLLM_STAMP := $(VLLM_VENV)/.installed
 
-.PHONY: wheelhouse nvim-check vsix vscode-env vscode-ext-deps node24 venv run test test-fast lint format bench bench-index bench-retriever bench-redact bench-backend bench-lsp vllm-env clean help
+.PHONY: wheelhouse nvim-check vsix vscode-env vscode-ext-deps node24 venv run test test-fast lint format bench bench-index bench-retriever bench-embedder bench-redact bench-backend bench-lsp vllm-env clean help
 
 help:
 	@echo "make run    - index this repository on the embedded defaults and show a search"
@@ -78,13 +78,16 @@ format: venv
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-bench: bench-index bench-retriever bench-redact bench-backend bench-lsp
+bench: bench-index bench-retriever bench-embedder bench-redact bench-backend bench-lsp
 
 bench-index: venv
 	$(PY) bench/bench_index.py
 
 bench-retriever: venv
 	$(PY) bench/bench_retriever.py
+
+bench-embedder: venv
+	$(PY) bench/bench_embedder.py
 
 bench-redact: venv
 	$(PY) bench/bench_redact.py
