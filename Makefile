@@ -29,6 +29,7 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q $(FIND_LINKS) torch==2.13.0
 	$(PIP) install -q $(FIND_LINKS) -r requirements.lock
+	$(PIP) uninstall -q -y codectx 2>/dev/null || true  # the distribution's old name (now codectx-local)
 	$(PIP) install -q --no-deps -e .
 	touch $@
 
