@@ -31,3 +31,10 @@ vim.api.nvim_create_autocmd("LspAttach", {
     end
   end,
 })
+
+-- Loaded late (a lazy-loading plugin manager)? Set up the buffers a codectx server already serves.
+for _, client in ipairs(vim.lsp.get_clients({ name = "codectx" })) do
+  for buf in pairs(client.attached_buffers) do
+    require("codectx").on_attach(client, buf)
+  end
+end

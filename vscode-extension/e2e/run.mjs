@@ -202,9 +202,8 @@ async function main() {
       2,
     ),
   );
-  // Torch embeddings: the ONNX export the server would otherwise do on first use takes ~30 s here.
+  // The default embedder: the bundled int8 ONNX model, no torch and no export on first use.
   mkdirSync(join(xdg, "config", "codectx"), { recursive: true });
-  writeFileSync(join(xdg, "config", "codectx", "config.toml"), '[index]\nembed_backend = "torch"\n');
   const env = {
     ...process.env,
     XDG_CONFIG_HOME: join(xdg, "config"),
