@@ -378,11 +378,23 @@ async function main() {
     await check("the language status item shows the index and the model server", async () => {
       await focusEditor();
       // VS Code groups language status items under the `{}` entry next to the language name.
-      await page.locator('[id="status.languageStatus"]').first().click({ timeout: 15_000 });
-      const entry = page.locator(".hover-language-status").filter({ hasText: "codectx: index" }).first();
-      await entry.waitFor({ state: "visible", timeout: 15_000 });
-      const text = (await entry.innerText()).replace(/\s+/g, " ").trim();
-      if (!/codectx: index ready/.test(text)) throw new Error(`the item says "${text}"`);
+      let text = "";
+      await waitFor(
+        "'codectx: index ready' in the language status",
+        async () => {
+          await page.locator('[id="status.languageStatus"]').first().click({ timeout: 15_000 });
+          const entry = page.locator(".hover-language-status").filter({ hasText: "codectx: index" }).first();
+          await entry.waitFor({ state: "visible", timeout: 10_000 });
+          text = (await entry.innerText()).replace(/\s+/g, " ").trim();
+          if (/codectx: index ready/.test(text)) return true;
+          await page.keyboard.press("Escape");
+          return false;
+        },
+        30_000,
+        1000,
+      ).catch(() => {
+        throw new Error(`the item says "${text}"`);
+      });
       if (!text.includes("Model server OK") || !text.includes(MODEL)) throw new Error(`no healthy model server in "${text}"`);
       await page.keyboard.press("Escape");
       return `"${text}"`;

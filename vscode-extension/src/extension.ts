@@ -65,6 +65,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     },
     onProgress: (token, value) => {
       status.progress(token, value);
+      // The index state shown came from the last probe: ask again once a pass ends.
+      if (value.kind === "end") void health.refreshIndex();
       if (value.kind !== "report") log.info(`progress ${token} ${value.kind}: ${value.kind === "begin" ? value.title : (value.message ?? "")}`);
     },
     onMessage: (type, message) => {
