@@ -22,6 +22,7 @@ import logging
 import os
 import shutil
 import tempfile
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -74,9 +75,21 @@ def _fuse_bert(source: Path, target: Path, num_heads: int, hidden_size: int, opt
     fused.save_model_to_file(str(target))
 
 
+def _drop_stale_builds(parent: Path, older_than_s: float = 3600.0) -> None:
+    """Scratch folders of builds that were killed (a fused fp32 copy is ~90 MB each)."""
+    now = time.time()
+    for stale in parent.glob("build-*"):
+        try:
+            if now - stale.stat().st_mtime > older_than_s:
+                shutil.rmtree(stale, ignore_errors=True)
+        except OSError:
+            pass
+
+
 def _build(folder: Path, info: dict[str, Any], steps: Callable[[Path], Path]) -> None:
     """Run `steps(work) -> int8 file` in a scratch folder, then move the result to `folder`."""
     folder.parent.mkdir(parents=True, exist_ok=True)
+    _drop_stale_builds(folder.parent)
     work = Path(tempfile.mkdtemp(prefix="build-", dir=folder.parent))
     try:
         with _quiet():

@@ -248,3 +248,22 @@ def test_onnx_bulk_batches_run_side_by_side_and_keep_input_order(
     sims = vecs @ alone.T
     assert list(sims.argmax(axis=1)) == list(range(len(texts)))
     assert float(np.diag(sims).min()) > 0.97
+
+
+def test_killed_builds_leave_no_scratch_behind_for_long(tmp_path: Path) -> None:
+    """A build killed mid-way leaves its scratch folder; the next build removes those older than an
+    hour (a concurrent build's fresh one stays)."""
+    import os
+    import time
+
+    from codectx.indexer.onnxbuild import _drop_stale_builds
+
+    old, fresh, other = tmp_path / "build-old", tmp_path / "build-fresh", tmp_path / "bundled-abc"
+    for folder in (old, fresh, other):
+        folder.mkdir()
+        (folder / "model.onnx").write_bytes(b"x")
+    hours_ago = time.time() - 7200
+    os.utime(old, (hours_ago, hours_ago))
+    os.utime(other, (hours_ago, hours_ago))
+    _drop_stale_builds(tmp_path)
+    assert not old.exists() and fresh.exists() and other.exists()
