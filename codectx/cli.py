@@ -15,6 +15,7 @@ from pathlib import Path
 from codectx import __version__
 from codectx.clikit import print_json, settings_for
 from codectx.errors import CodectxError
+from codectx.platforms import unsupported_platform
 from codectx.runtime import quiet_dependencies
 from codectx.schema import SCHEMA
 
@@ -94,7 +95,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         description="A coding assistant that keeps your code on your machine: index, search, "
         "assemble context, redact secrets, and audit every byte sent to the model server.",
     )
-    parser.add_argument("--version", action="version", version=f"codectx {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=f"codectx {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES if command != "config" else ():
         try:
@@ -119,6 +120,10 @@ def main(argv: list[str] | None = None) -> int:
     # First, before any command imports a model library: no telemetry, no downloads.
     quiet_dependencies()
     argv = sys.argv[1:] if argv is None else argv
+    problem = unsupported_platform()
+    if problem:
+        print(f"codectx: error: {problem}", file=sys.stderr)
+        return 2
     parser = build_parser(_command_of(argv))
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

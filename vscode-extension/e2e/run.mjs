@@ -42,7 +42,7 @@ const { values: opts } = parseArgs({
 });
 
 const T0 = Date.now();
-const CHECKS = 11;
+const CHECKS = 14;
 const say = (msg) => process.stderr.write(`[e2e ${((Date.now() - T0) / 1000).toFixed(1)}s] ${msg}\n`);
 const results = [];
 let page;
@@ -202,9 +202,8 @@ async function main() {
       2,
     ),
   );
-  // Torch embeddings: the ONNX export the server would otherwise do on first use takes ~30 s here.
+  // The default embedder: the bundled int8 ONNX model, no torch and no export on first use.
   mkdirSync(join(xdg, "config", "codectx"), { recursive: true });
-  writeFileSync(join(xdg, "config", "codectx", "config.toml"), '[index]\nembed_backend = "torch"\n');
   const env = {
     ...process.env,
     XDG_CONFIG_HOME: join(xdg, "config"),
@@ -374,6 +373,55 @@ async function main() {
       const completions = backend.requests.filter((r) => !r.path.endsWith("/chat/completions"));
       if (completions.length === 0) throw new Error("the backend received no completion request");
       return `ghost text "${shown.trim()}" accepted; ${completions.length} completion request(s) reached the backend`;
+    });
+
+    await check("the language status item shows the index and the model server", async () => {
+      await focusEditor();
+      // VS Code groups language status items under the `{}` entry next to the language name.
+      let text = "";
+      await waitFor(
+        "'codectx: index ready' in the language status",
+        async () => {
+          await page.locator('[id="status.languageStatus"]').first().click({ timeout: 15_000 });
+          const entry = page.locator(".hover-language-status").filter({ hasText: "codectx: index" }).first();
+          await entry.waitFor({ state: "visible", timeout: 10_000 });
+          text = (await entry.innerText()).replace(/\s+/g, " ").trim();
+          if (/codectx: index ready/.test(text)) return true;
+          await page.keyboard.press("Escape");
+          return false;
+        },
+        30_000,
+        1000,
+      ).catch(() => {
+        throw new Error(`the item says "${text}"`);
+      });
+      if (!text.includes("Model server OK") || !text.includes(MODEL)) throw new Error(`no healthy model server in "${text}"`);
+      await page.keyboard.press("Escape");
+      return `"${text}"`;
+    });
+
+    await check("Ctrl+Alt+F opens Search Codebase", async () => {
+      await focusEditor();
+      await page.keyboard.press("Control+Alt+F");
+      const title = page.locator(".quick-input-widget .quick-input-title").filter({ hasText: "Search Codebase" });
+      await title.waitFor({ state: "visible", timeout: 10_000 });
+      await page.keyboard.press("Escape");
+      return "the search box opened from the default keybinding";
+    });
+
+    await check("the getting-started walkthrough is offered", async () => {
+      await runCommand("Welcome: Open Walkthrough...");
+      const row = page.locator(".quick-input-list .monaco-list-row").filter({ hasText: "Get started with codectx" }).first();
+      await row.waitFor({ state: "visible", timeout: 15_000 });
+      await row.click();
+      const steps = page.locator(".gettingStartedContainer").filter({ hasText: "Install the codectx server" }).first();
+      await steps.waitFor({ state: "visible", timeout: 15_000 });
+      const text = (await steps.innerText()).replace(/\s+/g, " ");
+      for (const step of ["Point codectx at your model server", "Take your first suggestion"]) {
+        if (!text.includes(step)) throw new Error(`the walkthrough lacks "${step}"`);
+      }
+      await runCommand("View: Close Editor");
+      return "3 steps listed";
     });
 
     await check("Refactor Selection changes the file in one undo step", async () => {

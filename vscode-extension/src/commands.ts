@@ -21,7 +21,7 @@ import { parseContextRecord, renderContext } from "./contextView";
 import type { ReadOnlyDocuments } from "./documents";
 import type { ApiKeyStore } from "./secrets";
 import type { ServerManager } from "./server";
-import { type ExtensionSettings, resolveCliCommand } from "./settings";
+import type { ExtensionSettings } from "./settings";
 
 export interface CommandDeps {
   server: ServerManager;
@@ -191,7 +191,7 @@ async function showAuditLog(deps: CommandDeps): Promise<void> {
 }
 
 async function readAuditLog(deps: CommandDeps): Promise<void> {
-  const cli = resolveCliCommand(deps.settings());
+  const cli = deps.server.cli;
   const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
   const shown = await runCli(cli.command, [...cli.args, "audit", "show", "--last", String(AUDIT_ENTRIES)], folder);
   let verdict: string;

@@ -6,10 +6,14 @@ import { registerCommands } from "./commands";
 import { completionMiddleware } from "./completions";
 import { ReadOnlyDocuments } from "./documents";
 import { HealthMonitor } from "./health";
+import { LanguageStatus } from "./languageStatus";
+import { locateProbes, onInterpreterChanged } from "./pythonEnvironment";
 import { ApiKeyStore } from "./secrets";
 import { ServerManager } from "./server";
+import { locateServer } from "./serverLocation";
 import { type ExtensionSettings, type Inspect, needsRestart, readSettings } from "./settings";
 import { StatusBar } from "./statusBar";
+import { markWalkthrough } from "./walkthrough";
 
 const PAUSED_KEY = "codectx.completionsPaused";
 
@@ -25,6 +29,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   let settings: ExtensionSettings = readSettings(inspectorFor());
   let paused = context.globalState.get<boolean>(PAUSED_KEY, false);
   const status = new StatusBar(settings.completionEnabled, paused);
+  const languageStatus = new LanguageStatus([{ scheme: "file" }]);
+  const probes = locateProbes(log);
   const documents = new ReadOnlyDocuments();
   const apiKey = new ApiKeyStore(context.secrets);
   const health = new HealthMonitor({
@@ -38,6 +44,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 
   const server = new ServerManager(log, {
     settings: () => settings,
+    locate: () => locateServer(settings, probes),
     apiKey: () => apiKey.get(),
     inspectFor: (scopeUri) => inspectorFor(scopeUri ? vscode.Uri.parse(scopeUri) : undefined),
     middleware: completionMiddleware({
@@ -47,15 +54,19 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       answered: (count, where) => {
         if (count === 0) return;
         log.info(`inline suggestion: ${where}`);
+        markWalkthrough("suggestionShown");
         health.inferred({ state: "ok", model: settings.backendModel || undefined, probed: false });
       },
     }),
     onState: (state, detail) => {
       status.setServer(state);
+      if (state === "running") markWalkthrough("serverRunning");
       if (detail) log.info(`server ${state}: ${detail}`);
     },
     onProgress: (token, value) => {
       status.progress(token, value);
+      // The index state shown came from the last probe: ask again once a pass ends.
+      if (value.kind === "end") void health.refreshIndex();
       if (value.kind !== "report") log.info(`progress ${token} ${value.kind}: ${value.kind === "begin" ? value.title : (value.message ?? "")}`);
     },
     onMessage: (type, message) => {
@@ -73,6 +84,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(
     log,
     status,
+    languageStatus,
+    status.onChange((state) => languageStatus.render(state)),
     documents,
     health,
     server.traceChannel,
@@ -106,6 +119,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }),
     vscode.workspace.onDidGrantWorkspaceTrust(() => void server.start()),
   );
+  // A newly selected Python environment may be the one with codectx: look again, unless a setting decides.
+  const interpreterWatch = await onInterpreterChanged(() => {
+    if (server.source === "command" || server.source === "interpreter") return;
+    log.info("the Python extension's interpreter changed: restarting the language server");
+    void server.restart();
+  });
+  if (interpreterWatch) context.subscriptions.push(interpreterWatch);
   const version = (context.extension.packageJSON as { version?: string }).version ?? "?";
   log.info(`codectx extension ${version} activated`);
   await server.start();

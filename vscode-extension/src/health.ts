@@ -27,11 +27,11 @@ export interface HealthHooks {
   log: vscode.LogOutputChannel;
 }
 
-async function askHealth(client: LanguageClient): Promise<unknown> {
+async function askHealth(client: LanguageClient, probe = true): Promise<unknown> {
   const source = new vscode.CancellationTokenSource();
   const timeout = setTimeout(() => source.cancel(), PROBE_TIMEOUT_MS);
   try {
-    return await client.sendRequest(HEALTH_REQUEST, { probe: true }, source.token);
+    return await client.sendRequest(HEALTH_REQUEST, probe ? { probe: true } : {}, source.token);
   } finally {
     clearTimeout(timeout);
     source.dispose();
@@ -79,6 +79,11 @@ export class HealthMonitor implements vscode.Disposable {
     return this.connection.probe();
   }
 
+  /** Refresh the index state (no backend probe), e.g. when an indexing pass ends. */
+  refreshIndex(): Promise<void> {
+    return this.connection?.refreshIndex() ?? Promise.resolve();
+  }
+
   /** Health guessed from a server message or an answered completion (counts only with an older server). */
   inferred(backend: BackendHealth): void {
     if (this.connection) this.connection.inferred(backend);
@@ -97,6 +102,7 @@ export class HealthMonitor implements vscode.Disposable {
     const { hooks } = this;
     const connection: HealthProbe = new HealthProbe({
       askHealth: () => askHealth(client),
+      askKnown: () => askHealth(client, false),
       askStatus: () => client.sendRequest(ExecuteCommandRequest.type, { command: "codectx.status", arguments: [{}] }),
       current: () => hooks.current(),
       model: () => hooks.model(),

@@ -20,6 +20,8 @@ export interface ProbeDeps {
   askHealth(): Promise<unknown>;
   /** Run the older `codectx.status` command. */
   askStatus(): Promise<unknown>;
+  /** Send `codectx/health` with `{}`: the last known state, at once (no backend request). */
+  askKnown?(): Promise<unknown>;
   current(): BackendHealth | undefined;
   /** The configured model name, for inferred health (a probe reports the served one). */
   model(): string | undefined;
@@ -47,6 +49,20 @@ export class HealthProbe {
   probe(): Promise<BackendHealth | undefined> {
     this.inFlight ??= this.run().finally(() => (this.inFlight = undefined));
     return this.inFlight;
+  }
+
+  /**
+   * Refresh the index part without probing the backend (e.g. when an indexing pass ends, so the
+   * index state shown is not the one from the last probe). Nothing with an older server.
+   */
+  async refreshIndex(): Promise<void> {
+    if (this.known === false || !this.deps.askKnown) return;
+    try {
+      const report = parseHealthReport(await this.deps.askKnown());
+      if (report?.index) this.deps.updateIndex(report.index);
+    } catch (err) {
+      if (isMethodNotFound(err)) this.known = false;
+    }
   }
 
   /** A `codectx/healthChanged` notification. */

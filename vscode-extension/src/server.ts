@@ -19,12 +19,15 @@ import {
 
 import { ProgressFeature, type ProgressValue } from "./progress";
 import { RestartPolicy } from "./restartPolicy";
+import { cliOf, describeSource, INSTALL_HINT, isNotFound, type LocatedServer, type ServerNotFound } from "./serverLocation";
 import { type ExtensionSettings, type Inspect, resolveServerCommand, toFolderSettings, toServerSettings } from "./settings";
 import type { ServerState } from "./status";
 import { TraceChannel } from "./traceChannel";
 
 export interface ServerHooks {
   settings(): ExtensionSettings;
+  /** Where the server is (serverLocation.ts): settings, the Python extension, PATH. */
+  locate(): Promise<LocatedServer | ServerNotFound>;
   apiKey(): Promise<string | undefined>;
   /** Settings as seen from a folder (for the server's workspace/configuration pull). */
   inspectFor(scopeUri: string | undefined): Inspect;
@@ -45,6 +48,8 @@ export class ServerManager implements vscode.Disposable {
   private readonly trace: TraceChannel;
   private readonly policy = new RestartPolicy();
   private readonly listeners = new Set<(client: LanguageClient | undefined) => void>();
+  /** The server command of the last start (for one-off CLI commands such as `audit`). */
+  private located: LocatedServer | undefined;
 
   constructor(
     private readonly log: vscode.LogOutputChannel,
@@ -56,6 +61,16 @@ export class ServerManager implements vscode.Disposable {
   /** The protocol-trace channel; follows `codectx.trace.server` without a restart. */
   get traceChannel(): TraceChannel {
     return this.trace;
+  }
+
+  /** The codectx CLI next to the running server: the last located command without `lsp`. */
+  get cli(): { command: string; args: string[] } {
+    return cliOf(this.located ?? resolveServerCommand(this.hooks.settings()));
+  }
+
+  /** Where the current server came from, if it was located. */
+  get source(): LocatedServer["source"] | undefined {
+    return this.located?.source;
   }
 
   get current(): LanguageClient | undefined {
@@ -91,8 +106,20 @@ export class ServerManager implements vscode.Disposable {
     this.running = false;
     const generation = ++this.generation;
     const settings = this.hooks.settings();
-    const server = resolveServerCommand(settings);
+    this.hooks.onState("starting");
+    const found = await this.hooks.locate();
+    if (generation !== this.generation) return;
+    if (isNotFound(found)) {
+      this.log.error(found.message);
+      this.hooks.onState("failed", "codectx not found");
+      void this.tellNotFound(found);
+      return;
+    }
+    const server = found;
+    this.located = server;
+    this.log.info(`server from ${describeSource(server)}`);
     const apiKey = await this.hooks.apiKey();
+    if (generation !== this.generation) return;
     // The key travels in the environment, not in initializationOptions, so protocol traces never show it.
     const env = { ...process.env, ...(apiKey ? { CODECTX_API_KEY: apiKey } : {}) };
     const serverOptions: ServerOptions = {
@@ -232,10 +259,16 @@ export class ServerManager implements vscode.Disposable {
     }, decision.delayMs);
   }
 
+  private async tellNotFound(found: ServerNotFound): Promise<void> {
+    const choice = await vscode.window.showErrorMessage(found.message, "Open Settings", "Show Output");
+    if (choice === "Open Settings") void vscode.commands.executeCommand("workbench.action.openSettings", "codectx.server");
+    if (choice === "Show Output") this.log.show();
+  }
+
   private async tellStartFailure(display: string, reason: string): Promise<void> {
     const choice = await vscode.window.showErrorMessage(
       `codectx: could not start the language server (${display}): ${reason}. ` +
-        "Install codectx, or set codectx.server.command or codectx.server.interpreter.",
+        `Install codectx (${INSTALL_HINT}), or set codectx.server.command or codectx.server.interpreter.`,
       "Open Settings",
       "Show Output",
     );

@@ -165,17 +165,6 @@ export function resolveServerCommand(s: ExtensionSettings): ServerCommand {
   return { command, args, display: [command, ...args].join(" ") };
 }
 
-/**
- * The codectx command line for one-off CLI commands (e.g. `audit`): the server
- * command without its trailing `lsp` argument.
- */
-export function resolveCliCommand(s: ExtensionSettings): { command: string; args: string[] } {
-  const server = resolveServerCommand(s);
-  const lspAt = server.args.lastIndexOf("lsp");
-  const args = lspAt >= 0 ? server.args.slice(0, lspAt) : server.args;
-  return { command: server.command, args };
-}
-
 /** Does a configuration change need a server restart (not just a settings push)? */
 export function needsRestart(before: ExtensionSettings, after: ExtensionSettings): boolean {
   return (

@@ -117,3 +117,42 @@ export function applyProgress(
     percentage: value.percentage ?? base.percentage,
   };
 }
+
+export interface LanguageStatusView {
+  /** The index state, short: "codectx: index ready". */
+  text: string;
+  /** The backend state (and the index size), shown under the text. */
+  detail: string;
+  severity: "info" | "warning" | "error";
+  busy: boolean;
+}
+
+/** The language-status item (the `{}` in the status bar next to the language): index and backend state. */
+export function renderLanguageStatus(state: StatusState): LanguageStatusView {
+  if (state.server !== "running") {
+    const failed = state.server === "failed" || state.server === "stopped";
+    return {
+      text: state.server === "restricted" ? "codectx: restricted" : `codectx: server ${state.server}`,
+      detail: SERVER_LINES[state.server],
+      severity: failed ? "error" : "info",
+      busy: state.server === "starting" || state.server === "restarting",
+    };
+  }
+  let text: string;
+  let severity: LanguageStatusView["severity"] = "info";
+  if (state.indexing) {
+    const pct = clampPct(state.indexing.percentage);
+    text = pct === undefined ? "codectx: indexing" : `codectx: indexing ${pct}%`;
+  } else if (state.index) {
+    text = `codectx: index ${state.index.state === "error" ? "failed" : state.index.state}`;
+    if (state.index.state === "error") severity = "error";
+  } else {
+    text = "codectx: index not reported yet";
+  }
+  const parts: string[] = [];
+  if (state.index) parts.push(indexLine(state.index));
+  const backend = state.backend;
+  parts.push(backend ? backendLine(backend) : "Model server not checked yet");
+  if (backend && (backend.state === "unreachable" || backend.state === "error") && severity === "info") severity = "warning";
+  return { text, detail: parts.join(" · "), severity, busy: state.indexing !== undefined };
+}

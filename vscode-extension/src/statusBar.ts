@@ -9,6 +9,7 @@ export class StatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem("codectx.status", vscode.StatusBarAlignment.Right, 100);
   private readonly indexing = new Map<string, NonNullable<StatusState["indexing"]>>();
   private state: StatusState;
+  private readonly listeners = new Set<(state: Readonly<StatusState>) => void>();
 
   constructor(completionsEnabled: boolean, completionsPaused: boolean) {
     this.item.name = "codectx";
@@ -20,6 +21,13 @@ export class StatusBar implements vscode.Disposable {
 
   get current(): Readonly<StatusState> {
     return this.state;
+  }
+
+  /** Called with the new state after every change (and once now), e.g. by the language-status item. */
+  onChange(listener: (state: Readonly<StatusState>) => void): vscode.Disposable {
+    this.listeners.add(listener);
+    listener(this.state);
+    return { dispose: () => this.listeners.delete(listener) };
   }
 
   setServer(server: ServerState): void {
@@ -52,6 +60,7 @@ export class StatusBar implements vscode.Disposable {
   private update(patch: Partial<StatusState>): void {
     this.state = { ...this.state, ...patch };
     this.render();
+    for (const listener of this.listeners) listener(this.state);
   }
 
   private render(): void {

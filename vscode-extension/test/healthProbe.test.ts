@@ -10,10 +10,11 @@ const OK_ANSWER = {
 };
 
 /** A status bar's worth of state, and a server whose answers the test chooses. */
-function harness(answers: { health: () => Promise<unknown>; status?: () => Promise<unknown> }) {
-  const state: { backend?: BackendHealth; index?: IndexHealth; healthCalls: number; statusCalls: number; logs: string[] } = {
+function harness(answers: { health: () => Promise<unknown>; status?: () => Promise<unknown>; known?: () => Promise<unknown> }) {
+  const state: { backend?: BackendHealth; index?: IndexHealth; healthCalls: number; statusCalls: number; knownCalls: number; logs: string[] } = {
     healthCalls: 0,
     statusCalls: 0,
+    knownCalls: 0,
     logs: [],
   };
   const deps: ProbeDeps = {
@@ -24,6 +25,10 @@ function harness(answers: { health: () => Promise<unknown>; status?: () => Promi
     askStatus: () => {
       state.statusCalls++;
       return (answers.status ?? (() => Promise.reject(new Error("no codectx.status"))))();
+    },
+    askKnown: () => {
+      state.knownCalls++;
+      return (answers.known ?? (() => Promise.resolve(OK_ANSWER)))();
     },
     current: () => state.backend,
     model: () => "configured-model",
@@ -110,5 +115,27 @@ describe("HealthProbe with an older server (MethodNotFound)", () => {
     const { state, probe } = harness({ health: () => Promise.reject(METHOD_NOT_FOUND) });
     state.backend = { state: "ok", probed: false };
     expect(await probe.probe()).toEqual({ state: "ok", probed: false });
+  });
+});
+
+describe("HealthProbe.refreshIndex", () => {
+  const INDEXING = { ...OK_ANSWER, backend: { ...OK_ANSWER.backend, state: "unreachable" }, index: { state: "indexing", files: 9, chunks: 40, vectors_pending: 3 } };
+
+  it("takes the index state from a no-probe answer and leaves the backend alone", async () => {
+    const { state, probe } = harness({ health: () => Promise.resolve(OK_ANSWER), known: () => Promise.resolve(INDEXING) });
+    await probe.probe();
+    await probe.refreshIndex();
+    expect(state.knownCalls).toBe(1);
+    expect(state.index).toEqual({ state: "indexing", files: 9, chunks: 40, vectorsPending: 3 });
+    expect(state.backend?.state).toBe("ok");
+    expect(state.healthCalls).toBe(1);
+  });
+
+  it("asks nothing of a server without codectx/health", async () => {
+    const { state, probe } = harness({ health: () => Promise.reject(METHOD_NOT_FOUND) });
+    await probe.probe();
+    await probe.refreshIndex();
+    expect(state.knownCalls).toBe(0);
+    expect(state.index).toBeUndefined();
   });
 });

@@ -6,7 +6,6 @@ import {
   type Inspect,
   needsRestart,
   readSettings,
-  resolveCliCommand,
   resolveServerCommand,
   toFolderSettings,
   toServerSettings,
@@ -135,15 +134,6 @@ describe("server command", () => {
     expect(resolveServerCommand(interp)).toMatchObject({ command: "/opt/py/bin/python", args: ["-m", "codectx", "lsp"] });
     const cmd = { ...interp, serverCommand: ["/x/codectx", "lsp", "--log-level", "DEBUG"] };
     expect(resolveServerCommand(cmd)).toMatchObject({ command: "/x/codectx", args: ["lsp", "--log-level", "DEBUG"] });
-  });
-
-  it("derives the CLI for one-off commands by dropping the lsp argument", () => {
-    expect(resolveCliCommand(DEFAULTS)).toEqual({ command: "codectx", args: [] });
-    expect(resolveCliCommand({ ...DEFAULTS, serverInterpreter: "/py" })).toEqual({ command: "/py", args: ["-m", "codectx"] });
-    expect(resolveCliCommand({ ...DEFAULTS, serverCommand: ["/x/codectx", "lsp", "--stdio"] })).toEqual({
-      command: "/x/codectx",
-      args: [],
-    });
   });
 
   it("restarts only for changes the running server cannot take", () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { applyProgress, renderStatus, type StatusState } from "../src/status";
+import { applyProgress, renderLanguageStatus, renderStatus, type StatusState } from "../src/status";
 
 const base: StatusState = { server: "running", completionsEnabled: true, completionsPaused: false };
 
@@ -100,5 +100,39 @@ describe("applyProgress", () => {
     s = applyProgress(s, { kind: "report", message: "6/10 files" });
     expect(s?.percentage).toBe(50);
     expect(applyProgress(s, { kind: "end" })).toBeUndefined();
+  });
+});
+
+describe("renderLanguageStatus", () => {
+  const ready = { state: "ready" as const, files: 12, chunks: 80, vectorsPending: 0 };
+
+  it("names the index state and the model server", () => {
+    const view = renderLanguageStatus({ ...base, index: ready, backend: { state: "ok", model: "qwen", endpoint: "http://h:8000/v1", probed: true } });
+    expect(view.text).toBe("codectx: index ready");
+    expect(view.detail).toBe("Index: ready (12 files, 80 chunks) · Model server OK: qwen at http://h:8000/v1");
+    expect(view.severity).toBe("info");
+    expect(view.busy).toBe(false);
+  });
+
+  it("is busy while indexing and shows the percentage", () => {
+    const view = renderLanguageStatus({ ...base, indexing: { title: "t", percentage: 41.6 } });
+    expect(view.text).toBe("codectx: indexing 42%");
+    expect(view.busy).toBe(true);
+    expect(view.detail).toBe("Model server not checked yet");
+  });
+
+  it("warns when the model server is down and errs when the index failed", () => {
+    const down = renderLanguageStatus({ ...base, index: ready, backend: { state: "unreachable", detail: "refused", probed: true } });
+    expect(down.severity).toBe("warning");
+    expect(down.detail).toContain("Model server unreachable: refused");
+    const failed = renderLanguageStatus({ ...base, index: { ...ready, state: "error" }, backend: { state: "unreachable", probed: true } });
+    expect(failed.text).toBe("codectx: index failed");
+    expect(failed.severity).toBe("error");
+  });
+
+  it("reports the server instead while it is not running", () => {
+    expect(renderLanguageStatus({ ...base, server: "failed", index: ready })).toMatchObject({ text: "codectx: server failed", severity: "error" });
+    expect(renderLanguageStatus({ ...base, server: "starting" })).toMatchObject({ text: "codectx: server starting", busy: true });
+    expect(renderLanguageStatus({ ...base, server: "restricted" }).text).toBe("codectx: restricted");
   });
 });
