@@ -124,8 +124,11 @@ def test_bad_user_profiles_are_clear_errors(tmp_path: Path, text: str, message: 
         load_profiles(user)
 
 
-def test_cli_dry_run_prints_commands_and_starts_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_dry_run_prints_commands_and_starts_nothing(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     # This venv has no vLLM and /m no weights: the preflight fails (exit 3), the commands still print.
+    monkeypatch.delenv("CODECTX_VLLM_PYTHON", raising=False)  # `make test` points it at .venv-vllm
     assert (
         main(["backend", "serve", "--profile", "cpu-cluster", "--dry-run", "--model", "/m", "--port", "9400"])
         == 3
