@@ -61,6 +61,26 @@ def server_command() -> list[str]:
     return [str(part) for part in command]
 
 
+def real_mode_backend(root: Path) -> Any:
+    """In `real` mode, a started loopback model server whose chat answers are `answer_for`; else None.
+
+    The real server puts the user's question into the prompt's last user message; the test
+    questions are recognised inside it. Stop it with `.stop()`.
+    """
+    if server_mode() == "standin":
+        return None
+    from tests.lsp_helpers import FixedBackend
+
+    def chat(body: dict[str, Any]) -> str:
+        users = [m for m in body.get("messages", []) if m.get("role") == "user"]
+        content = users[-1].get("content", "") if users else ""
+        text = content if isinstance(content, str) else json.dumps(content)
+        question = next((q for q in (LONG_QUESTION, REFUSED_QUESTION, QUESTION) if q in text), text)
+        return answer_for(question, root)
+
+    return FixedBackend(chat=chat, chunk_delay_s=0.01).start()
+
+
 # --- deterministic answers (shared with the real-server mode's loopback model) -------------------
 
 
