@@ -73,7 +73,8 @@ export class ChatClient implements vscode.Disposable {
   private async call(method: string, params: unknown, token?: vscode.CancellationToken): Promise<unknown> {
     const client = this.server.require();
     try {
-      return await client.sendRequest(method, params, token);
+      // Never pass an undefined token: vscode-jsonrpc would then send [params, null] as positional params.
+      return await (token ? client.sendRequest(method, params, token) : client.sendRequest(method, params));
     } catch (err) {
       throw chatError(err);
     }
