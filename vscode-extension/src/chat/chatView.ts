@@ -203,11 +203,16 @@ Mention more with @file: @symbol: @folder: @codebase: @diff @problems.</div>
   }
 
   newConversation(): void {
+    this.clear();
+    void this.reveal();
+  }
+
+  /** An empty conversation, without moving the focus (the history picker stays open after a delete). */
+  private clear(): void {
     this.stop();
     // The server saves a conversation when its first question is sent, so an unused one leaves nothing behind.
     this.session.reset();
     this.postState();
-    void this.reveal();
   }
 
   async history(): Promise<void> {
@@ -232,7 +237,7 @@ Mention more with @file: @symbol: @folder: @codebase: @diff @problems.</div>
     pick.onDidTriggerItemButton(async ({ item }) => {
       try {
         await this.deps.chat.delete(item.id);
-        if (this.session.conversation?.conversationId === item.id) this.newConversation();
+        if (this.session.conversation?.conversationId === item.id) this.clear();
         await load();
       } catch (err) {
         void vscode.window.showErrorMessage(`codectx: ${chatError(err).message}`);
