@@ -1,17 +1,31 @@
-"""TEMPORARY stand-in for the chat part of `codectx lsp`: a test fixture, never shipped.
+"""TEMPORARY stand-in for the chat part of `codectx lsp`: a test fixture, never shipped; to be replaced.
 
 The editor side of chat (VS Code's chat view, Neovim's :CodectxChat) is built against
 docs/chat-protocol.md before the real server implements it. This small pygls server implements that
-contract with deterministic answers, so the editor end-to-end tests (tests/test_vscode_chat.py,
-tests/test_nvim_chat.py) can run now: answers stream in many deltas, cite real files of the test
-workspace, carry a code block that `codectx/chat/applyBlock` applies, and an `@file:.env` mention
-is refused with a notice.
+contract with deterministic answers (no model, no retriever), so the editor tests can run now:
+tests/test_vscode_chat.py (code-server), tests/test_nvim_chat.py (Neovim) and tests/test_chat_contract.py
+(the protocol from a plain LSP client, which holds this stand-in to the written contract).
+
+What it does as the protocol says: deltas (many, `turnId` in each) and notices before the send's
+response, the result's text authoritative; one running turn per conversation (-32803 otherwise);
+cancel by `codectx/chat/cancel` or `$/cancelRequest`, both giving a `cancelled: true` result with the
+text so far; -32602 for params of the wrong shape, -32803 for an unknown conversation or an empty
+message; mentions in the text syntax and structured, their union each once; an `@file` of a
+never-send file (.env, keys) refused with a `refused` notice and never read; citations (0-based,
+`endLine` inclusive) for `@file`, `@symbol`, `@folder`, the definition around the editor's cursor or
+selection, and the definitions the question names; the answer's fenced blocks with their `path`;
+applyBlock's whole-file `newText` and a one-file `edit`, refused when the result does not parse;
+list/get/delete/export; `codectx/chat/context` with the fields of `codectx.showContext`'s record.
+Conversations are saved under XDG_STATE_HOME. What it does not do: a model, redaction, the audit log,
+history compaction, `@codebase`/`@diff`/`@problems` content (accepted, not used).
 
 WHERE IT IS SELECTED: `server_command()` below. The environment variable CODECTX_CHAT_SERVER picks
 the server the chat tests start: `standin` (the default, this file), `real` (`python -m codectx lsp`
-with a loopback model server that answers with `answer_for()`), or a JSON list (any command). Once
-`codectx lsp` implements chat, set the default to `real` and delete this file's server part; the
-tests themselves stay as they are.
+with a loopback model server that answers with `answer_for()`, from `real_mode_backend()`; the tests
+pass its URL as the backend setting), or a JSON list (any command). Once `codectx lsp` implements
+chat, make `real` the default and delete this file's server part (`serve()` and its helpers); the
+tests and `answer_for()`/the questions they share stay as they are. CODECTX_STANDIN_DELTA_MS sets the
+pause between deltas (default 40).
 
 Run as a program (`python tests/chat_standin.py`) it serves LSP on stdin/stdout.
 """
@@ -42,6 +56,7 @@ LONG_QUESTION = "Explain the whole package at length"
 REFUSED_QUESTION = "What is in @file:.env ?"
 NOTE = "# checked by codectx"
 NEVER_SEND = re.compile(r"(^|/)(\.env(\..*)?|.*\.pem|.*\.key|id_rsa.*)$")
+UNTITLED = "New conversation"
 DEFINITION = re.compile(r"^(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)")
 
 
@@ -187,7 +202,8 @@ def mentions_in(text: str) -> list[dict[str, str]]:
             found.append({"kind": kind, "value": rest[1:].split('"', 1)[0]})
         else:
             found.append({"kind": kind, "value": (rest.split() or [""])[0]})
-    return found
+    # A valued kind written with nothing after the colon names nothing (the clients drop it too).
+    return [m for m in found if m["kind"] in ("diff", "problems") or m.get("value")]
 
 
 # --- the stand-in server --------------------------------------------------------------------------
@@ -219,6 +235,24 @@ class RequestFailed(JsonRpcException):
     CODE = -32803
 
 
+class InvalidParams(JsonRpcException):
+    """JSON-RPC's InvalidParams: a request whose params do not have the protocol's shape."""
+
+    CODE = -32602
+
+
+def unique(citations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each snippet once (the first reason wins), as a real server sends each snippet once."""
+    seen: set[tuple[str, int, int]] = set()
+    out = []
+    for c in citations:
+        key = (c["path"], c["startLine"], c["endLine"])
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+    return out
+
+
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -243,6 +277,13 @@ class Store:
         if found is None:
             raise RequestFailed(f"no conversation {conversation_id!r}")
         return found
+
+
+def _relative(uri: str, root: Path) -> str:
+    try:
+        return Path(to_fs_path(uri) or "").relative_to(root).as_posix() if uri else ""
+    except ValueError:
+        return ""
 
 
 def _plain(value: Any) -> Any:
@@ -278,6 +319,20 @@ def serve() -> None:
             "reason": reason,
         }
 
+    def enclosing(args: dict[str, Any]) -> list[dict[str, Any]]:
+        """The implicit context a real server starts from: the definition around the cursor/selection."""
+        uri, position = args.get("uri"), (args.get("selection") or {}).get("start") or args.get("position")
+        if not uri or not position:
+            return []
+        path = Path(to_fs_path(uri) or "")
+        try:
+            rel = path.relative_to(root()).as_posix()
+            lines = read(uri).splitlines()
+        except (ValueError, OSError):
+            return []
+        line = position.get("line", -1)
+        return [cite(d, "enclosing scope") for d in definitions_in(rel, lines) if d.start <= line <= d.end]
+
     def notify(method: str, params: dict[str, Any]) -> None:
         server.protocol.notify(method, params)
 
@@ -285,16 +340,18 @@ def serve() -> None:
     def start(params: Any) -> dict[str, Any]:
         args = _plain(params) or {}
         stamp = now()
-        conv = Conversation(uuid.uuid4().hex[:12], args.get("title") or "New conversation", stamp, stamp)
+        conv = Conversation(uuid.uuid4().hex[:12], args.get("title") or UNTITLED, stamp, stamp)
         store.items[conv.conversationId] = conv
         store.save()
         return conv.summary()
 
     @server.feature("codectx/chat/send")
     async def send(params: Any) -> dict[str, Any]:
-        args = _plain(params)
-        conv = store.get(args.get("conversationId"))
-        message = str(args.get("message") or "").strip()
+        args = _plain(params) or {}
+        if not isinstance(args.get("conversationId"), str) or not isinstance(args.get("message"), str):
+            raise InvalidParams("codectx/chat/send needs {conversationId: string, message: string}")
+        conv = store.get(args["conversationId"])
+        message = args["message"].strip()
         if not message:
             raise RequestFailed("the message is empty")
         if conv.conversationId in running:
@@ -302,7 +359,7 @@ def serve() -> None:
         stop = running[conv.conversationId] = asyncio.Event()
         n = sum(1 for t in conv.turns if t["role"] == "user") + 1
         turn_id = f"a{n}"
-        if n == 1:
+        if n == 1 and conv.title == UNTITLED:
             conv.title = message[:60]
         conv.turns.append(
             {
@@ -339,7 +396,14 @@ def serve() -> None:
                         "reason": "@file",
                     }
                 )
+            elif m.get("kind") == "symbol":
+                citations += [cite(d, "@symbol") for d in definitions(root()) if d.name == m.get("value")]
+            elif m.get("kind") == "folder":
+                folder = str(m.get("value") or "").strip("/") + "/"
+                citations += [cite(d, "@folder") for d in definitions(root()) if d.path.startswith(folder)]
+        citations += enclosing(args)
         citations += [cite(d, "named in the question") for d in named_in(message, root())]
+        citations = unique(citations)
         text = answer_for(message, root())
         sent, cancelled = "", False
         try:
@@ -374,27 +438,40 @@ def serve() -> None:
         payload = f"system: you are codectx\nuser: {message}\n" + "".join(
             f"snippet {c['path']}:{c['startLine']}-{c['endLine']}\n" for c in citations
         )
+        position = args.get("position") or {}
+        uri = str(args.get("uri") or "")
+        # The same fields as `codectx.showContext`'s record (lsp/history.py RequestRecord), kind "chat".
         conv.contexts[turn_id] = {
             "id": f"chat-{conv.conversationId}-{turn_id}",
             "kind": "chat",
-            "path": args.get("uri") or "",
+            "uri": uri,
+            "path": _relative(uri, root()),
+            "line": position.get("line", 0),
+            "character": position.get("character", 0),
+            "time": datetime.now(UTC).timestamp(),
             "status": "cancelled" if cancelled else "ok",
+            "error": "",
             "items": [
                 {
                     "path": c["path"],
                     "start_line": c["startLine"],
                     "end_line": c["endLine"],
-                    "symbol": c.get("symbol"),
+                    "symbol": c.get("symbol") or "",
                     "reason": c["reason"],
+                    "score": 1.0,
                     "tokens": 10,
                 }
                 for c in citations
             ],
+            "budget": {"total": 4096, "used": 10 * len(citations)},
             "redactions": [],
             "payload": payload,
             "endpoint": "stand-in (no model server)",
             "sha256": hashlib.sha256(payload.encode()).hexdigest(),
-            "audit_id": None,
+            "audit_id": "",
+            "text": sent,
+            "model": "stand-in",
+            "timings": {},
         }
         conv.updatedAt = now()
         store.save()
@@ -451,10 +528,12 @@ def serve() -> None:
 
     @server.feature("codectx/chat/mentions")
     def mentions(params: Any) -> dict[str, Any]:
-        args = _plain(params)
+        args = _plain(params) or {}
         query, kind = str(args.get("query") or "").lower(), args.get("kind")
         items: list[dict[str, Any]] = []
         files = [p.relative_to(root()).as_posix() for p in source_files(root())]
+        current = _relative(str(args.get("uri") or ""), root())
+        files.sort(key=lambda f: f != current)  # the most relevant first: the editor's file
         if kind in (None, "file"):
             items += [{"kind": "file", "value": f, "label": f} for f in files if query in f.lower()]
         if kind in (None, "folder"):

@@ -238,3 +238,36 @@ async def test_refusals_errors_and_mentions(tmp_path: Path, repo: Path) -> None:
             {"conversationId": cid, "message": "Summarise @file:calc/report.py please"},
         )
         assert any(c["path"] == "calc/report.py" for c in mentioned["citations"]), mentioned["citations"]
+
+
+async def test_implicit_context_params_and_titles(tmp_path: Path, repo: Path) -> None:
+    async with chat_session(tmp_path, repo) as lsp:
+        conv = await call(lsp, "codectx/chat/start", {"title": "Reports"})
+        assert conv["title"] == "Reports"
+        cid = conv["conversationId"]
+        # Params of the wrong shape are InvalidParams.
+        bad = await refused(lsp, "codectx/chat/send", {"conversationId": cid, "message": 42})
+        assert bad.code == INVALID_PARAMS and bad.message
+        # The cursor inside `summary` (report.py line 7, 0-based 6): its definition is in the context.
+        report = open_doc(lsp, repo / "calc" / "report.py")
+        result = await call(
+            lsp,
+            "codectx/chat/send",
+            {
+                "conversationId": cid,
+                "message": "What does this do? See also @symbol:add",
+                "uri": report,
+                "position": {"line": 6, "character": 4},
+            },
+        )
+        spans = {(c["path"], c["startLine"], c["endLine"]) for c in result["citations"]}
+        assert ("calc/report.py", 5, 10) in spans, spans  # def summary .. return result
+        assert ("calc/ops.py", 3, 5) in spans, spans  # @symbol:add
+        assert len(spans) == len(result["citations"])  # each snippet once
+        listed = (await call(lsp, "codectx/chat/list", {}))["conversations"]
+        assert listed[0]["title"] == "Reports" and listed[0]["turns"] == 1
+        # Mention completion ranks the editor's own file first.
+        items = (await call(lsp, "codectx/chat/mentions", {"query": "", "kind": "file", "uri": report}))[
+            "items"
+        ]
+        assert items[0]["value"] == "calc/report.py"
