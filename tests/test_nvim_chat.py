@@ -101,6 +101,11 @@ def test_chat_buffer_stream_citations_apply_stop_resume(tmp_path: Path) -> None:
         assert (root / path).is_file() and 1 <= start <= end <= len((root / path).read_text().splitlines())
     assert any("citation" in n and "quickfix" in n for n in notes)
 
+    # @-mention completion in the question buffer: the kinds, then the files the server offers.
+    assert "codectx" in result["omnifunc"]
+    assert "@file:" in result["mention_kinds"] and "@problems" in result["mention_kinds"]
+    assert "@file:calc/ops.py" in result["mention_files"], result["mention_files"]
+
     # The refused mention: a notice line in the answer, a warning, and nothing from .env shown.
     refused = result["refused_answer"]
     assert any(line.startswith("> [refused]") and ".env" in line for line in refused), refused

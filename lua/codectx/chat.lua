@@ -645,7 +645,16 @@ function M.omnifunc(findstart, base)
   if not client then
     return {}
   end
-  local reply = client:request_sync("codectx/chat/mentions", { query = query, kind = kind }, 2000)
+  local params = { query = query, kind = kind }
+  -- The file the question is about, so the server can rank its neighbours first.
+  local win = state.source_win
+  if win and vim.api.nvim_win_is_valid(win) then
+    local name = vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(win))
+    if name ~= "" and vim.bo[vim.api.nvim_win_get_buf(win)].buftype == "" then
+      params.uri = vim.uri_from_fname(name)
+    end
+  end
+  local reply = client:request_sync("codectx/chat/mentions", params, 2000)
   local items = ((reply or {}).result or {}).items or {}
   return render.completion_items(items, kind)
 end

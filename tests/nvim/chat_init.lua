@@ -2,7 +2,7 @@
 --
 -- Loads the plugin from the repository root as a plugin manager would, points the server at the test's
 -- command, opens a fixture file and plays the chat: a question whose answer streams in, the citations
--- in the quickfix list, a refused @file .env, applying a code block (reject, then accept, after the
+-- in the quickfix list, @-mention completion, a refused @file .env, applying a code block (reject, then accept, after the
 -- diff), stopping a long answer, a new conversation, resuming the first one through vim.ui.select,
 -- export and the context sent. Everything observed goes into one JSON file.
 -- Environment: CODECTX_NVIM_PLUGIN_ROOT, CODECTX_NVIM_CMD (JSON list), CODECTX_NVIM_INIT (JSON settings),
@@ -139,6 +139,19 @@ local function scenario(buf, client)
     table.insert(out.qf, { file = vim.api.nvim_buf_get_name(item.bufnr), lnum = item.lnum, end_lnum = item.end_lnum })
   end
   out.conversation = chat._state.conversation.conversationId
+
+  -- 1b. @-mention completion in the question buffer (its omnifunc): the kinds, then the server's files.
+  vim.api.nvim_set_current_win(input_win)
+  out.omnifunc = vim.bo[chat._state.input_buf].omnifunc
+  local function words(base)
+    local found = {}
+    for _, item in ipairs(chat.omnifunc(0, base)) do
+      table.insert(found, item.word)
+    end
+    return found
+  end
+  out.mention_kinds = words("@")
+  out.mention_files = words("@file:calc/o")
 
   -- 2. A never-send file mentioned with @file: refused, with a notice in the answer and a message.
   ask(Q.refused)
