@@ -211,7 +211,7 @@ def enclosing_scope(path: str, text: str, start_line: int, end_line: int, pad: i
     """The innermost definition around the selection (retriever's cursor info), else nearby lines."""
     try:
         from codectx.retriever.context import _language
-        from codectx.retriever.cursor import cursor_info
+        from codectx.retriever.cursor_info import cursor_info
 
         info = cursor_info(text, _language(path) or None, start_line, 0)
         scope = info.enclosing

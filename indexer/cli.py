@@ -141,7 +141,7 @@ def _index(args: argparse.Namespace) -> int:
         extra["index.embed"] = False
     settings = settings_for(root, args, extra)
     # Most re-runs change nothing: answer from the manifest before loading LanceDB (~2 s).
-    from codectx.indexer.manifest import check_workspace
+    from codectx.indexer.walk.manifest import check_workspace
 
     checked = check_workspace(root, settings, embed=bool(settings.index.embed))
     quick = checked.report
@@ -258,9 +258,9 @@ def _ago(ts: float | None) -> str:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from codectx.indexer.discovery import discover
-    from codectx.indexer.embedder import resolve_model
-    from codectx.indexer.store import IndexStore
+    from codectx.indexer.embedding.embedder import resolve_model
+    from codectx.indexer.storage.store import IndexStore
+    from codectx.indexer.walk.discovery import discover
 
     root = workspace_root(args.path)
     settings = settings_for(root, args)

@@ -20,11 +20,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from codectx.indexer.discovery import SourceFile, decode_source, discover, is_never_index, sniff
-from codectx.indexer.embedder import Embedder, name_model_id
+from codectx.indexer.embedding.embedder import Embedder, name_model_id
 from codectx.indexer.errors import IndexCorrupt, IndexSchemaMismatch, unwritable
-from codectx.indexer.lock import IndexLock
-from codectx.indexer.manifest import (
+from codectx.indexer.parsing.parse import parse_file
+from codectx.indexer.report import IndexReport, ProgressEvent, ProgressFn
+from codectx.indexer.storage.lock import IndexLock
+from codectx.indexer.walk.discovery import SourceFile, decode_source, discover, is_never_index, sniff
+from codectx.indexer.walk.manifest import (
     Manifest,
     QuickCheck,
     check_workspace,
@@ -32,13 +34,11 @@ from codectx.indexer.manifest import (
     fingerprint,
     summary,
 )
-from codectx.indexer.parse import parse_file
-from codectx.indexer.reading import NotIndexed, read_discovered
-from codectx.indexer.report import IndexReport, ProgressEvent, ProgressFn
+from codectx.indexer.walk.reading import NotIndexed, read_discovered
 
 __all__ = ["IndexReport", "ProgressEvent", "ProgressFn", "index_paths", "index_workspace"]
-from codectx.indexer.store import FileData, FileRecord, IndexStore
-from codectx.indexer.walkcache import discover_cached
+from codectx.indexer.storage.store import FileData, FileRecord, IndexStore
+from codectx.indexer.walk.walkrecord import discover_cached
 
 from codectx.settings import Settings
 

@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from codectx.indexer.model import Chunk, Import
-from codectx.retriever.cursor import CursorInfo
+from codectx.retriever.cursor_info import CursorInfo
 from codectx.retriever.definitions import DefinitionResolver, local_types
 from codectx.retriever.deflists import (
     STRUCTURAL,

@@ -29,7 +29,7 @@ from typing import Any
 from codectx.indexer.model import Import
 from codectx.retriever.budget import Cut, cut_prefix, cut_suffix, cut_to_tokens
 from codectx.retriever.candidates import Candidate, gather_candidates, merge_overlaps
-from codectx.retriever.cursor import CursorInfo, cursor_info
+from codectx.retriever.cursor_info import CursorInfo, cursor_info
 from codectx.retriever.errors import BadPosition, UnknownFile
 from codectx.retriever.search import HybridSearcher
 from codectx.retriever.snapshot import snapshot_of
@@ -155,7 +155,7 @@ def check_position(lines: list[str], line: int, character: int) -> int:
 
 def _language(path: str) -> str:
     try:
-        from codectx.indexer.languages import language_for
+        from codectx.indexer.parsing.languages import language_for
     except ImportError:
         return ""
     return language_for(path) or ""
@@ -167,7 +167,7 @@ def current_imports(store: Any, settings: Settings, path: str, text: str, langua
     if imports or not language:
         return imports
     try:
-        from codectx.indexer.parse import parse_file
+        from codectx.indexer.parsing.parse import parse_file
 
         return list(parse_file(path, text, language, settings, settings.root).imports)
     except Exception:  # unparsable text: fall back to name matching

@@ -26,7 +26,7 @@ from typing import Any
 from codectx.indexer.model import Chunk, Definition
 from codectx.retriever.bm25 import term_set
 from codectx.retriever.callees import reachable_as_attribute, similar_code_callees
-from codectx.retriever.cursor import CursorInfo
+from codectx.retriever.cursor_info import CursorInfo
 from codectx.retriever.definitions import RESOLVED_LANGUAGES, DefinitionResolver, split_chain
 from codectx.retriever.receivers import receivers_in
 from codectx.retriever.search import HybridSearcher, chunk_for_definition

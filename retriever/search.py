@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from codectx.indexer.embedder import name_model_id
+from codectx.indexer.embedding.embedder import name_model_id
 from codectx.indexer.model import Chunk, Definition
 from codectx.retriever.bm25 import split_identifier
 from codectx.retriever.errors import BadRequest

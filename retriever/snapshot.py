@@ -461,7 +461,7 @@ class IndexSnapshot:
             found = self.store.chunks_with_hashes(missing)
             with self._lock:
                 self._by_hash.update(found)
-        from codectx.indexer.store import ChunkHit
+        from codectx.indexer.storage.store import ChunkHit
 
         return [
             ChunkHit(self._by_hash[h], score)
@@ -475,8 +475,8 @@ class IndexSnapshot:
         lexical = self._lexical
         if lexical is None or args or kwargs:
             return self.store.fts_search(query, k, *args, **kwargs)
-        from codectx.indexer.store import ChunkHit
-        from codectx.indexer.textsearch import query_text
+        from codectx.indexer.storage.fulltext import query_text
+        from codectx.indexer.storage.store import ChunkHit
 
         by_id = self._by_id
         return [

@@ -6,12 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from codectx.indexer.deferred import mark_override
+from codectx.indexer.storage.deferred import mark_override
 
 PROBE = """
 import sys
-import codectx.indexer.store as store
-from codectx.indexer.deferred import CLIENT, is_deferred
+import codectx.indexer.storage.store as store
+from codectx.indexer.storage.deferred import CLIENT, is_deferred
 client = sys.modules[CLIENT]
 api_loaded = any(name.startswith(CLIENT + ".api") for name in sys.modules)
 print("deferred" if is_deferred(client) and not api_loaded else "loaded")
@@ -48,7 +48,7 @@ def test_mark_override_marks_like_typing_override() -> None:
 
 MODELS = """
 import pydantic
-import codectx.indexer.store
+import codectx.indexer.storage.store
 import lance_namespace
 print("restored", "defer_build" not in pydantic.BaseModel.model_config)
 model = lance_namespace.ListTablesResponse

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from codectx.indexer import embedder as embedder_module
-from codectx.indexer.embedder import (
+from codectx.indexer.embedding import embedder as embedder_module
+from codectx.indexer.embedding.embedder import (
     BUNDLED_DIR,
     MAX_CHARS,
     Embedder,
@@ -197,7 +197,7 @@ def test_fast_tokenizer_matches_transformers_and_queries_are_cut(
 ) -> None:
     """The ONNX path reads tokenizer.json directly (no transformers import); it must tokenize
     exactly like the transformers tokenizer the model was exported with."""
-    from codectx.indexer.embedder import _auto_tokenizer
+    from codectx.indexer.embedding.embedder import _auto_tokenizer
 
     onnx = Embedder(backend="onnx-int8", batch_size=2, cache_dir=tmp_path_factory.mktemp("tok-cache"))
     impl = onnx._load()
@@ -256,7 +256,7 @@ def test_killed_builds_leave_no_scratch_behind_for_long(tmp_path: Path) -> None:
     import os
     import time
 
-    from codectx.indexer.onnxbuild import _drop_stale_builds
+    from codectx.indexer.embedding.onnxbuild import _drop_stale_builds
 
     old, fresh, other = tmp_path / "build-old", tmp_path / "build-fresh", tmp_path / "bundled-abc"
     for folder in (old, fresh, other):

@@ -21,7 +21,7 @@ import pytest
 from codectx.indexer import pipeline
 from codectx.indexer.errors import IndexUnwritable
 from codectx.indexer.pipeline import index_workspace
-from codectx.indexer.store import IndexStore
+from codectx.indexer.storage.store import IndexStore
 
 from codectx.cli import main
 from codectx.settings import load_settings
@@ -145,7 +145,7 @@ def _settings(root: Path, tmp_path: Path, index_dir: Path) -> Any:
 
 @pytest.fixture(scope="module")
 def embedder() -> Any:
-    from codectx.indexer.embedder import Embedder
+    from codectx.indexer.embedding.embedder import Embedder
 
     return Embedder(backend="torch", batch_size=8)
 

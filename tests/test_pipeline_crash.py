@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from codectx.indexer.store import IndexStore
+from codectx.indexer.storage.store import IndexStore
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from codectx.indexer.model import Definition
-from codectx.indexer.store import IndexStore
+from codectx.indexer.storage.store import IndexStore
 from codectx.retriever import snapshot as snapshot_module
 from codectx.retriever.context import assemble_context
 from codectx.retriever.receivers import ReceiverCalls, owner_of, pick, receivers_in

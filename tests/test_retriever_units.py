@@ -6,7 +6,7 @@ from codectx.indexer.model import Chunk
 from codectx.retriever.bm25 import BM25, ChunkBM25, split_identifier, tokenize
 from codectx.retriever.budget import cut_prefix, cut_suffix, cut_to_tokens
 from codectx.retriever.candidates import Candidate, merge_overlaps
-from codectx.retriever.cursor import fallback_cursor_info
+from codectx.retriever.cursor_info import fallback_cursor_info
 from codectx.retriever.eval import first_sentence, strip_doc
 from codectx.retriever.fusion import weighted_rrf
 from codectx.retriever.search import fts_terms, is_identifier_query, symbol_names

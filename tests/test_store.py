@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from codectx.indexer.errors import IndexNotFound, IndexSchemaMismatch
 from codectx.indexer.model import Chunk, Definition, Import, Reference
-from codectx.indexer.store import JOURNAL_FILE, FileData, FileRecord, IndexStore, filter_sql
-from codectx.indexer.textsearch import split_identifier
+from codectx.indexer.storage.fulltext import split_identifier
+from codectx.indexer.storage.store import JOURNAL_FILE, FileData, FileRecord, IndexStore, filter_sql
 
 
 def chunk(path: str, text: str, symbol: str = "", language: str = "python", start: int = 0) -> Chunk:

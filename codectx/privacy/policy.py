@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from codectx.settings import Settings
 
 try:
-    from codectx.indexer.discovery import NEVER_INDEX as _INDEXER_NEVER_INDEX
+    from codectx.indexer.walk.discovery import NEVER_INDEX as _INDEXER_NEVER_INDEX
 except ImportError:  # the indexer is optional for the privacy package; keep the send path safe without it
     _INDEXER_NEVER_INDEX = ()
 

@@ -33,7 +33,7 @@ class IndexLock:
 
     def acquire(self, wait_s: float = 0.0) -> None:
         """Take the lock, waiting up to `wait_s`; raises IndexLocked naming the holder."""
-        from codectx.indexer.owner import claim
+        from codectx.indexer.storage.owner import claim
 
         try:
             claim(self.path.parent)  # never a lock file in a folder codectx did not create

@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from codectx.indexer.cursor import CursorSymbols, EnclosingDefinition, identifiers_near
-from codectx.indexer.grammar import (
+from codectx.indexer.model import Definition, Reference
+from codectx.indexer.parsing.cursor_symbols import CursorSymbols, EnclosingDefinition, identifiers_near
+from codectx.indexer.parsing.grammar import (
     SPECS,
     DefInfo,
     Node,
@@ -24,7 +25,6 @@ from codectx.indexer.grammar import (
     last_line,
     text_of,
 )
-from codectx.indexer.model import Definition, Reference
 
 __all__ = [
     "CursorSymbols",

@@ -86,7 +86,7 @@ def confined(root: Path, path: Path) -> Path:
 
 def open_store(settings: Settings, require_chunks: bool = True) -> Any:
     """The workspace's index; IndexNotFound (from the indexer) names the command to build it."""
-    from codectx.indexer.store import IndexStore
+    from codectx.indexer.storage.store import IndexStore
 
     store = IndexStore.open(settings.index_dir())
     if require_chunks:
@@ -103,7 +103,7 @@ def embedder_factory(settings: Settings) -> Any:
     """A callable loading the query embedder once, when first needed."""
 
     def make() -> Any:
-        from codectx.indexer.embedder import Embedder
+        from codectx.indexer.embedding.embedder import Embedder
 
         return Embedder.from_settings(settings)
 

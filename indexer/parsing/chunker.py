@@ -24,7 +24,8 @@ import itertools
 import re
 from dataclasses import dataclass
 
-from codectx.indexer.grammar import (
+from codectx.indexer.model import Chunk
+from codectx.indexer.parsing.grammar import (
     SPECS,
     DefInfo,
     LangSpec,
@@ -36,7 +37,6 @@ from codectx.indexer.grammar import (
     python_docstring,
     signature_of,
 )
-from codectx.indexer.model import Chunk
 
 _TRIVIAL = re.compile(r"[\s{}\[\]();,]+|\bend\b")
 # Class-likes that are chunks of their own; the rest (type aliases, macros) stay with module code.

@@ -42,17 +42,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from codectx.indexer.bundled import (
+from codectx.indexer.embedding.bundled import (
     BUNDLED_DIR,
     BUNDLED_MODEL,
     BundledModel,
     bundled_model,
     bundled_torch_folder,
 )
+from codectx.indexer.embedding.onnxbuild import MODEL_FILE, TORCH_EXTRA, export_int8, requantize_int8
 from codectx.indexer.errors import EmbedderError
 from codectx.indexer.model import Chunk
-from codectx.indexer.onnxbuild import MODEL_FILE, TORCH_EXTRA, export_int8, requantize_int8
-from codectx.indexer.textsearch import split_identifier
+from codectx.indexer.storage.fulltext import split_identifier
 
 ONNX_FORMAT = 3  # bump when the export recipe changes, so cached exports are redone
 # Characters kept per text before tokenizing: far more than 256 tokens of code, far less than a big chunk.

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from codectx.indexer.embedding.onnxbuild import TORCH_EXTRA
 from codectx.indexer.errors import EmbedderError
-from codectx.indexer.onnxbuild import TORCH_EXTRA
 
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
 BUNDLED_DIR = Path(__file__).resolve().parent / "model-data" / BUNDLED_MODEL

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from codectx.indexer.grammar import SPECS, DefInfo, Node, classify, find_all, last_line, signature_of
-from codectx.indexer.languages import get_parser, is_tree_sitter
+from codectx.indexer.parsing.grammar import SPECS, DefInfo, Node, classify, find_all, last_line, signature_of
+from codectx.indexer.parsing.languages import get_parser, is_tree_sitter
 
 _SKIP_NAMES = frozenset({"self", "this", "cls", "super", "_", "$this"})
 _WS = re.compile(r"\s+")

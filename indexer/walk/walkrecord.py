@@ -41,9 +41,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codectx.indexer import discovery, languages, skiprules
-from codectx.indexer.discovery import Discovery, DiscoveryError, SourceFile, _Rules, _Walker
-from codectx.indexer.languages import language_for
+from codectx.indexer.parsing import languages
+from codectx.indexer.parsing.languages import language_for
+from codectx.indexer.walk import discovery, skiprules
+from codectx.indexer.walk.discovery import Discovery, DiscoveryError, SourceFile, _Rules, _Walker
 
 from codectx.settings import Settings
 

@@ -40,8 +40,8 @@ from pathlib import Path
 
 import pathspec
 from codectx.indexer.errors import IndexerError
-from codectx.indexer.languages import language_for, language_from_shebang, refine_language
-from codectx.indexer.skiprules import (
+from codectx.indexer.parsing.languages import language_for, language_from_shebang, refine_language
+from codectx.indexer.walk.skiprules import (
     GENERATED_HEADER,
     GENERATED_NAMES,
     HEADER_BYTES,

@@ -6,7 +6,7 @@
   rebuild); `guard_methods` applies it to every IndexStore
   method, so no LanceDB error leaves the store untranslated.
 - `remove_tables`: a rebuild deletes only what codectx writes in an index folder of its own
-  (indexer/owner.py decides which those are), and LanceDB's table folders (`<name>.lance`) there.
+  (indexer/storage/owner.py decides which those are), and LanceDB's table folders (`<name>.lance`) there.
 - `intact_vector_tables`: the vectors tables (the embedding cache) that still read back
   whole, to keep across a rebuild.
 """
@@ -23,14 +23,14 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from codectx.indexer.deferred import prepare_lancedb_import
+from codectx.indexer.storage.deferred import prepare_lancedb_import
 
 prepare_lancedb_import()
 
 import lancedb  # noqa: E402
 import pyarrow as pa  # noqa: E402
 from codectx.indexer.errors import IndexCorrupt, IndexerError, unwritable, unwritable_reason  # noqa: E402
-from codectx.indexer.manifest import Manifest  # noqa: E402
+from codectx.indexer.walk.manifest import Manifest  # noqa: E402
 
 _RUST_LOCATION = re.compile(r",? ?/[^ ,]*\.rs:\d+(?::\d+)?:?")
 

@@ -138,7 +138,7 @@ def cursor_info(text: str, language: str | None, line: int, character: int) -> C
     """The identifiers near a cursor, from tree-sitter when possible."""
     if language:
         try:
-            from codectx.indexer.symbols import identifiers_near  # type: ignore[import-not-found,unused-ignore]
+            from codectx.indexer.parsing.symbols import identifiers_near  # type: ignore[import-not-found,unused-ignore]
         except ImportError:
             identifiers_near = None
         if identifiers_near is not None:

@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from codectx.indexer.langspec import SPECS, LangSpec
-from codectx.indexer.queries import find_all, find_groups, find_matching
+from codectx.indexer.parsing.langspec import SPECS, LangSpec
+from codectx.indexer.parsing.queries import find_all, find_groups, find_matching
 
 Node = Any  # tree_sitter.Node (kept loose: the binding ships no type stubs)
 

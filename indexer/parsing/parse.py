@@ -17,12 +17,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from codectx.indexer.chunker import SourceText, chunk_text, chunk_tree
 from codectx.indexer.errors import IndexerError
-from codectx.indexer.imports import imports
-from codectx.indexer.languages import get_parser, is_tree_sitter
 from codectx.indexer.model import ParsedFile
-from codectx.indexer.symbols import definitions, references
+from codectx.indexer.parsing.chunker import SourceText, chunk_text, chunk_tree
+from codectx.indexer.parsing.imports import imports
+from codectx.indexer.parsing.languages import get_parser, is_tree_sitter
+from codectx.indexer.parsing.symbols import definitions, references
 
 from codectx.settings import Settings
 

@@ -1,8 +1,8 @@
 """The on-disk index: LanceDB tables for chunks, symbols, files and vectors.
 
 An index folder holds `meta.json` (schema version, model id, last run),
-`db/` (LanceDB), a `.gitignore` of `*`, the lock file (indexer/lock.py), the
-`.codectx-index` marker (indexer/owner.py: codectx deletes only in folders
+`db/` (LanceDB), a `.gitignore` of `*`, the lock file (indexer/storage/lock.py), the
+`.codectx-index` marker (indexer/storage/owner.py: codectx deletes only in folders
 that carry it) and, only while a write is in progress, `journal.json`.
 
 Tables: `chunks` (every Chunk field, its id and an FTS-indexed `search`
@@ -44,25 +44,25 @@ from hashlib import sha1
 from pathlib import Path
 from typing import Any
 
-from codectx.indexer.deferred import prepare_lancedb_import
+from codectx.indexer.storage.deferred import prepare_lancedb_import
 
 prepare_lancedb_import()  # before LanceDB: skips ~1.7 s of import we never use
 
 import lancedb  # noqa: E402
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
-from codectx.indexer.embedder import NAME_SUFFIX  # noqa: E402
+from codectx.indexer.embedding.embedder import NAME_SUFFIX  # noqa: E402
 from codectx.indexer.errors import IndexCorrupt, IndexNotFound, IndexSchemaMismatch  # noqa: E402
-from codectx.indexer.manifest import JOURNAL_FILE, META_FILE, SCHEMA_VERSION, Manifest  # noqa: E402
 from codectx.indexer.model import Chunk, Definition, Import, Reference  # noqa: E402
-from codectx.indexer.owner import check_deletable, claim  # noqa: E402
-from codectx.indexer.storeguard import (  # noqa: E402
+from codectx.indexer.storage.fulltext import chunk_search_text, query_text  # noqa: E402
+from codectx.indexer.storage.owner import check_deletable, claim  # noqa: E402
+from codectx.indexer.storage.storeguard import (  # noqa: E402
     guard_methods,
     intact_vector_tables,
     is_lance_failure,
     remove_tables,
 )
-from codectx.indexer.textsearch import chunk_search_text, query_text  # noqa: E402
+from codectx.indexer.walk.manifest import JOURNAL_FILE, META_FILE, SCHEMA_VERSION, Manifest  # noqa: E402
 from lancedb.index import FTS  # noqa: E402
 
 # Rebuild the FTS index once this share of rows is unindexed (they are still searched, just slower).
@@ -334,7 +334,7 @@ class IndexStore:
         """Delete an index's data (not the lock) so that it can be rebuilt; with `keep_vectors`,
         the vectors tables that read back whole stay (the embedding cache).
 
-        Only in a folder codectx created (its marker, indexer/owner.py), and only what codectx
+        Only in a folder codectx created (its marker, indexer/storage/owner.py), and only what codectx
         writes: its own files and LanceDB's table folders (`<name>.lance`) under `db/`."""
         check_deletable(index_dir, index_dir / "db")
         Manifest.drop(index_dir)

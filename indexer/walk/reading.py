@@ -16,7 +16,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from codectx.indexer.discovery import SourceFile, is_never_index
+from codectx.indexer.walk.discovery import SourceFile, is_never_index
 
 from codectx.settings import Settings
 

@@ -49,7 +49,7 @@ def _queryable(lang: Any, kind: str) -> bool:
 @functools.lru_cache(maxsize=256)
 def _query(language: str, types: frozenset[str]) -> Any:
     """A compiled query capturing every node of `types` as @n."""
-    from codectx.indexer.languages import get_language
+    from codectx.indexer.parsing.languages import get_language
 
     return _compile(get_language(language), (("n", types),))
 
@@ -68,7 +68,7 @@ def find_all(root: Node, language: str, types: frozenset[str]) -> list[Node]:
 
 @functools.lru_cache(maxsize=64)
 def _pattern(language: str, pattern: str) -> Any:
-    from codectx.indexer.languages import get_language
+    from codectx.indexer.parsing.languages import get_language
     from tree_sitter import Query
 
     return Query(get_language(language), pattern)
@@ -85,7 +85,7 @@ def find_matching(root: Node, language: str, pattern: str) -> list[Node]:
 
 @functools.lru_cache(maxsize=64)
 def _multi_query(language: str, groups: tuple[tuple[str, frozenset[str]], ...]) -> Any:
-    from codectx.indexer.languages import get_language
+    from codectx.indexer.parsing.languages import get_language
 
     return _compile(get_language(language), groups)
 

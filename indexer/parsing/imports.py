@@ -19,9 +19,9 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from codectx.indexer.grammar import Node, find_all, find_matching, text_of
 from codectx.indexer.model import Import
-from codectx.indexer.resolve import (
+from codectx.indexer.parsing.grammar import Node, find_all, find_matching, text_of
+from codectx.indexer.parsing.resolve import (
     Resolver,
     go_resolve,
     js_resolve,

@@ -36,7 +36,7 @@ from codectx.indexer.report import IndexReport
 from codectx.settings import Settings
 
 if TYPE_CHECKING:
-    from codectx.indexer.discovery import Discovery
+    from codectx.indexer.walk.discovery import Discovery
 
 MANIFEST_FILE = "manifest.json"
 JOURNAL_FILE = "journal.json"  # the store's record of a write in progress
@@ -254,11 +254,11 @@ def check_workspace(root: Path, settings: Settings, embed: bool) -> QuickCheck:
     When something changed, the walk comes back too, so the run that follows need not
     repeat it (its `known` files are the manifest's, which are the index's own records).
     """
-    from codectx.indexer.walkcache import discover_cached
+    from codectx.indexer.walk.walkrecord import discover_cached
 
     index_dir = settings.index_dir()
     if index_dir.exists() and not index_dir.is_dir():
-        return QuickCheck(None)  # the run says so clearly (indexer/lock.py)
+        return QuickCheck(None)  # the run says so clearly (indexer/storage/lock.py)
     manifest, problem = Manifest.read_checked(index_dir)
     notes = (f"{problem}; the index is checked in full and the manifest written again",) if problem else ()
     shaping = fingerprint(settings)
