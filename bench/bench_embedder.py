@@ -86,6 +86,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--limit", type=int, default=0, help="chunks per repository (default: all)")
     args = parser.parse_args()
+    from codectx import tuning
+
+    tuning.light_lancedb_import()  # as the `codectx` command does (codectx/tuning.py)
     work = Path(tempfile.mkdtemp(prefix="bench-embedder-"))
     texts: list[str] = []
     names: list[str] = []

@@ -106,6 +106,9 @@ def main() -> int:
         help="cold lexical index, then only the `codectx index` process runs (no embedding)",
     )
     args = parser.parse_args()
+    from codectx import tuning
+
+    tuning.light_lancedb_import()  # as the `codectx` command does (codectx/tuning.py)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
     src = fetch_sdist("django", "5.1.4")

@@ -341,6 +341,9 @@ def main() -> int:
         "--fixed", action="store_true", help="use the fixed-answer server even if vLLM is set"
     )
     args = parser.parse_args()
+    from codectx import tuning
+
+    tuning.light_lancedb_import()  # as the `codectx` command does (codectx/tuning.py)
     result = asyncio.run(run(args))
     result["machine"] = machine()
     result["command"] = " ".join([sys.executable, *sys.argv])

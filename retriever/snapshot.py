@@ -10,7 +10,6 @@ re-index (didSave) is seen within that interval.
 
 from __future__ import annotations
 
-import gc
 import json
 import threading
 import time
@@ -20,6 +19,8 @@ from typing import Any
 from codectx.indexer.model import Chunk, Definition, Import
 from codectx.retriever.lexical import LexicalIndex
 from codectx.retriever.receivers import ReceiverCalls, chains_of, receiver_calls_from_rows
+
+from codectx.tuning import query_threads, settle_heap
 
 CHECK_INTERVAL_S = 1.0
 SYNC_LEXICAL_CHUNKS = 5000  # up to this many chunks, preload builds the full-text index at once
@@ -37,28 +38,6 @@ def _versions(store: Any, method: str = "table_versions") -> tuple[Any, ...]:
         return tuple(versions())
     except Exception:
         return ()
-
-
-def settle_heap() -> None:
-    """Keep Python's cyclic garbage collector out of completion requests, once the index is loaded.
-
-    A process that preloads a Django-size index holds ~200k long-lived container objects, and
-    every full collection walked them all: 26 pauses of 58 ms on average (113 ms at most) in one
-    `bench/bench_retriever.py` latency run, which made up its slowest requests (context p95
-    57 ms; 42 ms without them). So what is loaded now moves to the permanent generation
-    (`gc.freeze`: still freed by reference counting when the index changes; the index's objects
-    hold no reference cycles), and full collections come after `FULL_EVERY` collections of the
-    middle generation instead of Python's 10. Only long-lived processes preload (the language
-    server, `--batch` modes); the setting is process-wide, and young garbage is collected as often
-    as before.
-    """
-    gc.freeze()
-    young, middle, full = gc.get_threshold()
-    if full < FULL_EVERY:
-        gc.set_threshold(young, middle, FULL_EVERY)
-
-
-FULL_EVERY = 1000
 
 
 class IndexSnapshot:
@@ -503,32 +482,13 @@ def _imports_from_json(raw: str | None) -> list[Import]:
     ]
 
 
-_blas_limited = False
-
-
-def _one_blas_thread() -> None:
-    """Use one BLAS thread in a process that answers queries. Its products are matrix-vector
-    (memory-bound: a second thread gains little), and idle BLAS threads spin for milliseconds
-    after each call, taking the core the query encoder and the next step need (context p95 on
-    Django 68.6 -> 53.3 ms with this alone, 40.9 ms with the encoder's own pool not spinning)."""
-    global _blas_limited
-    if _blas_limited:
-        return
-    _blas_limited = True
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return
-    threadpool_limits(1, user_api="blas")
-
-
 def snapshot_of(store: Any) -> IndexSnapshot:
     """The shared snapshot of a store (one per store object)."""
     if isinstance(store, IndexSnapshot):
         return store
     snap: IndexSnapshot | None = getattr(store, "_codectx_snapshot", None)
     if snap is None:
-        _one_blas_thread()
+        query_threads()  # in a process tuned for queries (codectx/tuning.py)
         snap = IndexSnapshot(store)
         try:
             store._codectx_snapshot = snap

@@ -44,26 +44,22 @@ from hashlib import sha1
 from pathlib import Path
 from typing import Any
 
-from codectx.indexer.storage.deferred import prepare_lancedb_import
-
-prepare_lancedb_import()  # before LanceDB: skips ~1.7 s of import we never use
-
-import lancedb  # noqa: E402
-import numpy as np  # noqa: E402
-import pyarrow as pa  # noqa: E402
-from codectx.indexer.embedding.embedder import NAME_SUFFIX  # noqa: E402
-from codectx.indexer.errors import IndexCorrupt, IndexNotFound, IndexSchemaMismatch  # noqa: E402
-from codectx.indexer.model import Chunk, Definition, Import, Reference  # noqa: E402
-from codectx.indexer.storage.fulltext import chunk_search_text, query_text  # noqa: E402
-from codectx.indexer.storage.owner import check_deletable, claim  # noqa: E402
-from codectx.indexer.storage.storeguard import (  # noqa: E402
+import lancedb
+import numpy as np
+import pyarrow as pa
+from codectx.indexer.embedding.embedder import NAME_SUFFIX
+from codectx.indexer.errors import IndexCorrupt, IndexNotFound, IndexSchemaMismatch
+from codectx.indexer.model import Chunk, Definition, Import, Reference
+from codectx.indexer.storage.fulltext import chunk_search_text, query_text
+from codectx.indexer.storage.owner import check_deletable, claim
+from codectx.indexer.storage.storeguard import (
     guard_methods,
     intact_vector_tables,
     is_lance_failure,
     remove_tables,
 )
-from codectx.indexer.walk.manifest import JOURNAL_FILE, META_FILE, SCHEMA_VERSION, Manifest  # noqa: E402
-from lancedb.index import FTS  # noqa: E402
+from codectx.indexer.walk.manifest import JOURNAL_FILE, META_FILE, SCHEMA_VERSION, Manifest
+from lancedb.index import FTS
 
 # Rebuild the FTS index once this share of rows is unindexed (they are still searched, just slower).
 FTS_REBUILD_SHARE = 0.1

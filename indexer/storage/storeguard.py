@@ -23,14 +23,10 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from codectx.indexer.storage.deferred import prepare_lancedb_import
-
-prepare_lancedb_import()
-
-import lancedb  # noqa: E402
-import pyarrow as pa  # noqa: E402
-from codectx.indexer.errors import IndexCorrupt, IndexerError, unwritable, unwritable_reason  # noqa: E402
-from codectx.indexer.walk.manifest import Manifest  # noqa: E402
+import lancedb
+import pyarrow as pa
+from codectx.indexer.errors import IndexCorrupt, IndexerError, unwritable, unwritable_reason
+from codectx.indexer.walk.manifest import Manifest
 
 _RUST_LOCATION = re.compile(r",? ?/[^ ,]*\.rs:\d+(?::\d+)?:?")
 
