@@ -150,8 +150,7 @@ def similar_chunks(
     if dense and vector is not None:
         embedder = searcher.embedder()
         if embedder is not None:
-            nearest = getattr(searcher.store, "approx_vector_search", searcher.store.vector_search)
-            sources["dense"] = nearest(vector, depth, embedder.model_id)
+            sources["dense"] = searcher.store.approx_vector_search(vector, depth, embedder.model_id)
     chunks: dict[str, Chunk] = {}
     lists: dict[str, list[str]] = {}
     for name, hits in sources.items():

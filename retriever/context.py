@@ -177,11 +177,11 @@ def current_imports(store: Any, settings: Settings, path: str, text: str, langua
 def _engine(store: Any, settings: Settings, embedder: Any) -> HybridSearcher:
     """A searcher reused across requests on the same store and settings (its snapshot caches)."""
     snap = snapshot_of(store)
-    cached: HybridSearcher | None = getattr(snap, "context_searcher", None)
+    cached: HybridSearcher | None = snap.context_searcher
     if cached is None or cached.settings is not settings or cached.embedder() is not embedder:
         cached = HybridSearcher(snap, settings, embedder=embedder)
         snap.preload()  # completion asks again and again: keep chunks and imports in memory
-        snap.context_searcher = cached  # type: ignore[attr-defined]
+        snap.context_searcher = cached
     return cached
 
 

@@ -209,8 +209,7 @@ def receiver_list(
 ) -> list[Candidate]:
     """Definitions of what the rest of the workspace calls on the receivers in this scope
     (`ctx.` -> `Context.get_parameter_source`), by share of the receiver's uses."""
-    calls_of = getattr(searcher.store, "receiver_calls", None)
-    calls = calls_of() if calls_of is not None else None
+    calls = searcher.store.receiver_calls()
     if calls is None:
         return []
     scored: dict[tuple[str, int], list[Any]] = {}

@@ -139,10 +139,8 @@ class Metrics:
 
 
 def _symbol_index(store: Any) -> dict[str, list[Definition]]:
-    rows = store._scan("symbols", None) if hasattr(store, "_scan") else []
     table: dict[str, list[Definition]] = {}
-    for row in rows:
-        d = Definition(**row)
+    for d in store.all_symbols():
         table.setdefault(d.name, []).append(d)
     return table
 

@@ -90,7 +90,7 @@ def open_store(settings: Settings, require_chunks: bool = True) -> Any:
 
     store = IndexStore.open(settings.index_dir())
     if require_chunks:
-        count = store.row_count("chunks") if hasattr(store, "row_count") else store.stats().chunks
+        count = store.chunk_count()
         if not count:
             raise EmptyIndex(
                 f"the index at {settings.index_dir()} holds no chunks; run `codectx index` in the "

@@ -81,8 +81,7 @@ def affinity_list(
     """The definition candidates ordered by how close their vectors are to the scope's (the
     index's own chunk vectors: no embedding beyond the scope query, which is cached)."""
     embedder = searcher.embedder()
-    rows_of = getattr(searcher.store, "dense_rows", None)
-    loaded = rows_of(embedder.model_id) if rows_of is not None and embedder is not None else None
+    loaded = searcher.store.dense_rows(embedder.model_id) if embedder is not None else None
     if loaded is None:
         return []
     matrix, row_of = loaded

@@ -234,8 +234,7 @@ class HybridSearcher:
 
     def _matrix_rows(self, model_id: str) -> _Rows | None:
         """The snapshot's matrix for `model_id` with its hash -> row map (both rebuilt together)."""
-        rows_of = getattr(self.store, "dense_rows", None)
-        loaded = rows_of(model_id) if rows_of is not None else None
+        loaded = self.store.dense_rows(model_id)
         return _Rows(*loaded) if loaded is not None else None
 
     def dense_hits(self, vector: Any, k: int, model_id: str) -> list[DenseHit]:

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from codectx.indexer.errors import IndexerError
-from codectx.indexer.walk.manifest import META_FILE
+from codectx.indexer.storage.layout import META_FILE
 
 MARKER = ".codectx-index"
 _TEXT = "This folder is a codectx index; codectx created it and may delete or rebuild what is in it.\n"

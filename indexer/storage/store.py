@@ -24,23 +24,17 @@ rebuild). `verify` checks the tables (open, count, schema; with `deep`, every ro
 the full-text index queried); `reset` deletes only what codectx itself writes in an index
 folder and can keep the vectors tables, the embedding cache, when they read back whole.
 
-Filters: read calls take `languages` (list of language names) and `path_glob`
-(a glob on the workspace-relative path: `*` and `**` match any characters,
-`/` included; `?` one character), or a raw LanceDB SQL `where` clause over the
-chunk columns; all given filters are combined with AND.
+Reading is `IndexReader` (indexer/storage/reader.py), which this class extends; the tables'
+schemas and row conversions are in indexer/storage/schema.py.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import shutil
 import time
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from collections.abc import Iterable, Sequence
 from datetime import timedelta
-from hashlib import sha1
 from pathlib import Path
 from typing import Any
 
@@ -49,213 +43,45 @@ import numpy as np
 import pyarrow as pa
 from codectx.indexer.embedding.embedder import NAME_SUFFIX
 from codectx.indexer.errors import IndexCorrupt, IndexNotFound, IndexSchemaMismatch
-from codectx.indexer.model import Chunk, Definition, Import, Reference
-from codectx.indexer.storage.fulltext import chunk_search_text, query_text
+from codectx.indexer.storage.layout import JOURNAL_FILE, META_FILE, SCHEMA_VERSION, write_json_atomic
 from codectx.indexer.storage.owner import check_deletable, claim
+from codectx.indexer.storage.reader import IndexReader
+from codectx.indexer.storage.schema import (
+    CHUNKS_SCHEMA,
+    FILES_SCHEMA,
+    SYMBOLS_SCHEMA,
+    ChunkHit,
+    FileData,
+    FileRecord,
+    IndexStats,
+    batched,
+    chunk_row,
+    filter_sql,
+    flat,
+    imports_json,
+    in_list,
+    references_json,
+    vectors_table_name,
+)
 from codectx.indexer.storage.storeguard import (
     guard_methods,
     intact_vector_tables,
     is_lance_failure,
     remove_tables,
 )
-from codectx.indexer.walk.manifest import JOURNAL_FILE, META_FILE, SCHEMA_VERSION, Manifest
+from codectx.indexer.walk.manifest import Manifest
 from lancedb.index import FTS
+
+__all__ = ["JOURNAL_FILE", "ChunkHit", "FileData", "FileRecord", "IndexStats", "IndexStore", "filter_sql"]
 
 # Rebuild the FTS index once this share of rows is unindexed (they are still searched, just slower).
 FTS_REBUILD_SHARE = 0.1
 FTS_REBUILD_MIN_ROWS = 2000
 COMPACT_FRAGMENTS = 48
 
-_CHUNK_FIELDS: list[tuple[str, pa.DataType]] = [
-    ("id", pa.string()),
-    ("path", pa.string()),
-    ("language", pa.string()),
-    ("kind", pa.string()),
-    ("symbol", pa.string()),
-    ("qualname", pa.string()),
-    ("signature", pa.string()),
-    ("doc", pa.string()),
-    ("start_line", pa.int32()),
-    ("end_line", pa.int32()),
-    ("start_byte", pa.int64()),
-    ("end_byte", pa.int64()),
-    ("text", pa.string()),
-    ("content_hash", pa.string()),
-]
-CHUNKS_SCHEMA = pa.schema([*_CHUNK_FIELDS, ("search", pa.string())])
-CHUNK_COLUMNS = [name for name, _ in _CHUNK_FIELDS if name != "id"]
-SYMBOLS_SCHEMA = pa.schema(
-    [
-        ("name", pa.string()),
-        ("qualname", pa.string()),
-        ("kind", pa.string()),
-        ("path", pa.string()),
-        ("language", pa.string()),
-        ("start_line", pa.int32()),
-        ("end_line", pa.int32()),
-        ("exported", pa.bool_()),
-    ]
-)
-FILES_SCHEMA = pa.schema(
-    [
-        ("path", pa.string()),
-        ("size", pa.int64()),
-        ("mtime_ns", pa.int64()),
-        ("content_hash", pa.string()),
-        ("language", pa.string()),
-        ("n_chunks", pa.int32()),
-        ("syntax_errors", pa.int32()),
-        ("imports", pa.string()),
-        ("references", pa.string()),
-        ("indexed_at", pa.float64()),
-    ]
-)
 
-
-@dataclass(frozen=True)
-class ChunkHit:
-    chunk: Chunk
-    score: float  # higher is better; BM25 for fts_search, cosine similarity for vector_search
-
-
-@dataclass(frozen=True)
-class FileRecord:
-    """What the index knows about one file; size+mtime spot changes, content_hash confirms them."""
-
-    path: str
-    size: int
-    mtime_ns: int
-    content_hash: str
-    language: str
-    n_chunks: int = 0
-    syntax_errors: int = 0
-    indexed_at: float = 0.0
-
-
-@dataclass(frozen=True)
-class FileData:
-    """A parsed file ready to be written: its record and everything extracted from it."""
-
-    record: FileRecord
-    chunks: Sequence[Chunk] = ()
-    definitions: Sequence[Definition] = ()
-    imports: Sequence[Import] = ()
-    references: Sequence[Reference] = ()
-
-
-@dataclass(frozen=True)
-class IndexStats:
-    index_dir: str
-    schema_version: int
-    model_id: str | None
-    files: int
-    chunks: int
-    symbols: int
-    chunks_per_language: dict[str, int] = field(default_factory=dict)
-    files_per_language: dict[str, int] = field(default_factory=dict)
-    vectors_done: int = 0  # distinct chunk contents that have a vector for model_id
-    vectors_pending: int = 0
-    last_indexed: float | None = None  # epoch seconds of the last completed run
-    syntax_error_files: int = 0
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def sql_str(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
-def _glob_to_like(glob: str) -> str:
-    out = []
-    for ch in glob:
-        if ch in "%_\\":
-            out.append("\\" + ch)
-        elif ch == "*":
-            if not out or out[-1] != "%":
-                out.append("%")
-        elif ch == "?":
-            out.append("_")
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-def filter_sql(
-    languages: Sequence[str] | None = None, path_glob: str | None = None, where: str | None = None
-) -> str | None:
-    """One SQL filter from the helper arguments (see the module docstring), or None."""
-    parts: list[str] = []
-    if languages:
-        parts.append(f"language IN ({', '.join(sql_str(lang) for lang in languages)})")
-    if path_glob:
-        parts.append(f"path LIKE {sql_str(_glob_to_like(path_glob))} ESCAPE '\\'")
-    if where:
-        parts.append(f"({where})")
-    return " AND ".join(parts) if parts else None
-
-
-def _in_list(column: str, values: Iterable[str]) -> str:
-    return f"{column} IN ({', '.join(sql_str(v) for v in values)})"
-
-
-def _batched(values: Sequence[str], size: int = 500) -> Iterator[Sequence[str]]:
-    for start in range(0, len(values), size):
-        yield values[start : start + size]
-
-
-def _chunk_from_row(row: dict[str, Any]) -> Chunk:
-    return Chunk(**{name: row[name] for name in CHUNK_COLUMNS})
-
-
-def _chunk_row(chunk: Chunk) -> dict[str, Any]:
-    row = {name: getattr(chunk, name) for name in CHUNK_COLUMNS}
-    row["id"] = chunk.id
-    row["search"] = chunk_search_text(chunk)
-    return row
-
-
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
-
-
-def _field_names(cls: type) -> tuple[str, ...]:
-    names = _FIELD_NAMES.get(cls)
-    if names is None:
-        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
-    return names
-
-
-def _flat(item: Any) -> dict[str, Any]:
-    """A flat dataclass as a dict: `asdict` without its deep copy (a third of a big file's commit)."""
-    return {name: getattr(item, name) for name in _field_names(type(item))}
-
-
-def vectors_table_name(model_id: str) -> str:
-    return "vectors_" + sha1(model_id.encode()).hexdigest()[:16]
-
-
-def _write_json_atomic(path: Path, data: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        with tmp.open("w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=1)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError:  # a full disk: no half-written temp file left behind
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
-        raise
-
-
-class IndexStore:
+class IndexStore(IndexReader):
     """Read and write access to one index folder. Readers always see the latest commit."""
-
-    def __init__(self, index_dir: Path, db: Any, meta: dict[str, Any]) -> None:
-        self.index_dir = index_dir
-        self._db = db
-        self._meta = meta
-        self._tables: dict[str, Any] = {}
 
     # ---- opening -------------------------------------------------------------------------------
 
@@ -322,7 +148,7 @@ class IndexStore:
         db.create_table("files", schema=FILES_SCHEMA)
         meta = {"schema_version": SCHEMA_VERSION, "created_at": time.time(), "model_id": None}
         # meta.json last: its presence means the tables exist.
-        _write_json_atomic(index_dir / META_FILE, meta)
+        write_json_atomic(index_dir / META_FILE, meta)
         return cls(index_dir, db, meta)
 
     @staticmethod
@@ -340,271 +166,11 @@ class IndexStore:
         keep = intact_vector_tables(db_dir) if keep_vectors else set()
         remove_tables(db_dir, keep_vectors=False, keep=keep)
 
-    def _table(self, name: str) -> Any:
-        table = self._tables.get(name)
-        if table is None:
-            table = self._db.open_table(name)
-            self._tables[name] = table
-        return table
-
-    def _vectors(self, model_id: str) -> Any | None:
-        name = vectors_table_name(model_id)
-        if name in self._tables:
-            return self._tables[name]
-        try:
-            table = self._db.open_table(name)
-        except (ValueError, FileNotFoundError, RuntimeError):
-            return None
-        self._tables[name] = table
-        return table
-
-    @property
-    def meta(self) -> dict[str, Any]:
-        return dict(self._meta)
-
-    @property
-    def model_id(self) -> str | None:
-        return self._meta.get("model_id")
-
-    def reload_meta(self) -> None:
-        """Re-read meta.json: another writer (the CLI beside a language server) may have moved the
-        model or the last run. A missing or damaged file keeps what was read at open."""
-        try:
-            meta = json.loads((self.index_dir / META_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return
-        if isinstance(meta, dict):
-            self._meta = meta
-
     def update_meta(self, **values: Any) -> None:
         self._meta.update(values)
-        _write_json_atomic(self.index_dir / META_FILE, self._meta)
+        write_json_atomic(self.index_dir / META_FILE, self._meta)
 
-    # ---- reading -------------------------------------------------------------------------------
-
-    def _scan(self, table: str, where: str | None, columns: list[str] | None = None) -> list[dict[str, Any]]:
-        query = self._table(table).search()
-        if where:
-            query = query.where(where)
-        if columns:
-            query = query.select(columns)
-        return query.limit(None).to_arrow().to_pylist()  # type: ignore[no-any-return]
-
-    # Bulk reads for in-memory views (the retriever's snapshot): one scan instead of many lookups.
-
-    def rows(
-        self, table: str, columns: list[str] | None = None, where: str | None = None
-    ) -> list[dict[str, Any]]:
-        """Every row of `chunks`, `symbols` or `files` (optionally filtered by a SQL `where`)."""
-        if table not in ("chunks", "symbols", "files"):
-            raise ValueError(f"no table {table!r}")
-        return self._scan(table, where, columns)
-
-    def table_versions(self) -> tuple[int, ...]:
-        """Versions of the symbols, files and chunks tables: any write moves at least one."""
-        return tuple(int(self._table(name).version) for name in ("symbols", "files", "chunks"))
-
-    def vector_versions(self) -> tuple[tuple[str, int], ...]:
-        """(table, version) of every vectors table (body and name vectors): embedding moves them."""
-        found = []
-        for name in sorted(self._db.list_tables().tables):
-            if name.startswith("vectors_"):
-                table = self._tables.get(name)
-                if table is None:
-                    try:
-                        table = self._tables[name] = self._db.open_table(name)
-                    except (ValueError, FileNotFoundError, RuntimeError):
-                        continue
-                found.append((name, int(table.version)))
-        return tuple(found)
-
-    def vector_matrix(self, model_id: str) -> tuple[list[str], np.ndarray] | None:
-        """All vectors of a model: (content hashes, float32 matrix with one row each), or None."""
-        table = self._vectors(model_id)
-        if table is None:
-            return None
-        data = table.search().select(["content_hash", "vector"]).limit(None).to_arrow()
-        hashes = data.column("content_hash").to_pylist()
-        flat = data.column("vector").combine_chunks()
-        dims = flat.type.list_size
-        values = flat.values.to_numpy(zero_copy_only=False)
-        return hashes, np.asarray(values, dtype=np.float32).reshape(-1, dims)
-
-    def row_count(self, table: str) -> int:
-        return int(self._table(table).count_rows())
-
-    def fts_search(
-        self,
-        query: str,
-        k: int,
-        where: str | None = None,
-        *,
-        languages: Sequence[str] | None = None,
-        path_glob: str | None = None,
-    ) -> list[ChunkHit]:
-        """Best `k` chunks for a keyword query (BM25 over names, signature, doc, body and path)."""
-        if not query.strip() or k <= 0:
-            return []
-        search = (
-            self._table("chunks")
-            .search(query_text(query), query_type="fts", fts_columns="search")
-            .select([*CHUNK_COLUMNS, "_score"])
-        )
-        sql = filter_sql(languages, path_glob, where)
-        if sql:
-            search = search.where(sql, prefilter=True)
-        rows = search.limit(k).to_arrow().to_pylist()
-        return [ChunkHit(_chunk_from_row(row), float(row["_score"])) for row in rows]
-
-    def vector_search(
-        self,
-        vector: np.ndarray,
-        k: int,
-        model_id: str,
-        where: str | None = None,
-        *,
-        languages: Sequence[str] | None = None,
-        path_glob: str | None = None,
-    ) -> list[ChunkHit]:
-        """Nearest `k` chunks by cosine similarity among chunks that have a vector for `model_id`.
-
-        Exact search. Chunks with identical content share a vector; each copy is returned.
-        """
-        table = self._vectors(model_id)
-        if table is None or k <= 0:
-            return []
-        sql = filter_sql(languages, path_glob, where)
-        total = table.count_rows()
-        fetch = max(4 * k, 64)
-        query = np.asarray(vector, dtype=np.float32).ravel()
-        while True:
-            near = (
-                table.search(query, vector_column_name="vector")
-                .distance_type("cosine")
-                .select(["content_hash", "_distance"])
-                .limit(fetch)
-                .to_arrow()
-            )
-            score_of: dict[str, float] = {}
-            for h, dist in zip(
-                near.column("content_hash").to_pylist(), near.column("_distance").to_pylist(), strict=True
-            ):
-                score_of.setdefault(h, 1.0 - float(dist))
-            hits: list[ChunkHit] = []
-            if score_of:
-                clause = _in_list("content_hash", score_of)
-                rows = self._scan("chunks", f"{clause} AND ({sql})" if sql else clause, CHUNK_COLUMNS)
-                hits = [ChunkHit(_chunk_from_row(r), score_of[r["content_hash"]]) for r in rows]
-            if len(hits) >= k or fetch >= total:
-                hits.sort(key=lambda h: (-h.score, h.chunk.path, h.chunk.start_line))
-                return hits[:k]
-            fetch *= 4
-
-    def symbols_named(self, name: str) -> list[Definition]:
-        """Definitions whose short name or qualified name is `name`."""
-        rows = self._scan("symbols", f"name = {sql_str(name)} OR qualname = {sql_str(name)}")
-        return sorted((Definition(**row) for row in rows), key=lambda d: (d.path, d.start_line))
-
-    def symbols_in_file(self, path: str) -> list[Definition]:
-        rows = self._scan("symbols", f"path = {sql_str(path)}")
-        return sorted((Definition(**row) for row in rows), key=lambda d: d.start_line)
-
-    def _file_json(self, path: str, column: str) -> list[dict[str, Any]]:
-        rows = self._scan("files", f"path = {sql_str(path)}", [column])
-        if not rows or not rows[0][column]:
-            return []
-        return json.loads(rows[0][column])  # type: ignore[no-any-return]
-
-    def file_imports(self, path: str) -> list[Import]:
-        return [
-            Import(
-                module=d["module"],
-                names=tuple((n, a) for n, a in d.get("names", ())),
-                alias=d.get("alias", ""),
-                resolved=d.get("resolved", ""),
-                line=d.get("line", 0),
-            )
-            for d in self._file_json(path, "imports")
-        ]
-
-    def file_references(self, path: str) -> list[Reference]:
-        return [Reference(**d) for d in self._file_json(path, "references")]
-
-    def chunks_for_file(self, path: str) -> list[Chunk]:
-        rows = self._scan("chunks", f"path = {sql_str(path)}", CHUNK_COLUMNS)
-        return sorted((_chunk_from_row(r) for r in rows), key=lambda c: (c.start_line, c.start_byte))
-
-    def all_chunks(self, batch_size: int = 2048) -> Iterator[Chunk]:
-        """Every chunk, in no particular order, streamed in batches."""
-        reader = self._table("chunks").search().select(CHUNK_COLUMNS).limit(None).to_batches(batch_size)
-        for batch in reader:
-            for row in batch.to_pylist():
-                yield _chunk_from_row(row)
-
-    def chunk_count(self) -> int:
-        """Chunks in the index (cheap: no rows read)."""
-        return int(self._table("chunks").count_rows())
-
-    def file_records(self) -> dict[str, FileRecord]:
-        columns = [f.name for f in FILES_SCHEMA if f.name not in ("imports", "references")]
-        rows = self._scan("files", None, columns)
-        return {row["path"]: FileRecord(**row) for row in rows}
-
-    def chunk_hashes(self) -> set[str]:
-        return set(
-            self._table("chunks")
-            .search()
-            .select(["content_hash"])
-            .limit(None)
-            .to_arrow()
-            .column("content_hash")
-            .to_pylist()
-        )
-
-    def vector_hashes(self, model_id: str) -> set[str]:
-        table = self._vectors(model_id)
-        if table is None:
-            return set()
-        return set(
-            table.search().select(["content_hash"]).limit(None).to_arrow().column("content_hash").to_pylist()
-        )
-
-    def chunks_with_hashes(self, hashes: Sequence[str]) -> dict[str, Chunk]:
-        """One chunk per content hash (any copy: they have the same text)."""
-        out: dict[str, Chunk] = {}
-        for part in _batched(list(hashes)):
-            for row in self._scan("chunks", _in_list("content_hash", part), CHUNK_COLUMNS):
-                out.setdefault(row["content_hash"], _chunk_from_row(row))
-        return out
-
-    def stats(self, model_id: str | None = None) -> IndexStats:
-        model_id = model_id or self.model_id
-        chunk_rows = (
-            self._table("chunks").search().select(["language", "content_hash"]).limit(None).to_arrow()
-        )
-        per_lang: dict[str, int] = {}
-        for lang in chunk_rows.column("language").to_pylist():
-            per_lang[lang] = per_lang.get(lang, 0) + 1
-        hashes = set(chunk_rows.column("content_hash").to_pylist())
-        done = len(hashes & self.vector_hashes(model_id)) if model_id else 0
-        files = self._table("files").search().select(["language", "syntax_errors"]).limit(None).to_arrow()
-        files_per_lang: dict[str, int] = {}
-        for lang in files.column("language").to_pylist():
-            files_per_lang[lang] = files_per_lang.get(lang, 0) + 1
-        return IndexStats(
-            index_dir=str(self.index_dir),
-            schema_version=SCHEMA_VERSION,
-            model_id=model_id,
-            files=files.num_rows,
-            chunks=chunk_rows.num_rows,
-            symbols=self._table("symbols").count_rows(),
-            chunks_per_language=dict(sorted(per_lang.items())),
-            files_per_language=dict(sorted(files_per_lang.items())),
-            vectors_done=done,
-            vectors_pending=len(hashes) - done,
-            last_indexed=self._meta.get("last_indexed"),
-            syntax_error_files=sum(1 for n in files.column("syntax_errors").to_pylist() if n),
-        )
+    # ---- checking -------------------------------------------------------------------------------
 
     def verify(self, deep: bool = False) -> list[str]:
         """Check the tables codectx trusts: open, row count, schema; with `deep`, read every row
@@ -680,8 +246,8 @@ class IndexStore:
         return paths
 
     def _delete_paths(self, paths: Sequence[str]) -> None:
-        for part in _batched(list(paths)):
-            clause = _in_list("path", part)
+        for part in batched(list(paths)):
+            clause = in_list("path", part)
             # File records first: a path without a record is re-indexed by the next run.
             self._table("files").delete(clause)
             self._table("chunks").delete(clause)
@@ -700,21 +266,21 @@ class IndexStore:
         paths = [f.record.path for f in files]
         stale = [p for p in paths if p in known_set] + list(removed)
         Manifest.drop(self.index_dir)
-        _write_json_atomic(self.index_dir / JOURNAL_FILE, sorted(set(paths) | set(removed)))
+        write_json_atomic(self.index_dir / JOURNAL_FILE, sorted(set(paths) | set(removed)))
         self._delete_paths(stale)
-        chunk_rows = [_chunk_row(c) for f in files for c in f.chunks]
+        chunk_rows = [chunk_row(c) for f in files for c in f.chunks]
         if chunk_rows:
             self._table("chunks").add(pa.Table.from_pylist(chunk_rows, schema=CHUNKS_SCHEMA))
-        symbol_rows = [_flat(d) for f in files for d in f.definitions]
+        symbol_rows = [flat(d) for f in files for d in f.definitions]
         if symbol_rows:
             self._table("symbols").add(pa.Table.from_pylist(symbol_rows, schema=SYMBOLS_SCHEMA))
         now = time.time()
         file_rows = []
         for f in files:
-            row = _flat(f.record)
+            row = flat(f.record)
             row["indexed_at"] = now
-            row["imports"] = json.dumps([_flat(i) for i in f.imports], separators=(",", ":"))
-            row["references"] = json.dumps([_flat(r) for r in f.references], separators=(",", ":"))
+            row["imports"] = imports_json(f.imports)
+            row["references"] = references_json(f.references)
             file_rows.append(row)
         if file_rows:
             self._table("files").add(pa.Table.from_pylist(file_rows, schema=FILES_SCHEMA))
@@ -769,8 +335,8 @@ class IndexStore:
         orphans = sorted(self.vector_hashes(model_id) - self.chunk_hashes())
         if len(orphans) <= max(1000, keep_share * table.count_rows()):
             return 0
-        for part in _batched(orphans):
-            table.delete(_in_list("content_hash", part))
+        for part in batched(orphans):
+            table.delete(in_list("content_hash", part))
         return len(orphans)
 
     def compact(self, force: bool = False) -> None:
@@ -789,5 +355,4 @@ class IndexStore:
                 table.optimize(cleanup_older_than=timedelta(minutes=2))
 
 
-# Every way into the store translates LanceDB's failures (one place: storeguard.lance_failure).
-guard_methods(IndexStore, skip=("exists", "meta", "model_id"))
+guard_methods(IndexStore, skip=("exists",))

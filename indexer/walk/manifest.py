@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codectx.indexer.report import IndexReport
+from codectx.indexer.storage.layout import JOURNAL_FILE, META_FILE, SCHEMA_VERSION
 
 from codectx.settings import Settings
 
@@ -39,12 +40,7 @@ if TYPE_CHECKING:
     from codectx.indexer.walk.discovery import Discovery
 
 MANIFEST_FILE = "manifest.json"
-JOURNAL_FILE = "journal.json"  # the store's record of a write in progress
-META_FILE = "meta.json"  # the store's schema version and model
 FORMAT = 1
-# The index's on-disk schema (checked against meta.json by the store); here so the quick check can
-# tell an index that needs a rebuild without importing the store.
-SCHEMA_VERSION = 1
 # The vectors a complete run leaves per chunk (body, then name vectors): an index from before a
 # kind existed fails the quick check once, so its first run fills the new kind in.
 VECTOR_KINDS = ("body", "name")
