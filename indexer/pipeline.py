@@ -25,7 +25,7 @@ from codectx.indexer.errors import IndexCorrupt, IndexSchemaMismatch, unwritable
 from codectx.indexer.parsing.parse import parse_file
 from codectx.indexer.report import IndexReport, ProgressEvent, ProgressFn
 from codectx.indexer.storage.lock import IndexLock
-from codectx.indexer.walk.discovery import SourceFile, decode_source, discover, is_never_index, sniff
+from codectx.indexer.walk.discovery import SourceFile, decode_source, discover, sniff
 from codectx.indexer.walk.manifest import (
     Manifest,
     QuickCheck,
@@ -40,6 +40,7 @@ __all__ = ["IndexReport", "ProgressEvent", "ProgressFn", "index_paths", "index_w
 from codectx.indexer.storage.store import FileData, FileRecord, IndexStore
 from codectx.indexer.walk.walkrecord import discover_cached
 
+from codectx.privacy.policy import is_never_index
 from codectx.settings import Settings
 
 COMMIT_FILES = 400  # files per lexical commit: bigger is faster, smaller shows results sooner

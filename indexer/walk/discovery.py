@@ -8,7 +8,7 @@ default dependency folders (`node_modules/`, `vendor/`, `third_party/`: code
 the project did not write), virtualenvs (any folder with a `pyvenv.cfg`) and
 build output (`SKIP_DIRS`).
 
-Secret-bearing files (`NEVER_INDEX` plus `settings.index.never_index`) are
+Secret-bearing files (the never-index / never-send policy, codectx/privacy/policy.py) are
 never indexed, whatever any ignore file says. `.env.example`-style templates
 count as secret files too: they are often filled in with real values.
 
@@ -49,17 +49,16 @@ from codectx.indexer.walk.skiprules import (
     MINIFIED_AVG_LINE,
     MINIFIED_MIN_SAMPLE,
     MINIFIED_NAMES,
-    NEVER_INDEX,
     SKIP_DIRS,
     SNIFF_BYTES,
 )
 
 from codectx.errors import CodectxError
+from codectx.privacy.policy import is_never_index, policy_for
 from codectx.settings import Settings
 
 __all__ = [
     "LOCKFILES",
-    "NEVER_INDEX",
     "SKIP_DIRS",
     "Discovery",
     "DiscoveryError",
@@ -167,19 +166,6 @@ def _norm(path: str) -> str:
     return path.lstrip("/")
 
 
-def never_index_patterns(settings: Settings | None) -> tuple[str, ...]:
-    extra = tuple(settings.index.never_index) if settings is not None else ()
-    return NEVER_INDEX + extra
-
-
-def is_never_index(path: str, settings: Settings | None = None) -> bool:
-    """True if a workspace-relative path is a secret-bearing file that must never be indexed or sent."""
-    path = _norm(path)
-    if not path:
-        return False
-    return _spec(never_index_patterns(settings)).match_file(path)
-
-
 # Byte-order marks, longest first: the UTF-32 LE mark starts with the UTF-16 LE one.
 _BOMS: tuple[tuple[bytes, str], ...] = (
     (b"\x00\x00\xfe\xff", "utf-32-be"),
@@ -272,7 +258,7 @@ class _Walker:
         self.out = Discovery()
         self.report_ignored = False
         self.known: Mapping[str, tuple[int, int]] = {}
-        self.secret = _spec(never_index_patterns(settings))
+        self.secret = policy_for(settings)
         self.out.warnings.extend(
             pattern_warnings(tuple(settings.index.never_index), "setting index.never_index")
         )
@@ -317,7 +303,7 @@ class _Walker:
         """True when a file reached through a symlink (its own or a folder's) really is a never-index
         file: `app/envlink.py -> ../.env` is judged as `.env` too, not only by its benign name."""
         real_rel = os.path.relpath(real, self.root)
-        return real_rel != rel and bool(self.secret.match_file(real_rel))
+        return real_rel != rel and self.secret.refuses(real_rel)
 
     def skip_undecodable(self, rel: str) -> None:
         """A name that is not UTF-8 cannot be matched, stored or sent: skipped, with a warning."""
@@ -444,7 +430,7 @@ class _Walker:
     def by_name(self, name: str, rel: str, rules: _Rules) -> tuple[str | None, str | None]:
         """A file's verdict from its path alone: (skip reason, or "" when silently ignored, None);
         with None, the language its name gives (None: the content decides)."""
-        if self.secret.match_file(rel):
+        if self.secret.refuses(rel):
             return "secret-file", None
         if rules.ignored(rel, is_dir=False):
             return ("ignored" if self.report_ignored else ""), None

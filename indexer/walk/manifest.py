@@ -61,9 +61,10 @@ _CARRIED = (
 def fingerprint(settings: Settings) -> str:
     """A hash of every setting that changes which files are indexed and how they are chunked."""
     shaping = {k: v for k, v in sorted(settings.index.as_dict().items()) if k not in _RUNTIME_KEYS}
-    blob = json.dumps(
-        {"schema": SCHEMA_VERSION, "vectors": VECTOR_KINDS, "index": shaping}, sort_keys=True, default=str
-    )
+    data: dict[str, Any] = {"schema": SCHEMA_VERSION, "vectors": VECTOR_KINDS, "index": shaping}
+    if settings.privacy.never_send:  # never-send files are never indexed either (privacy/policy.py)
+        data["never_send"] = list(settings.privacy.never_send)
+    blob = json.dumps(data, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 

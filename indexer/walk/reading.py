@@ -16,8 +16,9 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from codectx.indexer.walk.discovery import SourceFile, is_never_index
+from codectx.indexer.walk.discovery import SourceFile
 
+from codectx.privacy.policy import is_never_index
 from codectx.settings import Settings
 
 _O_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY

@@ -1,51 +1,12 @@
-"""What discovery skips, as data: secret files, lockfiles, dependency and build folders, generated code.
+"""What discovery skips, as data: lockfiles, dependency and build folders, generated code.
 
-Patterns use gitignore syntax (a pattern without "/" matches a file name at
-any depth). `NEVER_INDEX` is also the floor of the privacy package's
-never-send list, so add to it rather than remove.
+Patterns use gitignore syntax (a pattern without "/" matches a file name at any depth). Secret
+files are the never-index / never-send policy's (codectx/privacy/policy.py: one list for both).
 """
 
 from __future__ import annotations
 
 import re
-
-# Files that hold credentials. Gitignore syntax; a pattern without "/" matches
-# the file name at any depth.
-NEVER_INDEX: tuple[str, ...] = (
-    ".env",
-    ".env.*",
-    "*.env",
-    ".envrc",
-    "*.pem",
-    "*.key",
-    "*.p12",
-    "*.pfx",
-    "*.jks",
-    "*.keystore",
-    "id_rsa*",
-    "id_dsa*",
-    "id_ecdsa*",
-    "id_ed25519*",
-    ".npmrc",
-    ".pypirc",
-    ".netrc",
-    "_netrc",
-    ".git-credentials",
-    ".htpasswd",
-    "*.tfstate",
-    "*.tfstate.*",
-    "*.tfvars",
-    "*.tfvars.json",
-    "kubeconfig",
-    "*.kubeconfig",
-    "**/.kube/config",
-    "credentials*.json",
-    "**/.aws/credentials",
-    "**/.docker/config.json",
-    "service-account*.json",
-    "*service-account*.json",
-    "*service_account*.json",
-)
 
 LOCKFILES: frozenset[str] = frozenset(
     {

@@ -46,6 +46,7 @@ from codectx.indexer.parsing.languages import language_for
 from codectx.indexer.walk import discovery, skiprules
 from codectx.indexer.walk.discovery import Discovery, DiscoveryError, SourceFile, _Rules, _Walker
 
+from codectx.privacy import policy
 from codectx.settings import Settings
 
 WALK_FILE = "walk.json"
@@ -60,7 +61,7 @@ BY_NAME = "n"  # a file judged by its path alone: [name, "n", reason or ""]
 LISTED = "f"  # an indexable file: [name, "f", language, size, mtime_ns, ctime_ns]
 SKIPPED = "s"  # a file skipped by size or content: [name, "s", reason, size, mtime_ns, ctime_ns]
 
-_SHAPING_MODULES = (discovery, skiprules, languages)
+_SHAPING_MODULES = (discovery, skiprules, languages, policy)
 
 
 def _code_hash() -> str:
