@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from codectx.indexer.embedding.embedder import name_model_id
 from codectx.indexer.model import Chunk, Definition
-from codectx.retriever.bm25 import split_identifier
+from codectx.indexer.parsing.identifiers import split_identifier
 from codectx.retriever.errors import BadRequest
 from codectx.retriever.fusion import weighted_rrf
 from codectx.retriever.snapshot import snapshot_of

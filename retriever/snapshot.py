@@ -24,6 +24,7 @@ from codectx.indexer.storage.reader import IndexReader
 from codectx.indexer.storage.schema import ChunkHit, StoredChunk
 from codectx.retriever.lexical import LexicalIndex
 from codectx.retriever.receivers import ReceiverCalls
+from codectx.retriever.terms import TermSets
 from codectx.retriever.vectorcache import VectorCache
 
 from codectx.tuning import query_threads, settle_heap
@@ -62,6 +63,7 @@ class IndexSnapshot:
         self._lexical_thread: threading.Thread | None = None
         self._receivers: ReceiverCalls | None = None
         self.context_searcher: Any = None  # retriever/context.py's searcher over this snapshot
+        self.term_sets = TermSets()  # definition heads' terms, compared with each scope
 
     def refresh(self, force: bool = False) -> None:
         now = time.monotonic()

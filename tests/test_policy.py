@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from codectx.indexer.walk.discovery import discover
+
 from codectx.privacy.policy import is_never_index, never_send_match
 from codectx.settings import load_settings
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from codectx.indexer.errors import IndexNotFound, IndexSchemaMismatch
 from codectx.indexer.model import Chunk, Definition, Import, Reference
-from codectx.indexer.storage.fulltext import split_identifier
+from codectx.indexer.parsing.identifiers import split_identifier
 from codectx.indexer.storage.store import JOURNAL_FILE, FileData, FileRecord, IndexStore, filter_sql
 
 

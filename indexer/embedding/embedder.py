@@ -52,7 +52,7 @@ from codectx.indexer.embedding.bundled import (
 from codectx.indexer.embedding.onnxbuild import MODEL_FILE, TORCH_EXTRA, export_int8, requantize_int8
 from codectx.indexer.errors import EmbedderError
 from codectx.indexer.model import Chunk
-from codectx.indexer.storage.fulltext import split_identifier
+from codectx.indexer.parsing.identifiers import split_identifier
 
 ONNX_FORMAT = 3  # bump when the export recipe changes, so cached exports are redone
 # Characters kept per text before tokenizing: far more than 256 tokens of code, far less than a big chunk.
