@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from codectx.indexer.model import Import
+from codectx.indexer.parsing.languages import language_for
 from codectx.retriever.budget import Cut, cut_prefix, cut_suffix, cut_to_tokens
 from codectx.retriever.candidates import Candidate, gather_candidates, merge_overlaps
 from codectx.retriever.cursor_info import CursorInfo, cursor_info
@@ -153,14 +154,6 @@ def check_position(lines: list[str], line: int, character: int) -> int:
     return min(character, len(lines[line]))
 
 
-def _language(path: str) -> str:
-    try:
-        from codectx.indexer.parsing.languages import language_for
-    except ImportError:
-        return ""
-    return language_for(path) or ""
-
-
 def current_imports(store: Any, settings: Settings, path: str, text: str, language: str) -> list[Import]:
     """The file's imports: from the index when it knows the file, else parsed from the text."""
     imports = snapshot_of(store).file_imports(path)
@@ -212,7 +205,7 @@ def assemble_context(
     character = check_position(lines, line, character)
     counter = token_counter or default_counter()
     cfg = settings.retriever
-    language = _language(rel)
+    language = language_for(rel) or ""
 
     total = int(cfg.budget_tokens)
     prefix_avail = int(total * cfg.prefix_share)

@@ -225,7 +225,7 @@ def sniff(head: bytes, name: str) -> str | None:
 
 
 @dataclass(frozen=True)
-class _Rules:
+class IgnoreRules:
     """Ignore specs in force for one folder, lowest precedence first: (base folder, spec)."""
 
     specs: tuple[tuple[str, pathspec.GitIgnoreSpec], ...]
@@ -250,7 +250,10 @@ def _read_patterns(path: Path) -> tuple[str, ...]:
     return tuple(text.splitlines())
 
 
-class _Walker:
+class Walker:
+    """One walk of a workspace: ignore rules per folder, symlink loops, size limits; walkrecord.py
+    drives the same walker when it replays a recorded walk."""
+
     def __init__(self, root: Path, settings: Settings) -> None:
         self.root = root
         self.settings = settings
@@ -274,7 +277,7 @@ class _Walker:
         self.out.warnings.extend(pattern_warnings(patterns, source))
         return _spec(patterns)
 
-    def base_rules(self) -> _Rules:
+    def base_rules(self) -> IgnoreRules:
         specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []
         exclude = tuple(self.settings.index.exclude)
         if exclude:
@@ -282,9 +285,11 @@ class _Walker:
         info = _read_patterns(self.root / ".git" / "info" / "exclude")
         if info:
             specs.append(("", self.compiled(info, ".git/info/exclude")))
-        return _Rules(tuple(specs))
+        return IgnoreRules(tuple(specs))
 
-    def rules_for(self, real_dir: str, rel_dir: str, parent: _Rules, names: set[str] | None = None) -> _Rules:
+    def rules_for(
+        self, real_dir: str, rel_dir: str, parent: IgnoreRules, names: set[str] | None = None
+    ) -> IgnoreRules:
         """The rules in force inside a folder; `names` (its listing) spares opening absent files."""
         specs = list(parent.specs)
         for ignore_file in (".gitignore", ".codectxignore"):
@@ -294,7 +299,7 @@ class _Walker:
             if patterns:
                 source = shown(f"{rel_dir}/{ignore_file}" if rel_dir else ignore_file)
                 specs.append((rel_dir, self.compiled(patterns, source)))
-        return _Rules(tuple(specs)) if len(specs) != len(parent.specs) else parent
+        return IgnoreRules(tuple(specs)) if len(specs) != len(parent.specs) else parent
 
     def skip(self, rel: str, reason: str) -> None:
         self.out.skipped.append(Skipped(rel, reason))
@@ -320,7 +325,7 @@ class _Walker:
         visited.add((root_stat.st_dev, root_stat.st_ino))
         # Each entry: (real folder, workspace-relative folder, the parent's rules, real ancestors
         # for loop detection). A folder's own ignore files are read once its listing is known.
-        stack: list[tuple[str, str, _Rules, tuple[str, ...]]] = [
+        stack: list[tuple[str, str, IgnoreRules, tuple[str, ...]]] = [
             (str(self.root), "", self.base_rules(), (str(self.root),))
         ]
         while stack:
@@ -335,7 +340,7 @@ class _Walker:
                 self.skip(rel_dir + "/", "ignored")
                 continue
             rules = self.rules_for(real_dir, rel_dir, parent_rules, names)
-            subdirs: list[tuple[str, str, _Rules, tuple[str, ...]]] = []
+            subdirs: list[tuple[str, str, IgnoreRules, tuple[str, ...]]] = []
             for entry in entries:
                 rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
                 child = self._entry(entry, rel, rules, ancestors, visited)
@@ -350,7 +355,7 @@ class _Walker:
         self,
         entry: os.DirEntry[str],
         rel: str,
-        rules: _Rules,
+        rules: IgnoreRules,
         ancestors: tuple[str, ...],
         visited: set[tuple[int, int]],
     ) -> tuple[str, str] | None:
@@ -402,7 +407,7 @@ class _Walker:
         rel: str,
         real: str,
         st: os.stat_result,
-        rules: _Rules,
+        rules: IgnoreRules,
         ancestors: tuple[str, ...],
         visited: set[tuple[int, int]],
     ) -> tuple[str, str] | None:
@@ -420,14 +425,14 @@ class _Walker:
         visited.add(key)
         return real, rel
 
-    def _file(self, name: str, rel: str, path: str, st: os.stat_result, rules: _Rules) -> None:
+    def _file(self, name: str, rel: str, path: str, st: os.stat_result, rules: IgnoreRules) -> None:
         verdict, language = self.by_name(name, rel, rules)
         if verdict is None:
             self.by_content(name, rel, path, st, language)
         elif verdict:
             self.skip(rel, verdict)
 
-    def by_name(self, name: str, rel: str, rules: _Rules) -> tuple[str | None, str | None]:
+    def by_name(self, name: str, rel: str, rules: IgnoreRules) -> tuple[str | None, str | None]:
         """A file's verdict from its path alone: (skip reason, or "" when silently ignored, None);
         with None, the language its name gives (None: the content decides)."""
         if self.secret.refuses(rel):
@@ -486,7 +491,7 @@ def discover(root: Path, settings: Settings, known: Mapping[str, tuple[int, int]
         raise DiscoveryError(f"workspace does not exist: {root}")
     if not real_root.is_dir():
         raise DiscoveryError(f"workspace is not a folder: {root}")
-    walker = _Walker(real_root, settings)
+    walker = Walker(real_root, settings)
     walker.known = known or {}
     return walker.walk()
 
@@ -501,9 +506,9 @@ def discover_files(root: Path, settings: Settings, paths: Iterable[str]) -> Disc
     real_root = Path(os.path.realpath(root))
     if not real_root.is_dir():
         raise DiscoveryError(f"workspace is not a folder: {root}")
-    walker = _Walker(real_root, settings)
+    walker = Walker(real_root, settings)
     walker.report_ignored = True
-    rules_at: dict[str, _Rules] = {"": walker.rules_for(str(real_root), "", walker.base_rules())}
+    rules_at: dict[str, IgnoreRules] = {"": walker.rules_for(str(real_root), "", walker.base_rules())}
     for raw in paths:
         rel = _norm(raw)
         if not rel or posixpath.normpath(rel).startswith(".."):

@@ -44,7 +44,7 @@ from typing import Any
 from codectx.indexer.parsing import languages
 from codectx.indexer.parsing.languages import language_for
 from codectx.indexer.walk import discovery, skiprules
-from codectx.indexer.walk.discovery import Discovery, DiscoveryError, SourceFile, _Rules, _Walker
+from codectx.indexer.walk.discovery import Discovery, DiscoveryError, IgnoreRules, SourceFile, Walker
 
 from codectx.privacy import policy
 from codectx.settings import Settings
@@ -170,12 +170,12 @@ class _LazyRules:
 
     def __init__(
         self,
-        walker: _Walker,
+        walker: Walker,
         parent: _LazyRules | None,
         real_dir: str,
         rel_dir: str,
         names: set[str] | None,
-        base: _Rules | None = None,
+        base: IgnoreRules | None = None,
     ) -> None:
         self.walker, self.parent, self.real_dir, self.rel_dir, self.names = (
             walker,
@@ -186,7 +186,7 @@ class _LazyRules:
         )
         self.rules = base
 
-    def get(self) -> _Rules:
+    def get(self) -> IgnoreRules:
         if self.rules is None:
             assert self.parent is not None
             self.rules = self.walker.rules_for(self.real_dir, self.rel_dir, self.parent.get(), self.names)
@@ -208,8 +208,8 @@ def _rules_sig(parent_sig: str, real_dir: str, names: Any) -> str:
     return hashlib.sha256("|".join([parent_sig, *own]).encode()).hexdigest()[:16]
 
 
-class _CachingWalker(_Walker):
-    """`_Walker` that replays the folders `old` still describes and records every folder it can."""
+class _CachingWalker(Walker):
+    """`Walker` that replays the folders `old` still describes and records every folder it can."""
 
     def __init__(self, root: Path, settings: Settings, old: WalkRecord | None, racy_ns: int) -> None:
         super().__init__(root, settings)
@@ -350,7 +350,7 @@ class _CachingWalker(_Walker):
         return None
 
     def _list(self, todo: _Todo, visited: set[tuple[int, int]]) -> list[_Todo]:
-        """List a folder as `_Walker.walk` does, recording its entries when that is safe."""
+        """List a folder as `Walker.walk` does, recording its entries when that is safe."""
         real_dir, rel_dir, parent, ancestors, st_dir, parent_sig = todo
         try:
             entries = sorted(os.scandir(real_dir), key=lambda e: e.name)
