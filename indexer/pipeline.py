@@ -25,6 +25,7 @@ from codectx.indexer.errors import IndexCorrupt, IndexSchemaMismatch, unwritable
 from codectx.indexer.parsing.parse import parse_file
 from codectx.indexer.report import IndexReport, ProgressEvent, ProgressFn
 from codectx.indexer.storage.lock import IndexLock
+from codectx.indexer.storage.store import FileData, FileRecord, IndexStore
 from codectx.indexer.walk.discovery import SourceFile, decode_source, discover, sniff
 from codectx.indexer.walk.manifest import (
     Manifest,
@@ -35,13 +36,12 @@ from codectx.indexer.walk.manifest import (
     summary,
 )
 from codectx.indexer.walk.reading import NotIndexed, read_discovered
-
-__all__ = ["IndexReport", "ProgressEvent", "ProgressFn", "index_paths", "index_workspace"]
-from codectx.indexer.storage.store import FileData, FileRecord, IndexStore
 from codectx.indexer.walk.walkrecord import discover_cached
 
 from codectx.privacy.policy import is_never_index
 from codectx.settings import Settings
+
+__all__ = ["IndexReport", "ProgressEvent", "ProgressFn", "index_paths", "index_workspace"]
 
 COMMIT_FILES = 400  # files per lexical commit: bigger is faster, smaller shows results sooner
 EMBED_COMMIT = 256  # vectors per commit: a kill loses at most this much embedding work
@@ -266,6 +266,17 @@ def _embedder_for(settings: Settings, embedder: Embedder | None, embed: bool | N
     return embedder or Embedder.from_settings(settings)
 
 
+def _start(
+    root: Path | str, settings: Settings, lock_wait_s: float
+) -> tuple[Path, Path, IndexReport, IndexLock]:
+    """A run's resolved root, index folder and empty report, and the index lock, now held."""
+    resolved = Path(root).resolve()
+    index_dir = settings.index_dir()
+    lock = IndexLock(index_dir)
+    lock.acquire(lock_wait_s)
+    return resolved, index_dir, IndexReport(root=str(resolved), index_dir=str(index_dir)), lock
+
+
 def index_workspace(
     root: Path,
     settings: Settings,
@@ -284,11 +295,7 @@ def index_workspace(
 
     `embed` overrides settings.index.embed; `embedder` reuses a loaded model (the language server).
     """
-    root = Path(root).resolve()
-    index_dir = settings.index_dir()
-    report = IndexReport(root=str(root), index_dir=str(index_dir))
-    lock = IndexLock(index_dir)
-    lock.acquire(lock_wait_s)
+    root, index_dir, report, lock = _start(root, settings, lock_wait_s)
     try:
         t0 = time.perf_counter()
         wants_vectors = bool(settings.index.embed) if embed is None else embed
@@ -445,11 +452,7 @@ def index_paths(
     Files the index already knows are re-checked against the never-index list, the size cap and
     the binary sniff; unknown files go through full discovery so ignore rules apply.
     """
-    root = Path(root).resolve()
-    index_dir = settings.index_dir()
-    report = IndexReport(root=str(root), index_dir=str(index_dir))
-    lock = IndexLock(index_dir)
-    lock.acquire(lock_wait_s)
+    root, index_dir, report, lock = _start(root, settings, lock_wait_s)
     try:
         t0 = time.perf_counter()
         store = open_for_write(index_dir, report)

@@ -18,7 +18,7 @@ import functools
 import inspect
 import re
 import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -64,31 +64,30 @@ def translated(fn: Callable[..., Any]) -> Callable[..., Any]:
                 return Path(found)
         return Path(".")
 
-    if inspect.isgeneratorfunction(fn):
-
-        @functools.wraps(fn)
-        def gen(*args: Any, **kwargs: Any) -> Any:
-            try:
-                yield from fn(*args, **kwargs)
-            except IndexerError:
-                raise
-            except BaseException as exc:
-                if not is_lance_failure(exc):
-                    raise
-                raise lance_failure(exc, index_dir_of(args)) from None
-
-        return gen
-
-    @functools.wraps(fn)
-    def call(*args: Any, **kwargs: Any) -> Any:
+    @contextlib.contextmanager
+    def translating(args: tuple[Any, ...]) -> Iterator[None]:
         try:
-            return fn(*args, **kwargs)
+            yield
         except IndexerError:
             raise
         except BaseException as exc:
             if not is_lance_failure(exc):
                 raise
             raise lance_failure(exc, index_dir_of(args)) from None
+
+    if inspect.isgeneratorfunction(fn):
+
+        @functools.wraps(fn)
+        def gen(*args: Any, **kwargs: Any) -> Any:
+            with translating(args):
+                yield from fn(*args, **kwargs)
+
+        return gen
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        with translating(args):
+            return fn(*args, **kwargs)
 
     return call
 
