@@ -26,7 +26,8 @@ from codectx.indexer.parsing.parse import parse_file
 from codectx.indexer.report import IndexReport, ProgressEvent, ProgressFn
 from codectx.indexer.storage.lock import IndexLock
 from codectx.indexer.storage.store import FileData, FileRecord, IndexStore
-from codectx.indexer.walk.discovery import SourceFile, decode_source, discover, sniff
+from codectx.indexer.walk.content import decode_source, sniff
+from codectx.indexer.walk.discovery import SourceFile, discover
 from codectx.indexer.walk.manifest import (
     Manifest,
     QuickCheck,
@@ -89,7 +90,7 @@ def parse_one(sf: SourceFile, settings: Settings, root: Path) -> tuple[FileData 
     data = read_discovered(sf, root, settings)
     if isinstance(data, NotIndexed):
         return None, data
-    text = read_source_bytes(data)
+    text = decode_source(data)
     try:
         parsed = parse_file(sf.path, text, sf.language, settings, root)
     except Exception as exc:  # a parser bug on one file must not stop the run
@@ -124,11 +125,6 @@ def _parsed(
     for sf in changed:
         item, error = parse_one(sf, settings, root)
         yield sf, item, error
-
-
-def read_source_bytes(data: bytes) -> str:
-    """Text of a file's bytes, like discovery.read_source: UTF-8 or UTF-16/32 by BOM, BOM dropped."""
-    return decode_source(data)
 
 
 def _commit_lexical(

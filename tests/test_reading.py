@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from codectx.indexer.parsing.chunker import _is_trivial
 from codectx.indexer.parsing.parse import parse_file
-from codectx.indexer.walk.discovery import SourceFile, decode_source, discover, sniff
+from codectx.indexer.walk.content import decode_source, sniff
+from codectx.indexer.walk.discovery import SourceFile, discover
 from codectx.indexer.walk.manifest import Manifest
 from codectx.indexer.walk.reading import NotIndexed, read_discovered
 from codectx.indexer.walk.walkrecord import WalkRecord

@@ -18,9 +18,9 @@ one whose target is a secret-bearing file is skipped like the file itself
 real folder is walked once, so loops end. One bad file never stops
 discovery; it is listed in `Discovery.skipped` with a short, stable reason.
 
-Invalid UTF-8 is not a reason to skip: `read_source` decodes with
-replacement characters, so the rest of such a file stays searchable; UTF-16
-and UTF-32 files with a byte-order mark are decoded too (`decode_source`).
+Invalid UTF-8 is not a reason to skip (walk/content.py decodes with replacement characters, and
+UTF-16/32 by their byte-order mark); what a file's first bytes say (binary, generated, minified)
+is walk/content.py's `sniff`.
 
 Nothing in a workspace stops the walk: an ignore-file line that is not a valid
 pattern (`\\`, `!`, `foo\\`, `[z-a]`) is dropped, as git drops it, and a file
@@ -30,7 +30,6 @@ gives one warning naming the file (and line) in `Discovery.warnings`.
 
 from __future__ import annotations
 
-import functools
 import os
 import posixpath
 import stat
@@ -41,14 +40,10 @@ from pathlib import Path
 import pathspec
 from codectx.indexer.errors import IndexerError
 from codectx.indexer.parsing.languages import language_for, language_from_shebang, refine_language
+from codectx.indexer.walk.content import sniff, text_head
+from codectx.indexer.walk.ignorefiles import IgnoreRules, ignore_spec, pattern_warnings, read_patterns
 from codectx.indexer.walk.skiprules import (
-    GENERATED_HEADER,
-    GENERATED_NAMES,
-    HEADER_BYTES,
     LOCKFILES,
-    MINIFIED_AVG_LINE,
-    MINIFIED_MIN_SAMPLE,
-    MINIFIED_NAMES,
     SKIP_DIRS,
     SNIFF_BYTES,
 )
@@ -64,12 +59,9 @@ __all__ = [
     "DiscoveryError",
     "Skipped",
     "SourceFile",
-    "decode_source",
     "discover",
     "discover_files",
     "is_never_index",
-    "read_source",
-    "sniff",
 ]
 
 
@@ -109,40 +101,6 @@ class Discovery:
         return counts
 
 
-@functools.lru_cache(maxsize=64)
-def _spec(patterns: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
-    """The spec of the valid lines of `patterns` (git drops invalid lines; so do we)."""
-    return pathspec.GitIgnoreSpec.from_lines(_valid_lines(patterns)[0])
-
-
-@functools.lru_cache(maxsize=64)
-def _valid_lines(patterns: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[tuple[int, str], ...]]:
-    """(the lines pathspec compiles, (1-based number, line) of each it refuses)."""
-    try:
-        pathspec.GitIgnoreSpec.from_lines(patterns)
-        return patterns, ()
-    except Exception:  # GitIgnorePatternError (`\\`, `!`), re.error (`[z-a]`), RE2's errors
-        pass
-    good: list[str] = []
-    bad: list[tuple[int, str]] = []
-    for number, line in enumerate(patterns, 1):
-        try:
-            pathspec.GitIgnoreSpec.from_lines([line])
-        except Exception:
-            bad.append((number, line))
-        else:
-            good.append(line)
-    return tuple(good), tuple(bad)
-
-
-def pattern_warnings(patterns: tuple[str, ...], source: str) -> list[str]:
-    """One warning per invalid line of an ignore file or pattern list, naming `source` and the line."""
-    return [
-        f"{source}:{number}: invalid ignore pattern {line!r} skipped (git skips it too)"
-        for number, line in _valid_lines(patterns)[1]
-    ]
-
-
 def undecodable(name: str) -> bool:
     """True for a name that is not valid UTF-8 on disk (Python holds it with surrogate escapes)."""
     if name.isascii():
@@ -164,90 +122,6 @@ def _norm(path: str) -> str:
     while path.startswith("./"):
         path = path[2:]
     return path.lstrip("/")
-
-
-# Byte-order marks, longest first: the UTF-32 LE mark starts with the UTF-16 LE one.
-_BOMS: tuple[tuple[bytes, str], ...] = (
-    (b"\x00\x00\xfe\xff", "utf-32-be"),
-    (b"\xff\xfe\x00\x00", "utf-32-le"),
-    (b"\xef\xbb\xbf", "utf-8"),
-    (b"\xfe\xff", "utf-16-be"),
-    (b"\xff\xfe", "utf-16-le"),
-)
-
-
-def bom_encoding(data: bytes) -> tuple[str, int] | None:
-    """(codec, BOM length) when `data` starts with a byte-order mark, else None."""
-    for bom, codec in _BOMS:
-        if data.startswith(bom):
-            return codec, len(bom)
-    return None
-
-
-def decode_source(data: bytes) -> str:
-    """A file's text: UTF-8, or UTF-16/32 when a BOM says so (BOM dropped), bad bytes replaced."""
-    found = bom_encoding(data)
-    if found is None:
-        return data.decode("utf-8", errors="replace")
-    codec, skip = found
-    return data[skip:].decode(codec, errors="replace")
-
-
-def text_head(head: bytes) -> bytes:
-    """The first bytes as UTF-8, so that a UTF-16/32 file is sniffed by its text, not its zero bytes."""
-    found = bom_encoding(head)
-    if found is None or found[0] == "utf-8":
-        return head
-    return decode_source(head).encode("utf-8", errors="replace")
-
-
-def read_source(abs_path: Path) -> str:
-    """A file's text (see `decode_source`); never an exception for bad bytes."""
-    return decode_source(abs_path.read_bytes())
-
-
-def sniff(head: bytes, name: str) -> str | None:
-    """A skip reason from a file's first bytes and name: binary, generated, minified; None if fine."""
-    head = text_head(head)
-    if b"\0" in head:
-        return "binary"
-    if _spec(MINIFIED_NAMES).match_file(name):
-        return "minified"
-    if _spec(GENERATED_NAMES).match_file(name):
-        return "generated"
-    if GENERATED_HEADER.search(head[:HEADER_BYTES]):
-        return "generated"
-    if len(head) >= MINIFIED_MIN_SAMPLE:
-        lines = head.count(b"\n") + 1
-        if len(head) / lines > MINIFIED_AVG_LINE:
-            return "minified"
-    return None
-
-
-@dataclass(frozen=True)
-class IgnoreRules:
-    """Ignore specs in force for one folder, lowest precedence first: (base folder, spec)."""
-
-    specs: tuple[tuple[str, pathspec.GitIgnoreSpec], ...]
-
-    def ignored(self, rel: str, is_dir: bool) -> bool:
-        verdict = False
-        for base, spec in self.specs:
-            sub = rel[len(base) + 1 :] if base else rel
-            if is_dir:
-                sub += "/"
-            result = spec.check_file(sub).include
-            if result is not None:
-                verdict = result
-        return verdict
-
-
-def _read_patterns(path: Path) -> tuple[str, ...]:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ()
-    return tuple(text.splitlines())
 
 
 class Walker:
@@ -275,14 +149,14 @@ class Walker:
     def compiled(self, patterns: tuple[str, ...], source: str) -> pathspec.GitIgnoreSpec:
         """The spec of `patterns`; each invalid line becomes a warning naming `source`."""
         self.out.warnings.extend(pattern_warnings(patterns, source))
-        return _spec(patterns)
+        return ignore_spec(patterns)
 
     def base_rules(self) -> IgnoreRules:
         specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []
         exclude = tuple(self.settings.index.exclude)
         if exclude:
             specs.append(("", self.compiled(exclude, "setting index.exclude")))
-        info = _read_patterns(self.root / ".git" / "info" / "exclude")
+        info = read_patterns(self.root / ".git" / "info" / "exclude")
         if info:
             specs.append(("", self.compiled(info, ".git/info/exclude")))
         return IgnoreRules(tuple(specs))
@@ -295,7 +169,7 @@ class Walker:
         for ignore_file in (".gitignore", ".codectxignore"):
             if names is not None and ignore_file not in names:
                 continue
-            patterns = _read_patterns(Path(real_dir, ignore_file))
+            patterns = read_patterns(Path(real_dir, ignore_file))
             if patterns:
                 source = shown(f"{rel_dir}/{ignore_file}" if rel_dir else ignore_file)
                 specs.append((rel_dir, self.compiled(patterns, source)))

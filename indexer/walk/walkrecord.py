@@ -44,7 +44,8 @@ from typing import Any
 from codectx.indexer.parsing import languages
 from codectx.indexer.parsing.languages import language_for
 from codectx.indexer.walk import discovery, skiprules
-from codectx.indexer.walk.discovery import Discovery, DiscoveryError, IgnoreRules, SourceFile, Walker
+from codectx.indexer.walk.discovery import Discovery, DiscoveryError, SourceFile, Walker
+from codectx.indexer.walk.ignorefiles import IgnoreRules
 
 from codectx.privacy import policy
 from codectx.settings import Settings
