@@ -53,6 +53,7 @@ def chunks_of(root: Path, work: Path) -> list[Any]:
 
 def variants(cache: Path) -> dict[str, Any]:
     """name -> a loaded one-thread backend."""
+    from codectx.indexer.embedding import backends as B
     from codectx.indexer.embedding import embedder as E
 
     out: dict[str, Any] = {}
@@ -60,8 +61,8 @@ def variants(cache: Path) -> dict[str, Any]:
     out["bundled-packaged"] = E.Embedder(threads=1, cache_dir=None)._load()
     try:
         folder = E.bundled_torch_folder()
-        out["torch-fp32"] = E._TorchBackend(folder, 1)
-        out["torch-export"] = E._exported_backend(folder, cache / "export", 1)
+        out["torch-fp32"] = B.TorchBackend(folder, 1)
+        out["torch-export"] = B.exported_backend(folder, cache / "export", 1)
     except E.EmbedderError as exc:
         print(f"  torch variants skipped: {exc}")
     return out
