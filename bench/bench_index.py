@@ -32,7 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import DATA, fetch_sdist, machine, peak_rss_mb, table, write_results  # noqa: I001
 
 from codectx.indexer.embedding.embedder import Embedder, embedding_text
-from codectx.indexer.pipeline import embed_pending, index_workspace
+from codectx.indexer.pipeline import index_workspace
+from codectx.indexer.stages import embed_pending
 from codectx.indexer.storage.store import IndexStore
 from codectx.settings import cache_dir as default_cache_dir
 from codectx.settings import load_settings
