@@ -101,7 +101,7 @@ def test_fts_filters_by_language_and_glob(store: IndexStore) -> None:
     assert {h.chunk.path for h in store.fts_search("uid", 5, languages=["python"])} == {"src/users.py"}
     assert store.fts_search("mail", 5, path_glob="src/**") == []
     assert [h.chunk.path for h in store.fts_search("mail", 5, path_glob="web/*.go")] == ["web/mail.go"]
-    assert store.fts_search("mail", 5, where="language = 'python'") == []
+    assert store.fts_search("mail", 5, languages=["python"]) == []
 
 
 def test_fts_after_index_build_sees_later_writes(store: IndexStore) -> None:

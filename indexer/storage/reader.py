@@ -182,12 +182,13 @@ class IndexReader:
         self,
         query: str,
         k: int,
-        where: str | None = None,
         *,
         languages: Sequence[str] | None = None,
         path_glob: str | None = None,
     ) -> list[ChunkHit]:
-        """Best `k` chunks for a keyword query (BM25 over names, signature, doc, body and path)."""
+        """Best `k` chunks for a keyword query (BM25 over names, signature, doc, body and path),
+        among `languages` and paths matching `path_glob` when given (the filter's SQL is built
+        here, from values only)."""
         if not query.strip() or k <= 0:
             return []
         search = (
@@ -195,7 +196,7 @@ class IndexReader:
             .search(query_text(query), query_type="fts", fts_columns="search")
             .select([*CHUNK_COLUMNS, "_score"])
         )
-        sql = filter_sql(languages, path_glob, where)
+        sql = filter_sql(languages, path_glob)
         if sql:
             search = search.where(sql, prefilter=True)
         rows = search.limit(k).to_arrow().to_pylist()
@@ -206,7 +207,6 @@ class IndexReader:
         vector: np.ndarray,
         k: int,
         model_id: str,
-        where: str | None = None,
         *,
         languages: Sequence[str] | None = None,
         path_glob: str | None = None,
@@ -218,7 +218,7 @@ class IndexReader:
         table = self._vectors(model_id)
         if table is None or k <= 0:
             return []
-        sql = filter_sql(languages, path_glob, where)
+        sql = filter_sql(languages, path_glob)
         total = table.count_rows()
         fetch = max(4 * k, 64)
         query = np.asarray(vector, dtype=np.float32).ravel()

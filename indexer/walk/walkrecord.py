@@ -178,13 +178,8 @@ class _LazyRules:
         names: set[str] | None,
         base: IgnoreRules | None = None,
     ) -> None:
-        self.walker, self.parent, self.real_dir, self.rel_dir, self.names = (
-            walker,
-            parent,
-            real_dir,
-            rel_dir,
-            names,
-        )
+        self.walker, self.parent = walker, parent
+        self.real_dir, self.rel_dir, self.names = real_dir, rel_dir, names
         self.rules = base
 
     def get(self) -> IgnoreRules:
