@@ -21,7 +21,7 @@ from typing import Any
 from codectx.indexer.model import Chunk, Definition, Import
 from codectx.indexer.storage.fulltext import query_text
 from codectx.indexer.storage.reader import IndexReader
-from codectx.indexer.storage.schema import ChunkHit, StoredChunk
+from codectx.indexer.storage.tables import ChunkHit, StoredChunk
 from codectx.retriever.lexical import LexicalIndex
 from codectx.retriever.receivers import ReceiverCalls
 from codectx.retriever.terms import TermSets

@@ -2,7 +2,7 @@
 
 `IndexReader` is the read half of the store (indexer/storage/store.py adds writing): lookups by
 name, file and content hash, the full-text and vector searches, and whole-table reads for
-in-memory views. It answers with the dataclasses of indexer/storage/schema.py and the indexer's
+in-memory views. It answers with the dataclasses of indexer/storage/tables.py and the indexer's
 model (Chunk, Definition, Import, Reference); no caller builds SQL on the tables or decodes their
 JSON columns. Readers always see the latest commit (`read_consistency_interval=0`).
 """
@@ -18,7 +18,8 @@ import numpy as np
 from codectx.indexer.model import Chunk, Definition, Import, Reference
 from codectx.indexer.storage.fulltext import query_text
 from codectx.indexer.storage.layout import META_FILE, SCHEMA_VERSION
-from codectx.indexer.storage.schema import (
+from codectx.indexer.storage.storeguard import guard_methods
+from codectx.indexer.storage.tables import (
     CHUNK_COLUMNS,
     FILES_SCHEMA,
     ChunkHit,
@@ -37,7 +38,6 @@ from codectx.indexer.storage.schema import (
     sql_str,
     vectors_table_name,
 )
-from codectx.indexer.storage.storeguard import guard_methods
 
 
 def _path_filters(paths: Sequence[str] | None) -> Iterator[str | None]:

@@ -25,7 +25,7 @@ the full-text index queried); `reset` deletes only what codectx itself writes in
 folder and can keep the vectors tables, the embedding cache, when they read back whole.
 
 Reading is `IndexReader` (indexer/storage/reader.py), which this class extends; the tables'
-schemas and row conversions are in indexer/storage/schema.py.
+schemas and row conversions are in indexer/storage/tables.py.
 """
 
 from __future__ import annotations
@@ -46,7 +46,13 @@ from codectx.indexer.errors import IndexCorrupt, IndexNotFound, IndexSchemaMisma
 from codectx.indexer.storage.layout import JOURNAL_FILE, META_FILE, SCHEMA_VERSION, write_json_atomic
 from codectx.indexer.storage.owner import check_deletable, claim
 from codectx.indexer.storage.reader import IndexReader
-from codectx.indexer.storage.schema import (
+from codectx.indexer.storage.storeguard import (
+    guard_methods,
+    intact_vector_tables,
+    is_lance_failure,
+    remove_tables,
+)
+from codectx.indexer.storage.tables import (
     CHUNKS_SCHEMA,
     FILES_SCHEMA,
     SYMBOLS_SCHEMA,
@@ -62,12 +68,6 @@ from codectx.indexer.storage.schema import (
     in_list,
     references_json,
     vectors_table_name,
-)
-from codectx.indexer.storage.storeguard import (
-    guard_methods,
-    intact_vector_tables,
-    is_lance_failure,
-    remove_tables,
 )
 from codectx.indexer.walk.manifest import Manifest
 from lancedb.index import FTS
