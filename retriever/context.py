@@ -33,7 +33,7 @@ from codectx.retriever.candidates import Candidate, gather_candidates, merge_ove
 from codectx.retriever.cursor_info import CursorInfo, cursor_info
 from codectx.retriever.errors import BadPosition, UnknownFile
 from codectx.retriever.search import HybridSearcher
-from codectx.retriever.snapshot import snapshot_of
+from codectx.retriever.snapshot import IndexSource, snapshot_of
 from codectx.retriever.tokens import TokenCounter, count_many, default_counter
 
 from codectx.settings import Settings
@@ -154,7 +154,9 @@ def check_position(lines: list[str], line: int, character: int) -> int:
     return min(character, len(lines[line]))
 
 
-def current_imports(store: Any, settings: Settings, path: str, text: str, language: str) -> list[Import]:
+def current_imports(
+    store: IndexSource, settings: Settings, path: str, text: str, language: str
+) -> list[Import]:
     """The file's imports: from the index when it knows the file, else parsed from the text."""
     imports = snapshot_of(store).file_imports(path)
     if imports or not language:
@@ -167,7 +169,7 @@ def current_imports(store: Any, settings: Settings, path: str, text: str, langua
         return []
 
 
-def _engine(store: Any, settings: Settings, embedder: Any) -> HybridSearcher:
+def _engine(store: IndexSource, settings: Settings, embedder: Any) -> HybridSearcher:
     """A searcher reused across requests on the same store and settings (its snapshot caches)."""
     snap = snapshot_of(store)
     cached: HybridSearcher | None = snap.context_searcher
@@ -179,7 +181,7 @@ def _engine(store: Any, settings: Settings, embedder: Any) -> HybridSearcher:
 
 
 def assemble_context(
-    store: Any,
+    store: IndexSource,
     settings: Settings,
     path: str,
     text: str,

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from codectx.indexer.model import Chunk, Definition, Import
+from codectx.indexer.storage.reader import IndexReader
 from codectx.retriever.callees import reachable_as_attribute
 from codectx.retriever.context import assemble_context
 from codectx.retriever.definitions import RESOLVED_LANGUAGES
@@ -165,14 +166,14 @@ class Metrics:
         return out
 
 
-def _symbol_index(store: Any) -> dict[str, list[Definition]]:
+def _symbol_index(store: IndexReader) -> dict[str, list[Definition]]:
     table: dict[str, list[Definition]] = {}
     for d in store.all_symbols():
         table.setdefault(d.name, []).append(d)
     return table
 
 
-def code_tasks(store: Any, root: Path, limit: int, seed: int) -> list[CodeTask]:
+def code_tasks(store: IndexReader, root: Path, limit: int, seed: int) -> list[CodeTask]:
     """Cross-file call-site tasks (both variants), sampled reproducibly."""
     symbols = _symbol_index(store)
     enclosing: dict[str, list[Definition]] = {}
@@ -315,7 +316,7 @@ def _hidden_doc_search(
 
 
 def run_eval(
-    store: Any,
+    store: IndexReader,
     settings: Settings,
     root: Path,
     embedder: Any = None,

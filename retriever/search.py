@@ -7,7 +7,7 @@ answers, and says so). Identifier-like queries (`send_request`,
 lexical side, where embeddings are weak.
 
 The dense score of a chunk mixes two cosines: with its body vector and with
-its name vector (symbol words and signature; see `indexer.embedder.name_text`),
+its name vector (symbol words and signature; see `indexer.embedding.embedder.name_text`),
 weighted by `retriever.name_weight`. A prose query often says what a
 function is called more than what its body looks like; on `codectx eval`'s
 natural-language tasks (requests, click, flask) the mix lifted recall@10 from
@@ -28,7 +28,7 @@ from codectx.indexer.model import Chunk, Definition
 from codectx.indexer.parsing.identifiers import split_identifier
 from codectx.retriever.errors import BadRequest
 from codectx.retriever.fusion import weighted_rrf
-from codectx.retriever.snapshot import snapshot_of
+from codectx.retriever.snapshot import IndexSource, snapshot_of
 
 from codectx.settings import Settings
 
@@ -158,7 +158,7 @@ class HybridSearcher:
 
     def __init__(
         self,
-        store: Any,
+        store: IndexSource,
         settings: Settings,
         embedder: QueryEmbedder | None = None,
         embedder_factory: Callable[[], QueryEmbedder] | None = None,

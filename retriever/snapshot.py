@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeAlias
 
 from codectx.indexer.model import Chunk, Definition, Import
 from codectx.indexer.storage.fulltext import query_text
@@ -374,7 +374,11 @@ class IndexSnapshot:
         ]
 
 
-def snapshot_of(store: IndexReader | IndexSnapshot) -> IndexSnapshot:
+# What the retriever's entry points take: an index reader, or a snapshot already made of one.
+IndexSource: TypeAlias = IndexReader | IndexSnapshot
+
+
+def snapshot_of(store: IndexSource) -> IndexSnapshot:
     """The shared snapshot of a store (one per store object, kept in its `views`)."""
     if isinstance(store, IndexSnapshot):
         return store
