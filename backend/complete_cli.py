@@ -62,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def _complete(args: argparse.Namespace) -> int:
     from codectx.backend.errors import BackendNotConfigured
-    from codectx.retriever.workspace import document_root, read_document, relative_path
+    from codectx.retriever.opening import document_root, read_document, relative_path
 
     if args.line < 0 or args.character < 0:
         raise UsageError("--line and --character are 0-based and must not be negative")
@@ -185,7 +185,7 @@ def _context_provider(settings: Any, lexical: bool) -> Any:
     """assemble_context over the workspace index, or None (with a note) when there is no index."""
     try:
         from codectx.retriever.context import assemble_context
-        from codectx.retriever.workspace import embedder_factory, open_store
+        from codectx.retriever.opening import embedder_factory, open_store
 
         store = open_store(settings)
     except (CodectxError, ImportError) as exc:

@@ -210,10 +210,10 @@ def select_span(
 def enclosing_scope(path: str, text: str, start_line: int, end_line: int, pad: int = 20) -> tuple[int, int]:
     """The innermost definition around the selection (retriever's cursor info), else nearby lines."""
     try:
-        from codectx.retriever.context import _language
-        from codectx.retriever.cursor import cursor_info
+        from codectx.indexer.parsing.languages import language_for
+        from codectx.retriever.cursor_info import cursor_info
 
-        info = cursor_info(text, _language(path) or None, start_line, 0)
+        info = cursor_info(text, language_for(path), start_line, 0)
         scope = info.enclosing
         if scope is not None and scope.start_line <= start_line and scope.end_line >= end_line:
             return scope.start_line, scope.end_line

@@ -74,7 +74,7 @@ def target_span(text: str, language: str | None, rng: types.Range, codec: Codec)
         return Span(s_line, s_col, e_line, e_col)
     enclosing = None
     try:
-        from codectx.retriever.cursor import cursor_info
+        from codectx.retriever.cursor_info import cursor_info
 
         enclosing = cursor_info(text, language, s_line, s_col).enclosing
     except Exception:
@@ -87,7 +87,7 @@ def target_span(text: str, language: str | None, rng: types.Range, codec: Codec)
 
 def _language(rel: str) -> str | None:
     try:
-        from codectx.indexer.languages import language_for
+        from codectx.indexer.parsing.languages import language_for
     except ImportError:
         return None
     return language_for(rel)

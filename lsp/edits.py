@@ -56,7 +56,7 @@ def check_parses(before: str, after: str, language: str | None) -> None:
     if not language:
         return
     try:
-        from codectx.indexer.parse import has_syntax_errors
+        from codectx.indexer.parsing.parse import has_syntax_errors
     except ImportError:
         return
     try:

@@ -40,7 +40,7 @@ def embedder_for(settings: Settings) -> Any:
     key = (str(settings.index.model), str(settings.index.embed_backend))
     with _embedders_lock:
         if key not in _embedders:
-            from codectx.indexer.embedder import Embedder
+            from codectx.indexer.embedding.embedder import Embedder
             from codectx.lsp.logs import quiet_libraries
 
             quiet_libraries()
@@ -50,8 +50,8 @@ def embedder_for(settings: Settings) -> Any:
 
 
 WARM_MODULES = (
-    "codectx.indexer.store",
-    "codectx.indexer.parse",
+    "codectx.indexer.storage.store",
+    "codectx.indexer.parsing.parse",
     "codectx.retriever.context",
     "codectx.backend.service",
     "codectx.privacy.egress",

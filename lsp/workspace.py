@@ -124,7 +124,7 @@ class Folder:
         if self.store is not None:
             return self.store
         try:
-            from codectx.indexer.store import IndexStore
+            from codectx.indexer.storage.store import IndexStore
         except ImportError:
             return None
         try:

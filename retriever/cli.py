@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from codectx.retriever.errors import BadRequest
-from codectx.retriever.workspace import (
+from codectx.retriever.opening import (
     document_root,
     embedder_factory,
     open_store,
