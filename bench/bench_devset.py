@@ -73,9 +73,10 @@ def fetch_npm(name: str, version: str) -> Path:
 
 
 def prefetch_sdist(name: str, version: str) -> None:
-    """Put name==version's sdist where `fetch_sdist` looks, straight from PyPI's simple index (PEP 691 JSON, what pip reads) (checked
-    against its sha256). `pip download --no-binary :all:` would first build the sdist's build
-    backend from source (minutes for hatchling's tree on two cores); pip stays the fallback."""
+    """Put name==version's sdist where `fetch_sdist` looks, straight from PyPI's simple index
+    (PEP 691 JSON, what pip reads), checked against its sha256. `pip download --no-binary :all:`
+    would first build the sdist's build backend from source (minutes for hatchling's tree on two
+    cores); pip stays the fallback."""
     import hashlib
     import urllib.request
 

@@ -177,19 +177,40 @@ def classify(task: Any, typed_text: str, start: int, imports: list[Any], self_ow
     return "other-chain", call
 
 
-def suspect_gold(call: str, cause: str) -> bool:
+def suspect_gold(call: str, cause: str, gold: Any, library: set[str]) -> str:
+    """Why the eval's gold is probably not what the call reaches ("" when it looks right)."""
     parts = [p for p in _SPLIT.split(call.split("  [")[0]) if p]
+    if not parts:
+        return ""
     if len(parts) == 1:
-        return parts[0] in PY_BUILTINS
-    if parts[0] in JS_GLOBALS:
-        return True
-    return cause in ("receiver-untyped", "other-chain") and parts[-1] in BUILTIN_METHODS
+        if parts[0] in library:
+            return "bare name bound by a library import"
+        if parts[0] in PY_BUILTINS:
+            return "bare name is a Python builtin"
+        if gold.kind == "method" and gold.language == "python":
+            return "bare call, gold is a method"
+        return ""
+    if parts[0] in JS_GLOBALS or parts[0] in library:
+        return "receiver is a global or library object"
+    if cause in ("receiver-untyped", "other-chain") and parts[-1] in BUILTIN_METHODS:
+        return "untyped receiver, name of a standard type's method"
+    return ""
+
+
+def receiver_in_view(task: Any, call: str, lines_before: int = 40) -> bool:
+    """Whether the call's head (receiver, or the bare name) occurs in the lines before the cursor."""
+    head = next((p for p in _SPLIT.split(call.split("  [")[0]) if p), "")
+    if not head:
+        return False
+    rows = task.text.split("\n")
+    view = "\n".join(rows[max(0, task.line - lines_before) : task.line + 1])
+    return re.search(rf"(?<![\w$]){re.escape(head)}(?![\w$])", view) is not None
 
 
 def analyse(repo: dict[str, Any], limit: int, seed: int, show: int) -> dict[str, Any]:
     from codectx.indexer.store import IndexStore
     from codectx.retriever.context import assemble_context, current_imports
-    from codectx.retriever.eval import code_tasks
+    from codectx.retriever.eval import _library_names, code_tasks
     from codectx.retriever.search import HybridSearcher
     from codectx.retriever.tokens import default_counter
 
@@ -207,6 +228,7 @@ def analyse(repo: dict[str, Any], limit: int, seed: int, show: int) -> dict[str,
     misses = []
     causes: Counter[str] = Counter()
     hit_causes: Counter[str] = Counter()
+    view_misses: Counter[str] = Counter()
     for typed, untyped in pairs:
         seen.clear()
         ctx = assemble_context(
@@ -222,10 +244,15 @@ def analyse(repo: dict[str, Any], limit: int, seed: int, show: int) -> dict[str,
         language = ctx.language
         imports = current_imports(searcher.store, settings, untyped.path, untyped.text, language)
         cause, call = classify(untyped, typed.text, untyped.character, imports, "")
+        suspect = suspect_gold(call, cause, untyped.gold, _library_names(imports))
+        if suspect:
+            cause = "suspect-gold"
+        in_view = receiver_in_view(untyped, call)
         if rank is not None and rank <= 10:
             hit_causes[cause] += 1
             continue
         causes[cause] += 1
+        view_misses[cause] += in_view
         g = untyped.gold
         lists = seen[-1] if seen else {}
         in_lists = {
@@ -244,7 +271,8 @@ def analyse(repo: dict[str, Any], limit: int, seed: int, show: int) -> dict[str,
                 "lists": in_lists,
                 "list_sizes": {k: len(v) for k, v in lists.items()},
                 "cause": cause,
-                "suspect_gold": suspect_gold(call, cause),
+                "suspect_gold": suspect,
+                "head_in_view": in_view,
                 "above": [f"{c.symbol or c.path} [{c.reason}]" for c in ctx.ranked[:3]],
             }
         )
@@ -257,8 +285,8 @@ def analyse(repo: dict[str, Any], limit: int, seed: int, show: int) -> dict[str,
         "misses": len(misses),
         "causes": dict(causes.most_common()),
         "hits_by_cause": dict(hit_causes.most_common()),
+        "misses_head_in_view": dict(view_misses),
         "misses_in_some_list": in_any,
-        "suspect_gold": sum(1 for m in misses if m["suspect_gold"]),
         "misses_by_list": dict(where.most_common()),
         "rank_11_30": sum(1 for m in misses if m["rank"] and m["rank"] <= 30),
         "rank_over_30": sum(1 for m in misses if m["rank"] and m["rank"] > 30),
@@ -267,13 +295,13 @@ def analyse(repo: dict[str, Any], limit: int, seed: int, show: int) -> dict[str,
     }
     print(
         f"{repo['name']}: {len(misses)}/{len(pairs)} misses; causes {out['causes']}; "
-        f"suspect gold {out['suspect_gold']}; in a list {in_any} ({out['misses_by_list']}); "
+        f"in a list {in_any} ({out['misses_by_list']}); "
         f"rank 11-30 {out['rank_11_30']}, "
         f">30 {out['rank_over_30']}, absent {out['not_ranked']}",
         flush=True,
     )
     for m in misses[:show]:
-        flag = "?" if m["suspect_gold"] else " "
+        flag = "?" if m["suspect_gold"] else ("v" if m["head_in_view"] else " ")
         print(f"  {flag}{m['path']}:{m['line']} `{m['call']}(` -> {m['gold']} rank {m['rank']} {m['lists']}")
     return out
 
@@ -296,14 +324,24 @@ def main() -> int:
             print(f"{repo['name']}: FAILED {type(exc).__name__}: {exc}", flush=True)
     total: Counter[str] = Counter()
     hits: Counter[str] = Counter()
+    view: Counter[str] = Counter()
     for row in rows:
         total.update(row["causes"])
         hits.update(row["hits_by_cause"])
-    print("\ncause                 misses  hits  miss-rate")
-    for cause, n in total.most_common():
-        print(f"{cause:20} {n:7} {hits[cause]:5}  {n / (n + hits[cause]):.2f}")
-    for cause in set(hits) - set(total):
-        print(f"{cause:20} {0:7} {hits[cause]:5}  0.00")
+        view.update(row["misses_head_in_view"])
+    print("\ncause                 misses  hits  miss-rate  misses-with-head-in-view")
+    for cause in sorted(set(total) | set(hits), key=lambda c: (-total[c], c)):
+        n = total[cause]
+        print(f"{cause:20} {n:7} {hits[cause]:5}  {n / (n + hits[cause]):9.2f}  {view[cause]:5}")
+    print("\ncause                in-a-list  ranked-11-30  not-ranked  lists holding the gold")
+    for cause, _n in total.most_common():
+        ms = [m for row in rows for m in row["samples"] if m["cause"] == cause]
+        held = Counter(k for m in ms for k in m["lists"])
+        print(
+            f"{cause:20} {sum(1 for m in ms if m['lists']):9} "
+            f"{sum(1 for m in ms if m['rank'] and m['rank'] <= 30):13} "
+            f"{sum(1 for m in ms if m['rank'] is None):11}  {dict(held.most_common(4))}"
+        )
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"devset-misses-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(
