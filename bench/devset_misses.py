@@ -208,7 +208,7 @@ def receiver_in_view(task: Any, call: str, lines_before: int = 40) -> bool:
 
 
 def analyse(repo: dict[str, Any], limit: int, seed: int, show: int) -> dict[str, Any]:
-    from codectx.indexer.store import IndexStore
+    from codectx.indexer.storage.store import IndexStore
     from codectx.retriever.context import assemble_context, current_imports
     from codectx.retriever.eval import _library_names, code_tasks
     from codectx.retriever.search import HybridSearcher

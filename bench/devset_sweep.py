@@ -38,7 +38,7 @@ def parse_variant(text: str) -> dict[str, Any]:
 
 
 def evaluate(repo: dict[str, Any], overrides: dict[str, Any], limit: int, seed: int) -> dict[str, Any]:
-    from codectx.indexer.store import IndexStore
+    from codectx.indexer.storage.store import IndexStore
     from codectx.retriever.eval import run_eval
 
     from codectx.settings import load_settings
