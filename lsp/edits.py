@@ -14,6 +14,8 @@ from codectx.lsp.errors import EditRefused
 from codectx.lsp.positions import Codec, client_position, offset, split_lines
 from lsprotocol import types
 
+from codectx.app.index import has_syntax_errors
+
 
 @dataclass(frozen=True)
 class Span:
@@ -54,10 +56,6 @@ def apply(text: str, span: Span, replacement: str) -> str:
 def check_parses(before: str, after: str, language: str | None) -> None:
     """Refuse `after` when it has syntax errors that `before` did not have."""
     if not language:
-        return
-    try:
-        from codectx.indexer.parse import has_syntax_errors
-    except ImportError:
         return
     try:
         broken_after = has_syntax_errors(after, language)

@@ -9,10 +9,10 @@ from codectx.lsp.completion import make_item, relative_indent, snippet_escape
 from codectx.lsp.config import build_settings, normalize
 from codectx.lsp.edits import Span, minimal_change, workspace_edit
 from codectx.lsp.errors import EditRefused, UriRefused
+from codectx.lsp.folders import IndexProgress, progress_from
 from codectx.lsp.positions import Codec, split_lines
 from codectx.lsp.suggest import cut_partial
 from codectx.lsp.uris import folder_for, uri_to_path
-from codectx.lsp.workspace import IndexProgress, progress_from
 from lsprotocol import types
 
 
