@@ -25,6 +25,7 @@ from lsprotocol import types
 
 from codectx.app.actions import ACTIONS, KIND_EXPLAIN, KIND_FIX, KIND_REWRITE, ActionSpec
 from codectx.app.index import enclosing_definition, language_for
+from codectx.app.refactor import EditRefused
 
 if TYPE_CHECKING:
     from codectx.lsp.folders import Folder
@@ -89,7 +90,7 @@ async def resolve_edit(ls: CodectxServer, data: dict[str, Any]) -> tuple[types.W
     replacement = await refactor(ls, folder, uri, rel, "\n".join(lines), span, instruction)
     doc = ls.workspace.text_documents.get(uri)
     version = doc.version if doc is not None else None
-    edit = workspace_edit(uri, text, span, replacement, codec, language_for(rel), version)
+    edit = workspace_edit(uri, text, span, replacement, codec, version)
     return edit, "" if edit else "the model proposed no change"
 
 
@@ -107,6 +108,8 @@ async def refactor(
         selection = (span.start_line, span.start_col, span.end_line, span.end_col)
         edit = await session.refactor_edit(rel, text, selection, instruction, context=context)
     except Exception as exc:
+        if isinstance(exc, EditRefused) and exc.sent is not None:
+            record.remember(exc.sent)  # refused here, but it was sent: "show context" has it
         record.status, record.error = "error", str(exc)
         observe.finished(ls, record, exc)
         ls.health.observe_exception(folder.settings, exc)

@@ -16,17 +16,33 @@ import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from codectx.app.index import AssembledContext, ContextPiece, enclosing_definition, language_for
+from codectx.app.index import (
+    AssembledContext,
+    ContextPiece,
+    enclosing_definition,
+    has_syntax_errors,
+    language_for,
+)
 from codectx.app.model import ServedModel, source_span
 from codectx.app.redaction import RequestRedaction, redact_items
 from codectx.app.restore import restore_edit
-from codectx.app.results import RefactorEdit
+from codectx.app.results import RefactorEdit, SentRequest
 from codectx.backend.errors import BackendProtocolError
 from codectx.backend.prompts import Snippet, document_lines, origin_label
-from codectx.errors import UsageError
+from codectx.errors import CodectxError, UsageError
 from codectx.privacy.pieces import Placeholders
 
 Selection = tuple[int, int, int, int]  # (start line, start char, end line, end char), 0-based
+
+
+class EditRefused(CodectxError):
+    """A model-proposed edit was refused: the file would no longer parse. `sent` is the request that
+    was made (it left the machine all the same: "show context" and the audit log have it)."""
+
+    def __init__(self, message: str, sent: SentRequest | None = None) -> None:
+        super().__init__(message)
+        self.sent = sent
+
 
 SYSTEM = (
     "You are a code refactoring tool inside an editor. You receive an instruction and a "
@@ -255,4 +271,26 @@ async def refactor_edit(
     )
     code = parse_answer(answer, request.selection)
     code, notes = restore_edit(code, request.selection, original, placeholders)
+    _, _, _, (a, b) = select_span(path, text, selection)
+    try:
+        check_parses(text, text[:a] + code + text[b:], language_for(path))
+    except EditRefused as exc:
+        exc.sent = sent
+        raise
     return RefactorEdit(code, notes, sent)
+
+
+def check_parses(before: str, after: str, language: str | None) -> None:
+    """Refuse `after` when it has syntax errors that `before` did not have (a file that was broken
+    already may still be edited, else it could never be fixed)."""
+    if not language:
+        return
+    try:
+        broken_after = has_syntax_errors(after, language)
+    except Exception:
+        return  # no grammar for this language: nothing to check against
+    if broken_after and not has_syntax_errors(before, language):
+        raise EditRefused(
+            "codectx refused the suggested edit: the result does not parse as "
+            f"{language} (the model's answer was incomplete or malformed); nothing was changed"
+        )

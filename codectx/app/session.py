@@ -195,10 +195,15 @@ class WorkspaceSession:
         context: AssembledContext | None = None,
     ) -> RefactorEdit:
         """The replacement for `selection` = (start line, start char, end line, end char), 0-based, by a
-        free-text instruction; secrets the model saw as placeholders are put back."""
-        edit = await refactoring.refactor_edit(
-            self.model, self.redaction, path, text, selection, instruction, context
-        )
+        free-text instruction; secrets the model saw as placeholders are put back. EditRefused when
+        the file would no longer parse (unless it did not parse before either)."""
+        try:
+            edit = await refactoring.refactor_edit(
+                self.model, self.redaction, path, text, selection, instruction, context
+            )
+        except refactoring.EditRefused as exc:  # the request was made all the same
+            self.last = exc.sent
+            raise
         self.last = edit.sent
         return edit
 
