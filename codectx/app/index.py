@@ -100,17 +100,8 @@ class RankedPiece(ContextPiece, Protocol):
     def as_dict(self, text: bool = True) -> dict[str, Any]: ...
 
 
-class RecentRegion(Protocol):
+class RecentRegion(ContextPiece, Protocol):
     """A region the user edited lately (codectx.retriever.context.RecentEdit; make one with `recent_edit`)."""
-
-    @property
-    def path(self) -> str: ...
-    @property
-    def start_line(self) -> int: ...
-    @property
-    def end_line(self) -> int: ...
-    @property
-    def text(self) -> str: ...
 
 
 class ContextBudget(Protocol):
