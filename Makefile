@@ -86,10 +86,18 @@ nvim-check: venv
 test-fast: venv
 	$(PY) -m pytest -q -m "not slow" tests
 
+# mypy cannot follow setuptools' package-dir mapping (codectx.backend is backend/, ...): checked as
+# folders, every import across those packages is Any to it. The second run checks the application
+# layer, the language server and the backend through a tree of links laid out as the installed
+# package, so those imports carry their real types (codectx.app strict: pyproject.toml).
+TYPECHECK := .typecheck
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy codectx indexer retriever backend lsp
+	rm -rf $(TYPECHECK) && mkdir -p $(TYPECHECK)/codectx
+	for f in codectx/* indexer retriever backend lsp; do ln -s "$(CURDIR)/$$f" $(TYPECHECK)/codectx/; done
+	MYPYPATH=$(TYPECHECK) $(VENV)/bin/mypy -p codectx.app -p codectx.lsp -p codectx.backend
 
 format: venv
 	$(VENV)/bin/ruff format .

@@ -27,41 +27,44 @@ codectx.backend.transport; errors are codectx.backend.errors exceptions.
 `BackendClient(settings, http_transport=httpx.MockTransport(...))` is for unit tests.
 Options of complete/stream_complete/chat: max_tokens, temperature, stop, model, and `extra`
 (more body fields, e.g. {"stop_token_ids": [...], "ignore_eos": True}). Editor-level
-completions (context, FIM prompt, post-processing) are codectx.backend.service.
+completions (context, FIM prompt, post-processing) are codectx.app (WorkspaceSession).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from codectx.backend.errors import (
     BackendNotConfigured,
     BackendOffline,
     BackendProtocolError,
     BackendRejected,
-    BackendTimeout,
-    BackendUnavailable,
 )
-from codectx.backend.transport import RETRY_STATUSES, EventStream, Gate, Transport, default_gate
-from codectx.backend.wire import Reply
+from codectx.backend.textstream import TextStream
+from codectx.backend.transport import (
+    Gate,
+    Prepared,
+    Sources,
+    Transport,
+    default_gate,
+)
+from codectx.backend.wire import Reply, Usage
+
+from codectx.settings import Settings
 
 
-@dataclass
-class Usage:
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+class RequestOptions(TypedDict, total=False):
+    """What a caller may set on one completion or chat request; what it leaves out comes from the
+    settings (backend.max_tokens, backend.temperature, backend.model or the server's first model)."""
 
-    @classmethod
-    def parse(cls, data: Any) -> Usage | None:
-        if not isinstance(data, dict):
-            return None
-        return cls(int(data.get("prompt_tokens") or 0), int(data.get("completion_tokens") or 0))
+    max_tokens: int | None
+    temperature: float | None
+    stop: Sequence[str]
+    model: str | None
+    extra: dict[str, Any] | None  # more body fields (JSON), e.g. stop_token_ids
 
 
 @dataclass
@@ -74,7 +77,7 @@ class CompletionResult:
     response_id: str | None = None
     ttft_s: float | None = None
     total_s: float = 0.0
-    prepared: Any = None  # the exact (redacted) request the gate let out
+    prepared: Prepared | None = None  # the exact (redacted) request the gate let out
 
 
 class BackendClient:
@@ -82,7 +85,7 @@ class BackendClient:
 
     def __init__(
         self,
-        settings: Any,
+        settings: Settings,
         gate: Gate | None = None,
         *,
         http_transport: Any = None,
@@ -118,13 +121,22 @@ class BackendClient:
         return self._gate
 
     def dry_run(
-        self, endpoint: str, body: dict[str, Any], sources: Sequence[Any] = (), *, status: str = "dry-run"
-    ) -> tuple[Any, str]:
+        self, endpoint: str, body: dict[str, Any], sources: Sources = (), *, status: str = "dry-run"
+    ) -> tuple[Prepared, str]:
         """Run a body through the gate and record it as not sent: (prepared, audit id). Works unconfigured."""
         if self.settings.backend.url:
             return self.transport.dry_run(endpoint, body, sources, status=status)
         prepared = self.gate.prepare(f"<backend.url>{endpoint}", body, list(sources))
         return prepared, self.gate.record(prepared, False, status)
+
+    def breaker_state(self) -> str | None:
+        """The circuit breaker's state ("closed", "open", ...) once a request was made; None before."""
+        return None if self._transport is None else str(self._transport.breaker.state)
+
+    def server_recovered(self) -> None:
+        """A probe found the server answering: requests need not wait out the breaker's interval."""
+        if self._transport is not None:
+            self._transport.breaker.success()
 
     async def aclose(self) -> None:
         if self._transport is not None:
@@ -217,14 +229,18 @@ class BackendClient:
         }
         return _with_options(body, stop, stream, extra)
 
-    async def complete(self, prompt: str, *, sources: Sequence[Any] = (), **options: Any) -> CompletionResult:
+    async def complete(
+        self, prompt: str, *, sources: Sources = (), **options: Unpack[RequestOptions]
+    ) -> CompletionResult:
         """A non-streaming completion of a raw prompt."""
         body = await self.completion_body(prompt, stream=False, **options)
         with self._model_check():
             reply = await self.transport.post("/v1/completions", body, sources)
         return _parse_whole(reply, body["model"], chat=False)
 
-    def stream_complete(self, prompt: str, *, sources: Sequence[Any] = (), **options: Any) -> TextStream:
+    def stream_complete(
+        self, prompt: str, *, sources: Sources = (), **options: Unpack[RequestOptions]
+    ) -> TextStream:
         """A streaming completion: `async with client.stream_complete(p) as s: async for d in s`."""
         return TextStream(self, "/v1/completions", prompt, sources, options, chat=False)
 
@@ -252,7 +268,7 @@ class BackendClient:
         return _with_options(body, stop, stream, extra)
 
     async def chat(
-        self, messages: Sequence[dict[str, str]], *, sources: Sequence[Any] = (), **options: Any
+        self, messages: Sequence[dict[str, str]], *, sources: Sources = (), **options: Unpack[RequestOptions]
     ) -> CompletionResult:
         body = await self.chat_body(messages, stream=False, **options)
         with self._model_check():
@@ -260,13 +276,13 @@ class BackendClient:
         return _parse_whole(reply, body["model"], chat=True)
 
     def stream_chat(
-        self, messages: Sequence[dict[str, str]], *, sources: Sequence[Any] = (), **options: Any
+        self, messages: Sequence[dict[str, str]], *, sources: Sources = (), **options: Unpack[RequestOptions]
     ) -> TextStream:
         return TextStream(self, "/v1/chat/completions", messages, sources, options, chat=True)
 
     # -- tokenize and metrics --------------------------------------------------------------
 
-    async def tokenize(self, text: str, *, sources: Sequence[Any] = ()) -> list[int]:
+    async def tokenize(self, text: str, *, sources: Sources = ()) -> list[int]:
         """Token ids of `text` under the served model (vLLM's /tokenize, at the server root)."""
         body = {"model": await self.model(), "prompt": text, "add_special_tokens": False}
         data = (await self.transport.post("/tokenize", body, sources)).json()
@@ -324,129 +340,6 @@ def _parse_whole(reply: Reply, model: str, *, chat: bool) -> CompletionResult:
         total_s=reply.elapsed_s,
         prepared=reply.prepared,
     )
-
-
-class TextStream:
-    """Text deltas of one streaming completion or chat; summary fields filled as it runs."""
-
-    def __init__(
-        self,
-        client: BackendClient,
-        endpoint: str,
-        payload: Any,
-        sources: Sequence[Any],
-        options: dict[str, Any],
-        *,
-        chat: bool,
-    ) -> None:
-        self._client = client
-        self._endpoint = endpoint
-        self._payload = payload
-        self._sources = sources
-        self._options = options
-        self._chat = chat
-        self._events: EventStream | None = None
-        self.text = ""
-        self.finish_reason: str | None = None
-        self.usage: Usage | None = None
-        self.model = ""
-        self.response_id: str | None = None
-        self.audit_id: str | None = None
-        self.prepared: Any = None
-        self.ttft_s: float | None = None
-        self.total_s = 0.0
-        self._started = 0.0
-        self.body: dict[str, Any] = {}
-
-    async def __aenter__(self) -> TextStream:
-        c = self._client
-        if self._chat:
-            self.body = await c.chat_body(self._payload, stream=True, **self._options)
-        else:
-            self.body = await c.completion_body(self._payload, stream=True, **self._options)
-        self.model = self.body["model"]
-        self._started = time.monotonic()
-        self._events = c.transport.stream(self._endpoint, self.body, self._sources)
-        self.prepared = self._events.prepared
-        with c._model_check():
-            await self._events.open()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        if self._events is not None:
-            await self._events.aclose()
-            self.audit_id = self._events.audit_id
-        if self._started:
-            self.total_s = time.monotonic() - self._started
-
-    def __aiter__(self) -> AsyncIterator[str]:
-        return self._deltas()
-
-    async def _deltas(self) -> AsyncIterator[str]:
-        if self._events is None:
-            raise RuntimeError("TextStream used outside `async with`")
-        try:
-            async for delta in self._event_deltas(self._shed_retried()):
-                yield delta
-        except BackendTimeout as exc:
-            exc.partial = self.text  # a slow stream cut by the total timeout: what arrived is kept
-            raise
-        self.total_s = time.monotonic() - self._started
-
-    async def _event_deltas(self, events: AsyncIterator[dict[str, Any]]) -> AsyncIterator[str]:
-        async for event in events:
-            self.response_id = self.response_id or event.get("id")
-            self.model = str(event.get("model") or self.model)
-            usage = Usage.parse(event.get("usage"))
-            if usage is not None:
-                self.usage = usage
-            for choice in event.get("choices") or ():
-                if not isinstance(choice, dict) or choice.get("index", 0) != 0:
-                    continue
-                if self._chat:
-                    delta = (choice.get("delta") or {}).get("content") or ""
-                else:
-                    delta = choice.get("text") or ""
-                if choice.get("finish_reason"):
-                    self.finish_reason = choice["finish_reason"]
-                if delta:
-                    if self.ttft_s is None:
-                        self.ttft_s = time.monotonic() - self._started
-                    self.text += delta
-                    yield delta
-
-    async def _shed_retried(self) -> AsyncIterator[dict[str, Any]]:
-        """The stream's events; a 429/503 shed inside the stream before any text is retried.
-
-        vLLM sheds a streaming request past --max-num-queued-reqs with HTTP 200 and an
-        error event (no Retry-After), so the transport's status-level retry never sees it.
-        Like that one, this retries only before the first token, with the same backoff
-        and retry budget (backend.retries); once text has arrived, an error is final.
-        """
-        c = self._client
-        for attempt in range(int(c.settings.backend.retries) + 1):
-            assert self._events is not None
-            try:
-                async for event in self._events:
-                    yield event
-                return
-            except BackendUnavailable as exc:
-                delay = c.transport._backoff(attempt)
-                if self.text or exc.status not in RETRY_STATUSES or attempt >= c.transport.retries:
-                    raise
-                if time.monotonic() + delay >= self._started + c.transport.timeouts.first_token_s:
-                    raise
-            await self._events.aclose()
-            await asyncio.sleep(delay)
-            self._events = c.transport.stream(self._endpoint, self.body, self._sources)
-            self.prepared = self._events.prepared
-            with c._model_check():
-                await self._events.open()
 
 
 # Ordinary code for measuring a tokenizer's characters per token (no user code is ever used).

@@ -14,6 +14,9 @@ Here too: split timeouts (connect / first byte / first token / total), retries w
 only where safe (connect errors, 429/503 before any token, honouring
 Retry-After), the circuit breaker, and the translation of every httpx failure
 into codectx.backend.errors, exactly once.
+
+One file on purpose (about 600 lines): it is the egress choke point a reviewer must read whole,
+and `EventStream` shares the transport's deadlines, retries, breaker and error translation.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import ssl
 import time
 from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 import httpx
@@ -42,14 +45,39 @@ from codectx.backend.errors import (
 )
 from codectx.backend.wire import Reply, ServerURLs, Timeouts, retry_after, status_error
 
+from codectx.settings import Settings
+
+if TYPE_CHECKING:
+    from codectx.privacy.egress import SourceSpan
+
+Sources = Sequence["SourceSpan"]  # the file regions whose text is in a request (for the audit log)
 RETRY_STATUSES = (429, 503)
 log = logging.getLogger("codectx.backend")
 MAX_ANSWER_BYTES = 32 * 2**20  # a non-streaming answer larger than this is not a completion
 
 
+class Finding(Protocol):
+    """One redaction the gate made in a request (codectx.privacy.egress.RedactionEvent); never a value."""
+
+    @property
+    def rule(self) -> str: ...
+    @property
+    def line(self) -> int: ...
+    @property
+    def hmac8(self) -> str: ...
+
+    def as_dict(self) -> dict[str, Any]: ...
+
+
 class Prepared(Protocol):
-    content: bytes
-    endpoint: str
+    """A request body as the gate let it out (codectx.privacy.egress.PreparedRequest)."""
+
+    @property
+    def content(self) -> bytes: ...  # exactly the bytes that are sent
+    @property
+    def endpoint(self) -> str: ...
+    @property
+    def findings(self) -> Sequence[Finding]: ...
 
 
 class Gate(Protocol):
@@ -58,16 +86,17 @@ class Gate(Protocol):
     @property
     def offline(self) -> bool: ...
 
-    def prepare(self, endpoint: str, body: dict[str, Any], sources: list[Any]) -> Any: ...
+    def prepare(self, endpoint: str, body: dict[str, Any], sources: list[SourceSpan]) -> Prepared: ...
 
+    # `prepared` is what this gate's own `prepare` returned (hence Any: each gate has its own type).
     def intend(self, prepared: Any) -> str: ...
 
-    def bodyless(self, method: str, url: str) -> Any: ...
+    def bodyless(self, method: str, url: str) -> Prepared: ...
 
     def record(self, prepared: Any, sent: bool, status: str, intent: str | None = None) -> str: ...
 
 
-def default_gate(settings: Any) -> Gate:
+def default_gate(settings: Settings) -> Gate:
     """The privacy choke point for these settings: redaction, never-send rules, audit log."""
     from codectx.privacy.egress import EgressGate
 
@@ -75,7 +104,7 @@ def default_gate(settings: Any) -> Gate:
     return gate
 
 
-def _ssl_context(settings: Any) -> ssl.SSLContext | bool:
+def _ssl_context(settings: Settings) -> ssl.SSLContext | bool:
     if not settings.backend.verify_tls:
         return False
     ca = settings.backend.ca_bundle
@@ -90,7 +119,7 @@ class Transport:
 
     def __init__(
         self,
-        settings: Any,
+        settings: Settings,
         gate: Gate | None = None,
         *,
         http_transport: Any = None,
@@ -152,27 +181,27 @@ class Transport:
 
     # -- the single send path -------------------------------------------------------------
 
-    def prepare(self, endpoint: str, body: dict[str, Any], sources: Sequence[Any]) -> Any:
+    def prepare(self, endpoint: str, body: dict[str, Any], sources: Sources) -> Prepared:
         """Run the body through the privacy gate; the result's bytes are what would be sent."""
         return self.gate.prepare(self.urls.url(endpoint), body, list(sources))
 
     def dry_run(
-        self, endpoint: str, body: dict[str, Any], sources: Sequence[Any], *, status: str = "dry-run"
-    ) -> tuple[Any, str]:
+        self, endpoint: str, body: dict[str, Any], sources: Sources, *, status: str = "dry-run"
+    ) -> tuple[Prepared, str]:
         """Build and record a request without sending it: (prepared, audit id)."""
         prepared = self.prepare(endpoint, body, sources)
         return prepared, self._audit.submit(self.gate.record, prepared, False, status).result()
 
     def _submit_record(
-        self, prepared: Any, sent: bool, status: str, intent: str | None = None
+        self, prepared: Prepared, sent: bool, status: str, intent: str | None = None
     ) -> concurrent.futures.Future[str]:
         """Queue an audit entry; it is written even if the awaiting task is cancelled."""
         return self._audit.submit(self.gate.record, prepared, sent, status, intent)
 
-    async def _record(self, prepared: Any, sent: bool, status: str, intent: str | None = None) -> str:
+    async def _record(self, prepared: Prepared, sent: bool, status: str, intent: str | None = None) -> str:
         return await _settled(self._submit_record(prepared, sent, status, intent))
 
-    async def _intend(self, prepared: Any) -> str:
+    async def _intend(self, prepared: Prepared) -> str:
         """Write the request's audit entry (fsynced) before its first byte leaves; AuditError stops it."""
         future = self._audit.submit(self.gate.intend, prepared)
         try:
@@ -186,7 +215,7 @@ class Transport:
             future.add_done_callback(unsent)
             raise
 
-    async def post(self, endpoint: str, body: dict[str, Any], sources: Sequence[Any] = ()) -> Reply:
+    async def post(self, endpoint: str, body: dict[str, Any], sources: Sources = ()) -> Reply:
         """POST a JSON body (through the gate) and return the whole answer."""
         prepared = self.prepare(endpoint, body, sources)
         started = time.monotonic()
@@ -203,7 +232,7 @@ class Transport:
             audit_id = await _settled(recorded)
         return Reply(response.status_code, text, audit_id, prepared, time.monotonic() - started)
 
-    def stream(self, endpoint: str, body: dict[str, Any], sources: Sequence[Any] = ()) -> EventStream:
+    def stream(self, endpoint: str, body: dict[str, Any], sources: Sources = ()) -> EventStream:
         """POST a JSON body and iterate over its server-sent events (use `async with`)."""
         return EventStream(self, self.prepare(endpoint, body, sources))
 
@@ -261,7 +290,7 @@ class Transport:
         return Reply(response.status_code, text, None, None, time.monotonic() - started)
 
     async def _open(
-        self, prepared: Any, deadline: float, first_deadline: float, first_phase: str
+        self, prepared: Prepared, deadline: float, first_deadline: float, first_phase: str
     ) -> tuple[httpx.Response, concurrent.futures.Future[str]]:
         """Send the prepared bytes until headers arrive, retrying where safe. Records every attempt.
 
@@ -393,7 +422,7 @@ class Transport:
             return BackendProtocolError(f"undecodable answer from {url}: {exc}")
         return BackendUnavailable(f"request to {url} failed: {type(exc).__name__}: {exc}")
 
-    def _note(self, bodyless: Any, intent: str | None, sent: bool, status: str) -> None:
+    def _note(self, bodyless: Prepared | None, intent: str | None, sent: bool, status: str) -> None:
         """The outcome of a bodyless request that has an audit entry (queued; never blocks)."""
         if bodyless is not None and intent is not None:
             self._submit_record(bodyless, sent, status, intent).add_done_callback(_log_record_failure)
@@ -437,7 +466,7 @@ class EventStream:
     response at once, which makes vLLM abort the request.
     """
 
-    def __init__(self, transport: Transport, prepared: Any) -> None:
+    def __init__(self, transport: Transport, prepared: Prepared) -> None:
         self._t = transport
         self.prepared = prepared
         self.audit_id: str | None = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import email.utils
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from codectx.backend.errors import (
@@ -19,6 +19,9 @@ from codectx.backend.errors import (
     BackendRejected,
     BackendUnavailable,
 )
+
+if TYPE_CHECKING:
+    from codectx.backend.transport import Prepared
 
 
 @dataclass(frozen=True)
@@ -91,7 +94,7 @@ class Reply:
     status: int
     text: str
     audit_id: str | None = None
-    prepared: Any = None
+    prepared: Prepared | None = None  # the exact request the gate let out
     elapsed_s: float = 0.0
 
     def json(self) -> Any:
@@ -149,3 +152,15 @@ def status_error(status: int, text: str, url: str) -> BackendError:
             f"the model server rejected the request ({status}): {msg}", status=status, server_message=msg
         )
     return BackendUnavailable(f"the model server failed ({status}) at {url}: {msg}", status=status)
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @classmethod
+    def parse(cls, data: Any) -> Usage | None:
+        if not isinstance(data, dict):
+            return None
+        return cls(int(data.get("prompt_tokens") or 0), int(data.get("completion_tokens") or 0))

@@ -8,7 +8,7 @@ downloaded from PyPI into bench/data, never vendored):
    with the cursor moving down a line each time (fresh engine, so nothing
    was cached before), read from vLLM's /metrics before and after;
 2. time to first token, interleaved, of (a) a direct minimal httpx streaming
-   call and (b) a codectx completion (CompletionService: FIM prompt, privacy
+   call and (b) a codectx completion (WorkspaceSession.complete: FIM prompt, privacy
    gate, audit, client) of the same ~1.5K-token repository-level prompt; the
    difference of the medians is what codectx adds.
 
@@ -53,9 +53,10 @@ from codectx.backend.bench import HITS, QUERIES, hit_rate, metric  # noqa: E402
 from codectx.backend.client import BackendClient  # noqa: E402
 from codectx.backend.prompts import Snippet  # noqa: E402
 from codectx.backend.serve import build_plan, load_profiles, start_process, stop_process  # noqa: E402
-from codectx.backend.service import CompletionService  # noqa: E402
 from codectx.backend.testmodel import make_test_model  # noqa: E402
 
+from codectx.app.cli import NoIndexSource  # noqa: E402
+from codectx.app.session import WorkspaceSession  # noqa: E402
 from codectx.settings import load_settings  # noqa: E402
 
 
@@ -108,11 +109,25 @@ def functions(root: Path, exclude: str) -> list[Snippet]:
     return sorted(found, key=lambda s: (s.path, s.start_line))
 
 
+@dataclass(frozen=True)
+class Item:
+    """A retrieved function as context assembly ranks one (codectx.app.index.RankedPiece)."""
+
+    path: str
+    start_line: int
+    end_line: int
+    text: str
+    symbol: str = ""
+    reason: str = "retrieved"
+    tokens: int = 0
+    why: str = ""
+
+
 @dataclass
 class Context:
-    """What the retriever hands the service: snippets plus prefix/suffix around the cursor."""
+    """What the retriever hands the session: snippets plus prefix/suffix around the cursor."""
 
-    items: list[Any]
+    items: list[Item]
     prefix: str
     suffix: str
     prefix_start_line: int
@@ -124,7 +139,8 @@ def context_at(text: str, line: int, snippets: list[Snippet], prefix_lines: int 
     rows = text.splitlines(keepends=True)
     first = max(0, line - prefix_lines)
     last = min(len(rows), line + 6)
-    return Context(snippets, "".join(rows[first:line]), "".join(rows[line:last]), first, last - 1)
+    items = [Item(s.path, s.start_line, s.end_line, s.text) for s in snippets]
+    return Context(items, "".join(rows[first:line]), "".join(rows[line:last]), first, last - 1)
 
 
 def free_port() -> int:
@@ -179,7 +195,7 @@ async def direct_ttft(http: httpx.AsyncClient, url: str, body: bytes) -> float |
     return None
 
 
-async def codectx_ttft(service: CompletionService, path: str, text: str, line: int, ctx: Context) -> float:
+async def codectx_ttft(service: WorkspaceSession, path: str, text: str, line: int, ctx: Context) -> float:
     """Seconds from calling the service to its first delta (prompt, gate, audit, send, parse)."""
     first: list[float] = []
     started = time.perf_counter()
@@ -206,7 +222,7 @@ async def measure(base: str, args: argparse.Namespace, src: Path) -> dict[str, A
     # Function-sized snippets, as the retriever returns them (its chunks are capped in size too).
     all_snippets = [f for f in functions(src, CURRENT_FILE) if len(f.text) <= 800]
     async with BackendClient(settings) as client, httpx.AsyncClient(trust_env=False, timeout=300) as http:
-        service = CompletionService(settings, client)
+        service = WorkspaceSession(settings, index=NoIndexSource(), embedder=lambda: None, client=client)
         await service.warm_up()
         # Add retrieved functions (stable order) until the whole prompt is ~1.5K tokens.
         start_line = 300

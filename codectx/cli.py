@@ -25,10 +25,11 @@ QUERY_COMMANDS = frozenset({"search", "context", "eval", "complete", "lsp"})
 # Order is the order of `codectx --help`.
 COMMAND_MODULES = (
     "codectx.indexer.cli",
-    "codectx.retriever.cli",
+    "codectx.app.cli",  # search, context
+    "codectx.retriever.cli",  # eval
     "codectx.privacy.cli",
     "codectx.backend.cli",
-    "codectx.backend.complete_cli",
+    "codectx.app.complete_cli",
     "codectx.lsp.cli",
 )
 

@@ -1,5 +1,8 @@
 """One immutable Settings object, resolved once and passed in.
 
+Each section is a typed dataclass (codectx.sections): `settings.backend.url`
+is `str | None` to mypy as at run time.
+
 Layers, lowest first: built-in defaults, the user's config file
 (`$XDG_CONFIG_HOME/codectx/config.toml`), the workspace's `.codectx.toml`,
 `CODECTX_*` environment variables, then command-line flags (or an editor's
@@ -21,13 +24,21 @@ import os
 import stat
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from codectx.errors import ConfigError
 from codectx.schema import SCHEMA, Key, user_level_only, why_user_level
+from codectx.sections import (
+    SECTION_TYPES,
+    BackendSettings,
+    IndexSettings,
+    LspSettings,
+    PrivacySettings,
+    RetrieverSettings,
+)
 
 WORKSPACE_FILE = ".codectx.toml"
 
@@ -61,33 +72,16 @@ class Layer:
     trusted: bool = True
 
 
-class Section:
-    """Read-only attribute access to one section's resolved values."""
-
-    def __init__(self, name: str, values: Mapping[str, Any]) -> None:
-        object.__setattr__(self, "_name", name)
-        object.__setattr__(self, "_values", dict(values))
-
-    def __getattr__(self, key: str) -> Any:
-        try:
-            return self._values[key]
-        except KeyError:
-            raise AttributeError(f"no setting {self._name}.{key}") from None
-
-    def __setattr__(self, key: str, value: Any) -> None:
-        raise AttributeError("Settings are immutable")
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self._values)
-
-    def __repr__(self) -> str:
-        return f"Section({self._name}, {self._values!r})"
-
-
 @dataclass(frozen=True)
 class Settings:
+    """Every section's resolved values (typed: codectx.sections), where each came from, and warnings."""
+
     root: Path | None
-    sections: Mapping[str, Section]
+    index: IndexSettings
+    retriever: RetrieverSettings
+    privacy: PrivacySettings
+    backend: BackendSettings
+    lsp: LspSettings
     sources: Mapping[str, str]
     warnings: tuple[str, ...] = field(default=())
     key_url: str | None = None  # the backend.url the API key was configured for
@@ -112,29 +106,15 @@ class Settings:
             "place as the url (or CODECTX_API_KEY with CODECTX_BACKEND_URL)"
         )
 
-    @property
-    def index(self) -> Section:
-        return self.sections["index"]
-
-    @property
-    def retriever(self) -> Section:
-        return self.sections["retriever"]
-
-    @property
-    def privacy(self) -> Section:
-        return self.sections["privacy"]
-
-    @property
-    def backend(self) -> Section:
-        return self.sections["backend"]
-
-    @property
-    def lsp(self) -> Section:
-        return self.sections["lsp"]
+    def section(self, name: str) -> Any:
+        """One section by its schema name (`settings.section("backend")` is `settings.backend`)."""
+        if name not in SECTION_TYPES:
+            raise KeyError(name)
+        return getattr(self, name)
 
     def get(self, dotted: str) -> Any:
         section, key = dotted.split(".", 1)
-        return getattr(self.sections[section], key)
+        return getattr(self.section(section), key)
 
     def index_dir(self) -> Path:
         """The index folder for this workspace."""
@@ -149,7 +129,7 @@ class Settings:
         return self.root / ".codectx"
 
     def as_dict(self) -> dict[str, dict[str, Any]]:
-        return {name: sec.as_dict() for name, sec in self.sections.items()}
+        return {name: self.section(name).as_dict() for name in SECTION_TYPES}
 
     def with_overrides(self, overrides: Mapping[str, Any], source: str = "override") -> Settings:
         """A copy with some dotted keys replaced (validated like any layer)."""
@@ -160,13 +140,7 @@ class Settings:
             values[section][key] = coerce(section, key, raw, source)
             sources[dotted] = source
         key_url = values["backend"]["url"] if "backend.api_key" in overrides else self.key_url
-        return Settings(
-            root=self.root,
-            sections={n: Section(n, v) for n, v in values.items()},
-            sources=sources,
-            warnings=self.warnings,
-            key_url=key_url,
-        )
+        return _build(self.root, values, sources, self.warnings, key_url)
 
 
 def origin(url: str | None) -> str | None:
@@ -352,17 +326,32 @@ def resolve(root: Path | None, layers: list[Layer]) -> Settings:
                 sources[f"{section}.{key}"] = layer.name
         if "api_key" in layer.data.get("backend", {}) and layer.trusted:
             key_url = values["backend"]["url"]
-    settings = Settings(
-        root=root,
-        sections={name: Section(name, vals) for name, vals in values.items()},
-        sources=sources,
-        warnings=tuple(warnings),
-        key_url=key_url,
-    )
+    settings = _build(root, values, sources, tuple(warnings), key_url)
     withheld = settings.key_withheld()
     if withheld:
-        settings = Settings(root, settings.sections, sources, (*warnings, withheld), key_url)
+        settings = replace(settings, warnings=(*warnings, withheld))
     return settings
+
+
+def _build(
+    root: Path | None,
+    values: Mapping[str, Mapping[str, Any]],
+    sources: Mapping[str, str],
+    warnings: tuple[str, ...],
+    key_url: str | None,
+) -> Settings:
+    """Settings from resolved {section: {key: value}}; every schema section and key must be there."""
+    return Settings(
+        root=root,
+        index=IndexSettings(**values["index"]),
+        retriever=RetrieverSettings(**values["retriever"]),
+        privacy=PrivacySettings(**values["privacy"]),
+        backend=BackendSettings(**values["backend"]),
+        lsp=LspSettings(**values["lsp"]),
+        sources=sources,
+        warnings=warnings,
+        key_url=key_url,
+    )
 
 
 def load_settings(
@@ -404,7 +393,7 @@ def load_settings(
     settings = resolve(root, layers)
     if warnings:
         every = (*warnings, *settings.warnings)
-        settings = Settings(settings.root, settings.sections, settings.sources, every, settings.key_url)
+        settings = replace(settings, warnings=every)
     return settings
 
 

@@ -13,52 +13,23 @@ With an empty selection, the action applies to the enclosing definition
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from codectx.lsp import services
+from codectx.lsp import observe
 from codectx.lsp.answers import show_answer
 from codectx.lsp.edits import Span, workspace_edit
 from codectx.lsp.errors import LspError
+from codectx.lsp.handlers import guarded
 from codectx.lsp.positions import Codec, clamp, split_lines
-from codectx.lsp.server import guarded
 from lsprotocol import types
 
+from codectx.app.actions import ACTIONS, KIND_EXPLAIN, KIND_FIX, KIND_REWRITE, ActionSpec
+from codectx.app.index import enclosing_definition, language_for
+from codectx.app.refactor import EditRefused
+
 if TYPE_CHECKING:
+    from codectx.lsp.folders import Folder
     from codectx.lsp.server import CodectxServer
-
-KIND_REWRITE = "refactor.rewrite.codectx"
-KIND_FIX = "quickfix.codectx"
-KIND_EXPLAIN = "refactor.codectx.explain"
-
-
-@dataclass(frozen=True)
-class ActionSpec:
-    title: str
-    kind: str
-    instruction: str
-
-
-ACTIONS: dict[str, ActionSpec] = {
-    "rewrite": ActionSpec(
-        "codectx: Rewrite selection (clearer, same behaviour)",
-        KIND_REWRITE,
-        "Rewrite this code to be clearer and more idiomatic. Keep its behaviour and public names unchanged.",
-    ),
-    "docstring": ActionSpec(
-        "codectx: Add docstring",
-        KIND_REWRITE,
-        "Add a concise docstring (or doc comment) to each function or class in this code. "
-        "Change nothing else.",
-    ),
-    "types": ActionSpec(
-        "codectx: Add type annotations",
-        KIND_REWRITE,
-        "Add type annotations to the parameters and return values in this code. Change nothing else.",
-    ),
-    "fix": ActionSpec("codectx: Fix “{message}”", KIND_FIX, "Fix this problem reported by a tool: {message}"),
-    "explain": ActionSpec("codectx: Explain this code", KIND_EXPLAIN, "Explain what this code does."),
-}
 
 
 def _wanted(kind: str, only: list[str] | None) -> bool:
@@ -72,28 +43,15 @@ def target_span(text: str, language: str | None, rng: types.Range, codec: Codec)
     e_line, e_col = clamp(lines, rng.end, codec)
     if (s_line, s_col) != (e_line, e_col):
         return Span(s_line, s_col, e_line, e_col)
-    enclosing = None
-    try:
-        from codectx.retriever.cursor_info import cursor_info
-
-        enclosing = cursor_info(text, language, s_line, s_col).enclosing
-    except Exception:
-        enclosing = None
+    enclosing = enclosing_definition(text, language, s_line, s_col)
     if enclosing is not None:
-        last = min(enclosing.end_line, len(lines) - 1)
-        return Span(enclosing.start_line, 0, last, len(lines[last]))
+        last = min(enclosing[1], len(lines) - 1)
+        return Span(enclosing[0], 0, last, len(lines[last]))
     return Span(s_line, 0, s_line, len(lines[s_line]))
 
 
-def _language(rel: str) -> str | None:
-    try:
-        from codectx.indexer.parsing.languages import language_for
-    except ImportError:
-        return None
-    return language_for(rel)
-
-
-def _span_data(span: Span) -> dict[str, int]:
+def span_data(span: Span) -> dict[str, int]:
+    """A span as an action's JSON data (the editor hands it back on resolve)."""
     return {"sl": span.start_line, "sc": span.start_col, "el": span.end_line, "ec": span.end_col}
 
 
@@ -125,15 +83,68 @@ async def resolve_edit(ls: CodectxServer, data: dict[str, Any]) -> tuple[types.W
     if not instruction:
         raise LspError("a refactor needs an instruction (what should change?)")
     if data.get("action") == "explain":
-        answer = await services.explain(ls, folder, uri, rel, "\n".join(lines), span)
+        answer = await explain(ls, folder, uri, rel, "\n".join(lines), span)
         code = "\n".join(lines[span.start_line : span.end_line + 1])
-        show_answer(ls, rel, span, answer, code, _language(rel))
+        show_answer(ls, rel, span, answer, code, language_for(rel))
         return None, answer
-    replacement = await services.refactor(ls, folder, uri, rel, "\n".join(lines), span, instruction)
+    replacement = await refactor(ls, folder, uri, rel, "\n".join(lines), span, instruction)
     doc = ls.workspace.text_documents.get(uri)
     version = doc.version if doc is not None else None
-    edit = workspace_edit(uri, text, span, replacement, codec, _language(rel), version)
+    edit = workspace_edit(uri, text, span, replacement, codec, version)
     return edit, "" if edit else "the model proposed no change"
+
+
+async def refactor(
+    ls: CodectxServer, folder: Folder, uri: str, rel: str, text: str, span: Span, instruction: str
+) -> str:
+    """The model's replacement for a span (awaits the backend; context assembled in a thread)."""
+    record = ls.history.start("refactor", uri, rel, span.start_line, span.start_col)
+    session = ls.session(folder)
+    observe.started(ls, "refactor")
+    try:
+        context = await ls.context(folder, uri, rel, text, span.start_line, span.start_col)
+        if context is not None:
+            record.used(context)
+        selection = (span.start_line, span.start_col, span.end_line, span.end_col)
+        edit = await session.refactor_edit(rel, text, selection, instruction, context=context)
+    except Exception as exc:
+        if isinstance(exc, EditRefused) and exc.sent is not None:
+            record.remember(exc.sent)  # refused here, but it was sent: "show context" has it
+        record.status, record.error = "error", str(exc)
+        observe.finished(ls, record, exc)
+        ls.health.observe_exception(folder.settings, exc)
+        raise
+    if edit.sent is not None:
+        record.remember(edit.sent)
+    ls.health.ok(folder.settings, None, None)
+    record.status, record.text = "ok", edit.code
+    for note in edit.notes:
+        # The edit keeps lines from the file where the model lost a redacted secret: say so.
+        ls.window_show_message(
+            types.ShowMessageParams(type=types.MessageType.Warning, message=f"codectx: {note}")
+        )
+    observe.finished(ls, record)
+    return edit.code
+
+
+async def explain(ls: CodectxServer, folder: Folder, uri: str, rel: str, text: str, span: Span) -> str:
+    """The model's explanation of a span's lines, through the same client, privacy gate and audit log."""
+    record = ls.history.start("explain", uri, rel, span.start_line, span.start_col)
+    session = ls.session(folder)
+    observe.started(ls, "explain")
+    try:
+        answer = await session.explain(rel, text, span.start_line, span.end_line)
+    except Exception as exc:
+        record.status, record.error = "error", str(exc)
+        observe.finished(ls, record, exc)
+        ls.health.observe_exception(folder.settings, exc)
+        raise
+    ls.health.ok(folder.settings, answer.model, None)
+    if answer.sent is not None:
+        record.remember(answer.sent)
+    record.status, record.text = "ok", answer.text
+    observe.finished(ls, record)
+    return answer.text
 
 
 def register(server: CodectxServer) -> None:
@@ -149,7 +160,7 @@ def register(server: CodectxServer) -> None:
         uri = params.text_document.uri
         _folder, _path, rel, text = ls.document(uri)
         codec = Codec.of(ls.workspace.position_encoding)
-        span = target_span(text, _language(rel), params.range, codec)
+        span = target_span(text, language_for(rel), params.range, codec)
         only = list(params.context.only or []) or None
         resolvable = _supports_resolve(ls)
         actions: list[types.CodeAction] = []
@@ -170,7 +181,7 @@ def register(server: CodectxServer) -> None:
         for name, spec, title, instruction in entries:
             if not _wanted(spec.kind, only):
                 continue
-            data = {"uri": uri, "action": name, "instruction": instruction, **_span_data(span)}
+            data = {"uri": uri, "action": name, "instruction": instruction, **span_data(span)}
             action = types.CodeAction(title=title, kind=spec.kind, data=data)
             if not resolvable:
                 action.command = types.Command(title=title, command="codectx.applyAction", arguments=[data])

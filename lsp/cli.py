@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     # Over stdio the log goes to the editor's LSP log; on TCP (debugging) it stays on stderr.
     bridge = configure(args.log_level, args.log_file, to_client=not args.tcp)
 
-    from codectx.lsp.server import build_server
+    from codectx.lsp.registry import build_server
 
     server = build_server()
     server.log_bridge = bridge

@@ -8,14 +8,18 @@ WorkspaceEdit).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from codectx.lsp import actions, services
+from codectx.lsp import actions
 from codectx.lsp.errors import LspError
+from codectx.lsp.handlers import guarded, in_worker
 from codectx.lsp.positions import Codec, split_lines
-from codectx.lsp.server import CodectxServer, guarded
+from codectx.lsp.server import CodectxServer  # at run time: pygls reads command handlers' annotations
 from lsprotocol import types
+
+from codectx.app.index import SearchAnswer, SearchHit, language_for
 
 REINDEX = "codectx.reindex"
 SEARCH = "codectx.search"
@@ -52,7 +56,7 @@ def folder_status(ls: CodectxServer) -> list[dict[str, Any]]:
     ]
 
 
-def search_locations(results: list[Any], root: Path) -> list[types.Location]:
+def search_locations(results: Sequence[SearchHit], root: Path) -> list[types.Location]:
     out = []
     for r in results:
         end_line = max(r.start_line, r.end_line)
@@ -68,7 +72,11 @@ def search_locations(results: list[Any], root: Path) -> list[types.Location]:
     return out
 
 
-async def run_search(ls: CodectxServer, args: dict[str, Any]) -> tuple[list[types.Location], list[Any], Any]:
+async def run_search(
+    ls: CodectxServer, args: dict[str, Any]
+) -> tuple[list[types.Location], list[tuple[Path, SearchHit]], SearchAnswer]:
+    """Search every folder's index (the query is embedded in a worker thread): (locations, (root,
+    hit) pairs, the last folder's answer for its notes and timing)."""
     query = str(args.get("query") or "").strip()
     if not query:
         raise LspError('codectx.search needs a query: [{"query": "what to find", "k": 10}]')
@@ -79,12 +87,12 @@ async def run_search(ls: CodectxServer, args: dict[str, Any]) -> tuple[list[type
     if not folders:
         raise LspError("no workspace folder is open")
     locations: list[types.Location] = []
-    results: list[Any] = []
+    results: list[tuple[Path, SearchHit]] = []
     response = None
     for folder in folders:
         if folder.open_store() is None:
             continue
-        response = await services.search(folder, query, k)
+        response = await in_worker(ls.session(folder).search, query, k)
         locations.extend(search_locations(response.results, folder.root))
         results.extend((folder.root, r) for r in response.results)
     if response is None:
@@ -146,10 +154,8 @@ def register(server: CodectxServer) -> None:
         except Exception:
             raise LspError("range must be an LSP range {start: {line, character}, end: {...}}") from None
         _, _, rel, text = ls.document(uri)
-        span = actions.target_span(
-            text, actions._language(rel), rng, Codec.of(ls.workspace.position_encoding)
-        )
-        data = {"uri": uri, "action": "refactor", "instruction": instruction, **actions._span_data(span)}
+        span = actions.target_span(text, language_for(rel), rng, Codec.of(ls.workspace.position_encoding))
+        data = {"uri": uri, "action": "refactor", "instruction": instruction, **actions.span_data(span)}
         edit, message = await actions.resolve_edit(ls, data)
         if edit is None:
             raise LspError(message)

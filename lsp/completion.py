@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from codectx.lsp.handlers import guarded
 from codectx.lsp.positions import Codec, client_position
-from codectx.lsp.server import guarded
 from codectx.lsp.suggest import suggestion_at
 from lsprotocol import types
 

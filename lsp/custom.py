@@ -6,13 +6,16 @@ Everything here is also reachable through standard methods
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from codectx.lsp import services
 from codectx.lsp.commands import first_arg, run_search
 from codectx.lsp.errors import LspError
+from codectx.lsp.handlers import guarded
 from codectx.lsp.positions import Codec, clamp, split_lines
-from codectx.lsp.server import CodectxServer, guarded
+from lsprotocol import types
+
+if TYPE_CHECKING:
+    from codectx.lsp.server import CodectxServer
 
 CONTEXT = "codectx/context"
 SEARCH = "codectx/search"
@@ -48,13 +51,10 @@ def register(server: CodectxServer) -> None:
         _locations, results, response = await run_search(ls, args)
         return {
             "query": args.get("query"),
-            "results": [
-                {**r.as_dict(show=True), "uri": (root / r.path).as_uri()} if hasattr(r, "as_dict") else {}
-                for root, r in results
-            ],
-            "partial": bool(getattr(response, "partial", False)),
-            "notes": list(getattr(response, "notes", [])),
-            "elapsed_ms": getattr(response, "elapsed_ms", None),
+            "results": [{**r.as_dict(show=True), "uri": (root / r.path).as_uri()} for root, r in results],
+            "partial": response.partial,
+            "notes": list(response.notes),
+            "elapsed_ms": response.elapsed_ms,
         }
 
     @server.feature(CONTEXT)
@@ -67,15 +67,13 @@ def register(server: CodectxServer) -> None:
         uri = str(args["uri"])
         position = args.get("position") or {}
         try:
-            from lsprotocol import types
-
             pos = types.Position(line=int(position["line"]), character=int(position["character"]))
         except (KeyError, TypeError, ValueError):
             raise LspError("codectx/context needs {uri, position: {line, character}}") from None
         folder, _path, rel, text = ls.document(uri)
         lines = split_lines(text)
         line, column = clamp(lines, pos, Codec.of(ls.workspace.position_encoding))
-        result = await services.context(ls, folder, uri, rel, "\n".join(lines), line, column)
+        result = await ls.context(folder, uri, rel, "\n".join(lines), line, column)
         if result is None:
             raise LspError("no index is ready yet; indexing runs in the background (see progress)")
         return result.as_dict(text=True)

@@ -1,16 +1,15 @@
-"""Model replacements → minimal, checked edits.
+"""Model replacements → minimal edits.
 
 The model rewrites a whole selection; the editor should only see the part
-that changed (cursor and undo stay sane, unrelated lines untouched). An edit
-whose result does not parse is refused, unless the document did not parse
-before either (then refusing would make broken files unfixable).
+that changed (cursor and undo stay sane, unrelated lines untouched). Whether
+the result still parses was checked by the session (codectx.app.refactor:
+check_parses) before the replacement got here.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from codectx.lsp.errors import EditRefused
 from codectx.lsp.positions import Codec, client_position, offset, split_lines
 from lsprotocol import types
 
@@ -51,32 +50,12 @@ def apply(text: str, span: Span, replacement: str) -> str:
     return joined[:start] + replacement + joined[end:]
 
 
-def check_parses(before: str, after: str, language: str | None) -> None:
-    """Refuse `after` when it has syntax errors that `before` did not have."""
-    if not language:
-        return
-    try:
-        from codectx.indexer.parsing.parse import has_syntax_errors
-    except ImportError:
-        return
-    try:
-        broken_after = has_syntax_errors(after, language)
-    except Exception:
-        return  # no grammar for this language: nothing to check against
-    if broken_after and not has_syntax_errors(before, language):
-        raise EditRefused(
-            "codectx refused the suggested edit: the result does not parse as "
-            f"{language} (the model's answer was incomplete or malformed); nothing was changed"
-        )
-
-
 def workspace_edit(
     uri: str,
     text: str,
     span: Span,
     replacement: str,
     codec: Codec,
-    language: str | None,
     version: int | None = None,
 ) -> types.WorkspaceEdit | None:
     """The smallest edit turning the selection into `replacement`; None when nothing changes."""
@@ -87,7 +66,6 @@ def workspace_edit(
     after = joined[:sel_start] + replacement + joined[sel_end:]
     if after == joined:
         return None
-    check_parses(joined, after, language)
     head, end, new_text = minimal_change(joined[sel_start:sel_end], replacement)
     s_line, s_col = _line_col(joined, sel_start + head)
     e_line, e_col = _line_col(joined, sel_start + end)

@@ -17,9 +17,5 @@ class DocumentUnusable(LspError):
     """The document is binary, too large or otherwise not worth sending anywhere."""
 
 
-class EditRefused(LspError):
-    """A model-proposed edit was refused (e.g. its result does not parse)."""
-
-
 class ServiceUnavailable(LspError):
     """A part the request needs (index, backend) is not available yet."""

@@ -23,11 +23,17 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+from codectx.backend.client import BackendClient
+from codectx.backend.transport import Gate
+from codectx.lsp.handlers import guarded, in_worker
+
 from codectx.settings import Settings
 
 if TYPE_CHECKING:
+    from codectx.lsp.folders import Folder
     from codectx.lsp.server import CodectxServer
-    from codectx.lsp.workspace import Folder
+
+    from codectx.app.session import WorkspaceSession
 
 log = logging.getLogger(__name__)
 
@@ -148,13 +154,12 @@ def pick_model(settings: Settings, served: list[str]) -> tuple[str | None, str |
     return served[0], None
 
 
-def _probe_client(settings: Settings, gate: Any) -> Any:
+def _probe_client(settings: Settings, gate: Gate) -> BackendClient:
     """A client of its own, without a circuit breaker, so an explicit probe really asks the server.
 
     Built in a worker thread: creating its TLS context reads certificate files.
     """
     from codectx.backend.breaker import CircuitBreaker
-    from codectx.backend.client import BackendClient
     from codectx.backend.transport import Transport
 
     transport = Transport(settings, gate, breaker=CircuitBreaker(0.0))
@@ -168,15 +173,10 @@ async def probe(ls: CodectxServer, folder: Folder | None, settings: Settings) ->
     if reason:
         endpoint = public_endpoint(settings.backend.url)
         return monitor.observe(BackendHealth("disabled", endpoint, None, None, reason, time.time()))
-    loop = asyncio.get_running_loop()
-    service: Any = None
+    session = ls.session(folder) if folder is not None else None
     try:
-        if folder is not None:
-            from codectx.lsp.services import completion_service
-
-            service = completion_service(ls, folder)
-        gate = await loop.run_in_executor(None, lambda: service.client.gate if service else _gate(settings))
-        client = await loop.run_in_executor(None, _probe_client, settings, gate)
+        gate = await in_worker(_gate, session, settings)
+        client = await in_worker(_probe_client, settings, gate)
     except Exception as exc:  # e.g. an unusable CA bundle: the backend cannot work as configured
         return monitor.failed(settings, exc)
     timeout = min(PROBE_TIMEOUT_S, float(settings.backend.total_timeout_s))
@@ -198,22 +198,18 @@ async def probe(ls: CodectxServer, folder: Folder | None, settings: Settings) ->
             "error", public_endpoint(settings.backend.url), None, latency_ms, problem, time.time()
         )
         return monitor.observe(health)
-    _recovered(ls, service)
+    # The server answers again: completions need not wait out the circuit breaker's interval.
+    ls.notices.resolved("backend")
+    if session is not None:
+        session.client.server_recovered()
     return monitor.ok(settings, model, latency_ms)
 
 
-def _gate(settings: Settings) -> Any:
+def _gate(session: WorkspaceSession | None, settings: Settings) -> Gate:
+    """The folder session's privacy gate, else one for these settings (built in a worker thread)."""
     from codectx.backend.transport import default_gate
 
-    return default_gate(settings)
-
-
-def _recovered(ls: CodectxServer, service: Any) -> None:
-    """The server answers again: completions need not wait out the circuit breaker's interval."""
-    ls.notices.resolved("backend")
-    client = getattr(service, "client", None)
-    if client is not None and getattr(client, "_transport", None) is not None:
-        client.transport.breaker.success()
+    return session.client.gate if session is not None else default_gate(settings)
 
 
 def index_health(folders: Iterable[Folder]) -> dict[str, Any]:
@@ -247,7 +243,6 @@ def _pending(folder: Folder) -> int:
 def register(server: CodectxServer) -> None:
     from codectx.lsp.custom import _params
     from codectx.lsp.errors import LspError
-    from codectx.lsp.server import guarded
 
     @server.feature(HEALTH)
     @guarded()

@@ -6,16 +6,17 @@ precisely what left the machine for a given suggestion or refactor.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import time
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from codectx.lsp.errors import LspError
 
-if TYPE_CHECKING:
-    from codectx.lsp.server import CodectxServer
+from codectx.app.index import AssembledContext
+from codectx.app.results import SentRequest
 
 KEEP = 50
 
@@ -44,6 +45,24 @@ class RequestRecord:
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    def used(self, context: AssembledContext, budget: bool = False) -> None:
+        """The context items that went into the request (and, for completions, the budget)."""
+        self.items = [item.as_dict(text=False) for item in context.items]
+        if budget:
+            self.budget = context.budget.as_dict()
+
+    def remember(self, sent: SentRequest) -> None:
+        """What the request sent: the exact payload, its hash, the audit id and the redactions."""
+        self.payload = sent.body.decode("utf-8", errors="replace")
+        self.endpoint = sent.endpoint
+        self.audit_id = sent.audit_id or ""
+        if sent.body:
+            self.sha256 = hashlib.sha256(sent.body).hexdigest()
+        # A redaction without the secret: the rule, where, and the token that replaced it.
+        self.redactions = [{"rule": f.rule, "line": f.line, "hmac8": f.hmac8} for f in sent.findings]
+        if not self.items:
+            self.items = list(sent.items)
 
 
 class History:
@@ -76,7 +95,3 @@ class History:
 
     def recent(self) -> list[RequestRecord]:
         return list(self._records.values())
-
-
-def register(server: CodectxServer) -> None:
-    server.history = History()

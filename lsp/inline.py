@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from codectx.lsp.handlers import guarded
 from codectx.lsp.positions import Codec, client_position
-from codectx.lsp.server import guarded
 from codectx.lsp.suggest import suggestion_at
 from lsprotocol import types
 

@@ -21,11 +21,14 @@ import logging
 import os
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
 from codectx.errors import UsageError
+
+if TYPE_CHECKING:
+    from pygls.lsp.server import LanguageServer
 
 _TYPES = (
     (logging.ERROR, types.MessageType.Error),
@@ -50,12 +53,12 @@ class LspLogHandler(logging.Handler):
     def __init__(self, fallback: logging.Handler, keep: int = 200) -> None:
         super().__init__()
         self._fallback = fallback
-        self._server: Any = None
+        self._server: LanguageServer | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._early: collections.deque[tuple[int, str]] = collections.deque(maxlen=keep)
         self._local = threading.local()
 
-    def attach(self, server: Any, loop: asyncio.AbstractEventLoop) -> None:
+    def attach(self, server: LanguageServer, loop: asyncio.AbstractEventLoop) -> None:
         """From now on records go to `server`'s client; records logged before are sent first."""
         self._server, self._loop = server, loop
         while self._early:
@@ -92,11 +95,12 @@ class LspLogHandler(logging.Handler):
                 self._fallback.handle(record)
 
     def _send(self, levelno: int, message: str) -> None:
+        server = self._server
+        if server is None:
+            return
         self._local.sending = True
         try:
-            self._server.window_log_message(
-                types.LogMessageParams(type=message_type(levelno), message=message)
-            )
+            server.window_log_message(types.LogMessageParams(type=message_type(levelno), message=message))
         except Exception:
             if levelno >= logging.ERROR:
                 print(message, file=sys.stderr)

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from codectx.errors import CodectxError
 
 if TYPE_CHECKING:
+    from codectx.lsp.history import RequestRecord
     from codectx.lsp.server import CodectxServer
 
 log = logging.getLogger(__name__)
@@ -24,11 +25,9 @@ log = logging.getLogger(__name__)
 def breakers(ls: CodectxServer) -> Iterator[tuple[str, str]]:
     """(server URL, breaker state) of every folder whose completion client has connected."""
     for folder in list(ls.workspaces.folders.values()):
-        service = folder.services.get("completion")
-        transport = getattr(getattr(service, "client", None), "_transport", None)
-        breaker = getattr(transport, "breaker", None)
-        if breaker is not None and folder.settings.backend.url:
-            yield str(folder.settings.backend.url), str(breaker.state)
+        state = folder.session.client.breaker_state() if folder.session is not None else None
+        if state is not None and folder.settings.backend.url:
+            yield folder.settings.backend.url, state
 
 
 def register(server: CodectxServer) -> None:
@@ -70,7 +69,7 @@ def started(ls: CodectxServer, kind: str) -> None:
         ls.metrics.started(kind)
 
 
-def finished(ls: CodectxServer, record: Any, error: BaseException | None = None) -> None:
+def finished(ls: CodectxServer, record: RequestRecord, error: BaseException | None = None) -> None:
     if ls.metrics is None:
         return
     from codectx.backend.metrics import observe_record

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 if TYPE_CHECKING:
-    from codectx.lsp.workspace import Folder, IndexProgress
+    from codectx.lsp.folders import Folder, IndexProgress
     from pygls.lsp.server import LanguageServer
 
 log = logging.getLogger(__name__)

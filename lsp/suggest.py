@@ -12,18 +12,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from codectx.lsp import observe, services
+from codectx.backend.errors import BackendNotConfigured
+from codectx.lsp import observe
 from codectx.lsp.positions import Codec, clamp, split_lines
 from lsprotocol import types
 
 from codectx.errors import CodectxError
 
 if TYPE_CHECKING:
+    from codectx.lsp.folders import Folder
+    from codectx.lsp.history import RequestRecord
     from codectx.lsp.server import CodectxServer
-    from codectx.lsp.workspace import Folder
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +59,7 @@ class Suggester:
             previous.cancel()
         deltas: list[str] = []
         task = asyncio.get_running_loop().create_task(
-            services.suggestion(ls, folder, record, rel, text, line, column, deltas)
+            self._suggestion(folder, record, rel, text, line, column, deltas)
         )
         self._inner[key] = task
         budget = folder.settings.lsp.request_budget_ms / 1000
@@ -100,9 +103,39 @@ class Suggester:
         observe.finished(ls, record)
         return result, record.id
 
+    async def _suggestion(
+        self,
+        folder: Folder,
+        record: RequestRecord,
+        rel: str,
+        text: str,
+        line: int,
+        column: int,
+        deltas: list[str],
+    ) -> str:
+        """The model's completion at the cursor; streamed pieces are appended to `deltas` as they come."""
+        debounce = folder.settings.lsp.debounce_ms / 1000
+        if debounce:
+            await asyncio.sleep(debounce)  # a newer keystroke cancels us here, before any work
+        started = time.perf_counter()
+        context = await self._ls.context(folder, record.uri, rel, text, line, column)
+        record.timings["context_ms"] = (time.perf_counter() - started) * 1000
+        if context is not None:
+            record.used(context, budget=True)
+        completion = await self._ls.session(folder).complete(
+            rel, text, line, column, context=context, on_delta=deltas.append, on_sent=record.remember
+        )
+        record.model = completion.model
+        record.timings["ttft_ms"] = completion.timings.get("ttft_ms", 0.0)
+        record.timings["backend_total_ms"] = completion.timings.get("total_ms", 0.0)
+        if completion.request_id:
+            record.audit_id = completion.request_id
+        record.timings["total_ms"] = (time.perf_counter() - started) * 1000
+        return completion.text
+
     def report(self, exc: BaseException) -> None:
         """One message per outage; the next one only after a success."""
-        if type(exc).__name__ == "BackendNotConfigured":
+        if isinstance(exc, BackendNotConfigured):
             self._ls.notices.once(
                 "backend",
                 "no AI suggestions: no model server configured. In your editor's codectx settings set "

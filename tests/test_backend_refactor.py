@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from codectx.backend.errors import BackendProtocolError
 from codectx.backend.prompts import Snippet
-from codectx.backend.refactor import RefactorRequest, build_messages, parse_answer
+
+from codectx.app.refactor import RefactorRequest, build_messages, parse_answer
 
 SELECTION = "    total = 0\n    for x in xs:\n        total += x\n"
 

@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 from codectx.backend.client import BackendClient
-from codectx.backend.service import CompletionService
 
+from codectx.app.cli import NoIndexSource
+from codectx.app.session import WorkspaceSession
 from codectx.cli import main
 from codectx.privacy.errors import EgressBlocked
 from codectx.settings import load_settings
@@ -40,6 +41,11 @@ def make_settings(tmp_path: Path, url: str | None, **over: Any) -> Any:
     root = tmp_path / "ws"
     root.mkdir(exist_ok=True)
     return load_settings(root, base, environ={}, user_config=tmp_path / "none.toml")
+
+
+def session_for(settings: Any, client: BackendClient) -> WorkspaceSession:
+    """A session without an index: the tests hand it their own context."""
+    return WorkspaceSession(settings, index=NoIndexSource(), embedder=lambda: None, client=client)
 
 
 def audit_entries(tmp_path: Path) -> list[dict[str, Any]]:
@@ -79,8 +85,8 @@ async def test_complete_document_only(tmp_path: Path, server: fs.FaultServer) ->
     server.default = fs.sse(["return a", " + b\n", "\n"])
     settings = make_settings(tmp_path, server.url)
     async with BackendClient(settings) as client:
-        service = CompletionService(settings, client, client.gate, None)
-        result = await service.complete("calc.py", DOC, 4, 4)
+        service = session_for(settings, client)
+        result = await service.complete("calc.py", DOC, 4, 4, context=None)
     assert result.text == "return a + b"
     assert result.mode == "block" and result.model == "m"
     assert set(result.timings) == {"context_ms", "ttft_ms", "total_ms"}
@@ -102,8 +108,8 @@ async def test_stream_is_closed_when_the_block_ends(tmp_path: Path, server: fs.F
     server.default = fs.sse(["return a + b\n", "\n", "def junk():\n"] + ["    pass\n"] * 500, delay_s=0.01)
     settings = make_settings(tmp_path, server.url)
     async with BackendClient(settings) as client:
-        service = CompletionService(settings, client, None, None)
-        result = await service.complete("calc.py", DOC, 4, 4)
+        service = session_for(settings, client)
+        result = await service.complete("calc.py", DOC, 4, 4, context=None)
         assert result.text == "return a + b"
         # Before the client closes its pool: the completion's connection is already gone.
         assert server.wait_idle(10.0) == 0
@@ -117,8 +123,8 @@ async def test_complete_with_retrieved_context(tmp_path: Path, server: fs.FaultS
         [item], prefix="def add(a, b):\n    return ", suffix="\n", prefix_start_line=3, suffix_end_line=5
     )
     async with BackendClient(settings) as client:
-        service = CompletionService(settings, client, None, lambda *a: ctx)
-        result = await service.complete("calc.py", DOC, 4, 11)
+        service = session_for(settings, client)
+        result = await service.complete("calc.py", DOC, 4, 11, context=ctx)
     assert result.text == "helper(a)"
     prompt = server.requests[-1].json()["prompt"]
     assert prompt.startswith("<|repo_name|>ws\n<|file_sep|>util.py#L4-L5\ndef helper(x):")
@@ -132,9 +138,9 @@ async def test_never_send_file_is_refused_before_any_byte(tmp_path: Path, server
     server.default = fs.sse(["x"])
     settings = make_settings(tmp_path, server.url)
     async with BackendClient(settings) as client:
-        service = CompletionService(settings, client)
+        service = session_for(settings, client)
         with pytest.raises(EgressBlocked):
-            await service.complete(".env", "API_KEY=abc\n", 0, 8)
+            await service.complete(".env", "API_KEY=abc\n", 0, 8, context=None)
     assert "/v1/completions" not in [r.path for r in server.requests]
 
 
@@ -150,7 +156,7 @@ async def test_refactor_round_trip(tmp_path: Path, server: fs.FaultServer) -> No
     settings = make_settings(tmp_path, server.url)
     doc = "def add(a, b):\n    return a + b\n"
     async with BackendClient(settings) as client:
-        service = CompletionService(settings, client)
+        service = session_for(settings, client)
         new = await service.refactor("calc.py", doc, (1, 0, 2, 0), "use sum")
     assert new == "    return sum((a, b))\n"
     messages = server.requests[-1].json()["messages"]
@@ -281,23 +287,24 @@ def test_cli_bad_position_and_file(tmp_path: Path, capsys: pytest.CaptureFixture
 async def test_explain_and_selection_errors(tmp_path: Path, server: fs.FaultServer) -> None:
     from codectx.errors import UsageError
 
-    answer = {
-        "id": "x",
-        "model": "m",
-        "choices": [{"message": {"content": "<think>hm</think>Adds **a** and b."}}],
-    }
+    answer = {"id": "x", "model": "m", "choices": [{"message": {"content": "  Adds **a** and b.\n"}}]}
     server.routes["/v1/chat/completions"] = fs.json_reply(answer)
     settings = make_settings(tmp_path, server.url)
     doc = "def add(a, b):\n    return a + b\n"
     async with BackendClient(settings) as client:
-        service = CompletionService(settings, client)
-        assert await service.explain("calc.py", doc, (0, 0, 1, 16)) == "Adds **a** and b."
+        service = session_for(settings, client)
+        explained = await service.explain("calc.py", doc, 0, 1)
+        assert (
+            explained.text == "Adds **a** and b."
+            and explained.model == "Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8"
+        )
         user = server.requests[-1].json()["messages"][-1]["content"]
-        assert user.endswith("Explain the selected code.") and "Instruction" not in user
+        assert user.startswith("Explain this code from calc.py (lines 1-2):") and doc.rstrip("\n") in user
+        assert service.last is explained.sent and service.last.kind == "explain"
         with pytest.raises(UsageError, match="select some code"):
             await service.refactor("calc.py", doc, (1, 0, 1, 0), "x")
         with pytest.raises(UsageError, match="outside the document"):
-            await service.explain("calc.py", doc, (9, 0, 9, 1))
+            await service.explain("calc.py", doc, 9, 9)
 
 
 async def test_server_without_tokenize_gets_stop_strings(tmp_path: Path, server: fs.FaultServer) -> None:
@@ -305,9 +312,9 @@ async def test_server_without_tokenize_gets_stop_strings(tmp_path: Path, server:
     server.default = fs.sse(["return 1"])
     settings = make_settings(tmp_path, server.url)
     async with BackendClient(settings) as client:
-        service = CompletionService(settings, client)
-        assert (await service.complete("calc.py", DOC, 4, 4)).text == "return 1"
-        await service.complete("calc.py", DOC, 4, 4)
+        service = session_for(settings, client)
+        assert (await service.complete("calc.py", DOC, 4, 4, context=None)).text == "return 1"
+        await service.complete("calc.py", DOC, 4, 4, context=None)
     bodies = [r.json() for r in server.requests if r.path == "/v1/completions"]
     assert "<|file_sep|>" in bodies[0]["stop"] and bodies[0]["skip_special_tokens"] is False
     assert "stop_token_ids" not in bodies[0]
@@ -358,8 +365,8 @@ async def test_prompt_is_fitted_to_a_small_server(tmp_path: Path, server: fs.Fau
     items = [Item(f"lib{i}.py", 0, 99, "z = 1\n" * 100) for i in range(3)]
     ctx = Context(items, prefix=big, suffix=big, prefix_start_line=0, suffix_end_line=4000)
     async with BackendClient(settings) as client:
-        service = CompletionService(settings, client, None, lambda *a: ctx)
-        await service.complete("big.py", big + big, 2000, 0)
+        service = session_for(settings, client)
+        await service.complete("big.py", big + big, 2000, 0, context=ctx)
         ratio = await client.chars_per_token()  # measured on a built-in sample via /tokenize
     prompt = [r.json()["prompt"] for r in server.requests if r.path == "/v1/completions"][-1]
     assert len(prompt) <= (512 - 64 - 32) * ratio * 0.85 + 200

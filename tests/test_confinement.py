@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 from codectx.lsp.errors import UriRefused
-from codectx.lsp.workspace import Workspaces
+from codectx.lsp.folders import Workspaces
 
+from codectx.app.embedders import Embedders
 from codectx.privacy.egress import EgressGate, SourceSpan
 from codectx.privacy.errors import EgressBlocked
 from codectx.settings import load_settings
@@ -153,7 +154,7 @@ def test_gate_judges_sources_on_real_path_and_own_name(ws: Path, tmp_path: Path)
 
 def test_lsp_refuses_links_by_their_own_name_and_by_their_target(ws: Path) -> None:
     (ws / "app" / "id_rsa.py").symlink_to(ws / "app" / "calc.py")
-    spaces = Workspaces(sink=None, on_error=lambda message: None)  # type: ignore[arg-type]
+    spaces = Workspaces(sink=None, on_error=lambda message: None, embedders=Embedders())  # type: ignore[arg-type]
     spaces.set_folder(ws, load_settings(ws, environ={}))
     _, _, rel = spaces.locate((ws / "app" / "calc.py").as_uri())
     assert rel == "app/calc.py"

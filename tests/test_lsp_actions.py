@@ -87,6 +87,12 @@ async def test_edit_that_does_not_parse_is_refused(tmp_path: Path, repo: Path) -
             rewrite = next(a for a in actions if "Rewrite" in a.title)
             with pytest.raises(JsonRpcException, match="does not parse"):
                 await lsp.code_action_resolve_async(rewrite)
+            # Refused here, but sent: "show context" has the request that left.
+            shown = await lsp.workspace_execute_command_async(
+                types.ExecuteCommandParams(command="codectx.showContext", arguments=[{}])
+            )
+            assert shown["kind"] == "refactor" and shown["status"] == "error", shown
+            assert "def add(left, right)" in shown["payload"] and shown["audit_id"]
     finally:
         backend.stop()
 

@@ -8,12 +8,14 @@ import pytest
 from codectx.lsp.completion import make_item, relative_indent, snippet_escape
 from codectx.lsp.config import build_settings, normalize
 from codectx.lsp.edits import Span, minimal_change, workspace_edit
-from codectx.lsp.errors import EditRefused, UriRefused
+from codectx.lsp.errors import UriRefused
+from codectx.lsp.folders import IndexProgress, progress_from
 from codectx.lsp.positions import Codec, split_lines
 from codectx.lsp.suggest import cut_partial
 from codectx.lsp.uris import folder_for, uri_to_path
-from codectx.lsp.workspace import IndexProgress, progress_from
 from lsprotocol import types
+
+from codectx.app.refactor import EditRefused, check_parses
 
 
 def test_normalize_accepts_the_three_shapes() -> None:
@@ -89,9 +91,7 @@ def test_minimal_change_trims_common_ends() -> None:
 def test_workspace_edit_is_minimal_and_versioned() -> None:
     text = "def f(a):\n    return a\n\n\ndef g():\n    pass\n"
     span = Span(0, 0, 1, 12)
-    edit = workspace_edit(
-        "file:///w/x.py", text, span, "def f(a: int) -> int:\n    return a", Codec(), "python", 3
-    )
+    edit = workspace_edit("file:///w/x.py", text, span, "def f(a: int) -> int:\n    return a", Codec(), 3)
     assert edit is not None and edit.document_changes
     change = edit.document_changes[0]
     assert isinstance(change, types.TextDocumentEdit) and change.text_document.version == 3
@@ -103,14 +103,11 @@ def test_workspace_edit_is_minimal_and_versioned() -> None:
 def test_edit_that_breaks_parsing_is_refused() -> None:
     text = "def f(a):\n    return a\n"
     with pytest.raises(EditRefused, match="does not parse"):
-        workspace_edit(
-            "file:///w/x.py", text, Span(0, 0, 1, 12), "def f(a:\n    return (a", Codec(), "python"
-        )
+        check_parses(text, "def f(a:\n    return (a\n", "python")
     # A file that was already broken may still be edited (else it could never be fixed).
     broken = "def f(a:\n    return a\n"
-    assert (
-        workspace_edit("file:///w/x.py", broken, Span(0, 0, 0, 8), "def f(a", Codec(), "python") is not None
-    )
+    check_parses(broken, "def f(a\n    return a\n", "python")
+    check_parses(text, "def f(a:\n", None)  # no language known: nothing to check against
 
 
 def test_cut_partial_keeps_whole_lines_or_words() -> None:

@@ -8,8 +8,6 @@ are real.
 from __future__ import annotations
 
 import asyncio
-import statistics
-import time
 from pathlib import Path
 
 import httpx
@@ -75,7 +73,9 @@ async def test_completion_through_real_engine(tmp_path: Path, vllm_server: Engin
 
 
 async def test_typing_burst_load(tmp_path: Path, vllm_server: Engine) -> None:  # noqa: F811
-    """50 requests 30 ms apart: the last is answered, the rest cancelled, search stays fast, RSS flat."""
+    """50 requests 30 ms apart: the last is answered, the rest superseded, search answers mid-burst,
+    RSS stays flat. (How fast search answers under load is bench/bench_lsp.py's business: no
+    wall-clock assertion here.)"""
     repo = make_repo(tmp_path / "repo")
     async with lsp_session(tmp_path, repo, options(vllm_server.api_url, request_budget_ms=20000)) as lsp:
         await wait_for(
@@ -85,17 +85,19 @@ async def test_typing_burst_load(tmp_path: Path, vllm_server: Engine) -> None:  
         uri = open_doc(lsp, repo / "calc" / "report.py")
         await lsp.text_document_completion_async(params(uri))  # warm path
 
-        async def burst() -> tuple[list, list[float]]:
+        async def burst() -> tuple[list, list]:
             futures = []
-            search_ms: list[float] = []
+            found: list = []
             for i in range(50):
                 futures.append(asyncio.ensure_future(lsp.text_document_completion_async(params(uri))))
-                if i == 25:
-                    started = time.perf_counter()
-                    await lsp.protocol.send_request_async("codectx/search", {"query": "scale values", "k": 5})
-                    search_ms.append((time.perf_counter() - started) * 1000)
+                if i == 25:  # a search in the middle of the burst is answered, not queued behind it
+                    found.append(
+                        await lsp.protocol.send_request_async(
+                            "codectx/search", {"query": "scale values", "k": 5}
+                        )
+                    )
                 await asyncio.sleep(0.03)
-            return await asyncio.wait_for(asyncio.gather(*futures), timeout=120), search_ms
+            return await asyncio.wait_for(asyncio.gather(*futures), timeout=120), found
 
         async def statuses(first: int) -> list[str]:
             out = []
@@ -109,10 +111,10 @@ async def test_typing_burst_load(tmp_path: Path, vllm_server: Engine) -> None:  
             return out
 
         rss_before = server.memory_info().rss
-        results, search_ms = await burst()
+        results, searched = await burst()
         first = await statuses(2)
         rss_after_one = server.memory_info().rss
-        results2, search_ms2 = await burst()
+        results2, searched2 = await burst()
         second = await statuses(52)
         rss_after_two = server.memory_info().rss
 
@@ -129,12 +131,12 @@ async def test_typing_burst_load(tmp_path: Path, vllm_server: Engine) -> None:  
             assert all(list(r.items) == [] for r, gone in zip(batch[:-1], superseded, strict=True) if gone)
         # The engine is not left generating for abandoned requests.
         await wait_for(lambda: running(vllm_server) == 0, timeout=30, interval=0.2)
-        worst = max(search_ms + search_ms2)
-        median = statistics.median(search_ms + search_ms2)
+        for answer in searched + searched2:
+            hits = plain(answer)["results"]
+            assert any(h["symbol"] == "scale" for h in hits), hits
         print(
-            f"\nload: search mid-burst {median:.0f} ms median, {worst:.0f} ms max; "
-            f"RSS {rss_before / 2**20:.0f} -> {rss_after_one / 2**20:.0f} -> {rss_after_two / 2**20:.0f} MiB"
+            f"\nload: RSS {rss_before / 2**20:.0f} -> {rss_after_one / 2**20:.0f} -> "
+            f"{rss_after_two / 2**20:.0f} MiB"
         )
-        assert worst < 1000, f"codectx/search took {worst:.0f} ms during the burst (target 200 ms)"
         # Flat: the second identical burst adds (almost) nothing.
         assert rss_after_two - rss_after_one < 40 * 2**20

@@ -167,7 +167,7 @@ def _codectx(args: list[str], cwd: Path, capsys: pytest.CaptureFixture[str]) -> 
 def test_no_planted_secret_reaches_the_server(
     tmp_path: Path, server: tuple[str, Captured], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    pytest.importorskip("codectx.backend.complete_cli")
+    pytest.importorskip("codectx.app.complete_cli")
     pytest.importorskip("codectx.retriever.context")
     url, captured = server
     root = tmp_path / "repo"

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from codectx.backend.prompts import Snippet, fit_prompt
-from codectx.backend.redaction import cursor_offset, redact_around_cursor, redact_items
 
+from codectx.app.redaction import cursor_offset, redact_around_cursor, redact_items
 from codectx.privacy.pieces import PieceRedactor
 from codectx.privacy.redact import TOKEN_PREFIX, Redactor
 
@@ -171,21 +171,24 @@ def test_real_source_is_byte_identical_except_for_exact_secret_spans() -> None:
 def test_a_prompt_full_of_secrets_stays_inside_its_budget(tmp_path: Path) -> None:
     from codectx.backend.client import BackendClient
     from codectx.backend.families import get_family
-    from codectx.backend.service import CompletionService
 
+    from codectx.app.cli import NoIndexSource
+    from codectx.app.session import WorkspaceSession
     from codectx.settings import load_settings
 
     root = tmp_path / "ws"
     root.mkdir()
     settings = load_settings(root, {}, environ={}, user_config=tmp_path / "none.toml")
-    service = CompletionService(settings, BackendClient(settings))
-    service._placeholder_chars = 90.0  # what a placeholder costs, as measured by /tokenize
+    session = WorkspaceSession(
+        settings, index=NoIndexSource(), embedder=lambda: None, client=BackendClient(settings)
+    )
+    completer = session.completer
+    completer.placeholder_chars = 90.0  # what a placeholder costs, as measured by /tokenize
     secrets = [f"Zq{i:02d}xR7!vL2mP9k" for i in range(40)]
     doc = "".join(f'password_{i} = "{s}"\n' for i, s in enumerate(secrets)) + "def f():\n    \n"
     for budget in (400, 800, 1600):
-        prompt, _, _, prefix, suffix, placeholders = service.build_prompt(
-            get_family("qwen"), "app.py", doc, 41, 4, None, budget
-        )
+        built = completer.build_prompt(get_family("qwen"), "app.py", doc, 41, 4, None, budget)
+        prompt, prefix, suffix, placeholders = built.prompt, built.prefix, built.suffix, built.placeholders
         assert not any(s[:12] in prompt.text for s in secrets)
         weight = len(prefix) + len(suffix) + sum(90 - len(t) for t in placeholders.tokens_in(prefix + suffix))
         assert weight <= budget, (budget, weight)

@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 from codectx.backend.client import BackendClient
-from codectx.backend.restore import restore_completion, restore_edit
-from codectx.backend.service import CompletionService
 
+from codectx.app.cli import NoIndexSource
+from codectx.app.restore import restore_completion, restore_edit
+from codectx.app.session import WorkspaceSession
 from codectx.privacy.pieces import Placeholders
 from codectx.settings import load_settings
 from tests import faultserver as fs
@@ -59,14 +60,18 @@ def settings(tmp_path: Path, url: str) -> Any:
     return load_settings(root, {"backend.url": url}, environ={}, user_config=tmp_path / "none.toml")
 
 
+def session(s: Any, client: BackendClient) -> WorkspaceSession:
+    return WorkspaceSession(s, index=NoIndexSource(), embedder=lambda: None, client=client)
+
+
 async def refactor(
     tmp_path: Path, server: fs.FaultServer, edit: Callable[[str], str]
 ) -> tuple[str, list[str], str]:
     server.routes["/v1/chat/completions"] = model(edit)
     s = settings(tmp_path, server.url)
     async with BackendClient(s) as client:
-        service = CompletionService(s, client)
-        code, notes = await service.refactor_edit("db.py", DOC, (0, 0, 4, 0), "add type hints")
+        edit = await session(s, client).refactor_edit("db.py", DOC, (0, 0, 4, 0), "add type hints")
+        code, notes = edit.code, edit.notes
     sent = server.requests[-1].body.decode()
     return code, notes, sent
 
@@ -116,8 +121,8 @@ async def test_explain_shows_the_original_text_locally(tmp_path: Path, server: f
     server.routes["/v1/chat/completions"] = explain
     s = settings(tmp_path, server.url)
     async with BackendClient(s) as client:
-        answer = await CompletionService(s, client).explain("db.py", DOC, (1, 0, 2, 0))
-    assert answer == f"It logs in with `{GH}`."
+        answer = await session(s, client).explain("db.py", DOC, 1, 2)
+    assert answer.text == f"It logs in with `{GH}`."
     assert GH not in server.requests[-1].body.decode()
 
 

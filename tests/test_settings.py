@@ -101,6 +101,27 @@ def test_settings_are_immutable(tmp_path: Path) -> None:
         s.index.model = "x"  # type: ignore[misc]
 
 
+def test_typed_sections_match_the_schema(tmp_path: Path) -> None:
+    """codectx.sections has one field per schema key, of the schema's type, and nothing else."""
+    import dataclasses
+
+    from codectx.schema import SCHEMA
+    from codectx.sections import PYTHON_TYPES, SECTION_TYPES
+
+    assert list(SECTION_TYPES) == list(SCHEMA)
+    for name, cls in SECTION_TYPES.items():
+        declared = {f.name: f.type for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        wanted = {key: PYTHON_TYPES[spec.type] for key, spec in SCHEMA[name].items()}
+        assert declared == wanted, name
+    s = load_settings(tmp_path, environ={})
+    for name, keys in SCHEMA.items():
+        section = getattr(s, name)
+        assert isinstance(section, SECTION_TYPES[name])
+        for key, spec in keys.items():
+            assert getattr(section, key) == spec.default, f"{name}.{key}"
+    assert s.as_dict()["backend"]["url"] is None and s.get("retriever.k") == 10
+
+
 def test_config_show_cli(tmp_path: Path) -> None:
     _write(tmp_path / ".codectx.toml", "[retriever]\nk = 4\n")
     out = subprocess.run(

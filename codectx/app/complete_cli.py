@@ -1,7 +1,7 @@
-"""`codectx complete`: one completion from the shell, through the same path an editor request takes.
+"""`codectx complete`: one completion from the shell, through the same session an editor request takes.
 
-Context assembly (when the workspace is indexed), the family's FIM prompt,
-redaction and audit in the privacy gate, the send, post-processing. With
+WorkspaceSession.context (when the workspace is indexed), then WorkspaceSession.complete: the
+family's FIM prompt, redaction and audit in the privacy gate, the send, post-processing. With
 `--dry-run` the exact request body is printed and nothing is sent.
 """
 
@@ -13,10 +13,15 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
+from codectx.app.cli import CommandIndex, NoIndexSource
+from codectx.app.index import QueryEmbedder, document_root, load_embedder, read_document, relative_path
+from codectx.app.session import IndexSource, WorkspaceSession
+from codectx.backend.client import BackendClient
+from codectx.backend.errors import BackendNotConfigured, BackendOffline, BackendTimeout
 from codectx.clikit import add_index_dir, add_json, add_root, print_json, settings_for, stderr
-from codectx.errors import CodectxError, UsageError
+from codectx.errors import UsageError
+from codectx.settings import Settings
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -61,9 +66,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def _complete(args: argparse.Namespace) -> int:
-    from codectx.backend.errors import BackendNotConfigured
-    from codectx.retriever.opening import document_root, read_document, relative_path
-
     if args.line < 0 or args.character < 0:
         raise UsageError("--line and --character are 0-based and must not be negative")
     target = Path(args.file).expanduser()
@@ -71,7 +73,7 @@ def _complete(args: argparse.Namespace) -> int:
         raise UsageError(f"no such file: {args.file}")
     # The document's real path must be inside the workspace (never /etc/passwd through a symlink).
     root = document_root(target, args.root)
-    extra: dict[str, Any] = {"backend.url": args.backend_url, "backend.model": args.model}
+    extra: dict[str, object] = {"backend.url": args.backend_url, "backend.model": args.model}
     if args.lexical:
         extra["retriever.context_dense"] = False
     settings = settings_for(root, args, extra)
@@ -79,8 +81,36 @@ def _complete(args: argparse.Namespace) -> int:
         raise BackendNotConfigured()
     rel = relative_path(root, target)
     text = sys.stdin.read() if args.stdin else read_document(root / rel)
-    provider = None if args.no_context else _context_provider(settings, args.lexical)
-    return asyncio.run(_run(args, settings, rel, text, provider))
+    index: IndexSource = NoIndexSource()
+    if not args.no_context:
+        index = CommandIndex(settings, on_missing=_no_index_note)
+        index.open_store()  # the note, if any, comes first
+    embedder = _NotedEmbedder(settings, enabled=not args.lexical)
+    return asyncio.run(_run(args, settings, rel, text, index, embedder))
+
+
+def _no_index_note(exc: Exception) -> None:
+    stderr(f"codectx: note: no index context ({exc}); using only the code around the cursor")
+
+
+class _NotedEmbedder:
+    """The query embedder, loaded at first need; a model that cannot load is noted once and the
+    context is lexical (full text and symbol names still help)."""
+
+    def __init__(self, settings: Settings, enabled: bool) -> None:
+        self.settings = settings
+        self.enabled = enabled
+        self._loaded: QueryEmbedder | None = None
+        self._tried = False
+
+    def __call__(self) -> QueryEmbedder | None:
+        if self.enabled and not self._tried:
+            self._tried = True
+            try:
+                self._loaded = load_embedder(self.settings)
+            except Exception as exc:  # no model: lexical context still helps
+                stderr(f"codectx: note: embedder unavailable ({exc}); lexical context only")
+        return self._loaded
 
 
 SLOW_AFTER_S = 1.0  # a stream still going this long after its first token is shown as it arrives
@@ -116,21 +146,34 @@ class _SlowEcho:
             sys.stderr.write("\n")
 
 
-async def _run(args: argparse.Namespace, settings: Any, rel: str, text: str, provider: Any) -> int:
-    from codectx.backend.client import BackendClient
-    from codectx.backend.errors import BackendOffline, BackendTimeout
-    from codectx.backend.service import CompletionService
-
-    async with BackendClient(settings) as client:
-        service = CompletionService(settings, client, context_provider=provider)
+async def _run(
+    args: argparse.Namespace,
+    settings: Settings,
+    rel: str,
+    text: str,
+    index: IndexSource,
+    embedder: _NotedEmbedder,
+) -> int:
+    session = WorkspaceSession(settings, index=index, embedder=embedder, client=BackendClient(settings))
+    async with session:
+        started = time.perf_counter()
+        context = session.context(rel, text, args.line, args.character)
+        context_ms = (time.perf_counter() - started) * 1000
         if args.dry_run:
-            dry = await service.dry_run(rel, text, args.line, args.character)
+            dry = await session.dry_run(rel, text, args.line, args.character, context=context)
             _print_unsent(args, dry.body, dry.endpoint, dry.audit_id, "dry run")
             return 0
         echo = _SlowEcho(enabled=not args.json)
         try:
-            result = await service.complete(
-                rel, text, args.line, args.character, mode=args.mode, on_delta=echo
+            result = await session.complete(
+                rel,
+                text,
+                args.line,
+                args.character,
+                context=context,
+                mode=args.mode,
+                on_delta=echo,
+                context_ms=context_ms,
             )
         except BackendOffline as exc:
             _print_unsent(args, exc.body, "/v1/completions", exc.audit_id, "offline mode (privacy.offline)")
@@ -143,7 +186,7 @@ async def _run(args: argparse.Namespace, settings: Any, rel: str, text: str, pro
         echo.end()
     if args.json:
         data = result.as_dict()
-        data["context"] = service.last.items if service.last else []
+        data["context"] = session.last.items if session.last else []
         print_json(data)
     else:
         sys.stdout.write(result.text + ("\n" if not result.text.endswith("\n") else ""))
@@ -152,7 +195,7 @@ async def _run(args: argparse.Namespace, settings: Any, rel: str, text: str, pro
     return 0
 
 
-def _print_partial(args: argparse.Namespace, exc: Any) -> int:
+def _print_partial(args: argparse.Namespace, exc: BackendTimeout) -> int:
     """A live stream cut by the total timeout: what arrived is printed, not thrown away."""
     if args.json:
         print_json({"text": exc.partial, "partial": True, "error": str(exc), "phase": exc.phase})
@@ -179,29 +222,3 @@ def _print_unsent(
     else:
         sys.stdout.write(body.decode("utf-8") + "\n")
     stderr(f"codectx: {why}: nothing was sent ({len(body)} bytes for {endpoint}; audit id {audit_id})")
-
-
-def _context_provider(settings: Any, lexical: bool) -> Any:
-    """assemble_context over the workspace index, or None (with a note) when there is no index."""
-    try:
-        from codectx.retriever.context import assemble_context
-        from codectx.retriever.opening import embedder_factory, open_store
-
-        store = open_store(settings)
-    except (CodectxError, ImportError) as exc:
-        stderr(f"codectx: note: no index context ({exc}); using only the code around the cursor")
-        return None
-    make = None if lexical else embedder_factory(settings)
-    loaded: list[Any] = []
-
-    def provide(path: str, text: str, line: int, character: int) -> Any:
-        if make is not None and not loaded:
-            try:
-                loaded.append(make())
-            except Exception as exc:  # no model: lexical context still helps
-                stderr(f"codectx: note: embedder unavailable ({exc}); lexical context only")
-                loaded.append(None)
-        embedder = loaded[0] if loaded else None
-        return assemble_context(store, settings, path, text, line, character, embedder=embedder)
-
-    return provide

@@ -9,15 +9,22 @@ chunk's edge is seen whole. The egress gate still scans the assembled body.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
+from codectx.app.index import ContextPiece
+from codectx.backend.prompts import Snippet
+from codectx.backend.transport import Gate
+from codectx.privacy.egress import EgressGate
 from codectx.privacy.pieces import PieceRedactor
 from codectx.privacy.redact import Redactor
+from codectx.settings import Settings
 
 SourceReader = Callable[[str], "str | None"]
+OpenText = Callable[[str], "str | None"]  # workspace path -> an open buffer's text, or None
+P = TypeVar("P", bound=ContextPiece)
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
 
 
@@ -80,43 +87,62 @@ def redact_around_cursor(
     return red_prefix, red_suffix
 
 
-def sendable(items: Sequence[Any], gate: Any) -> list[Any]:
+def sendable(items: Sequence[P], gate: Gate) -> list[P]:
     """Items whose file may be sent: a chunk of a never-send file (an index from before a never-send
     glob was added, say) is dropped here rather than blocking the whole request at the gate."""
-    refusal = getattr(gate, "refusal", None)
-    if refusal is None:
+    if not isinstance(gate, EgressGate):
         return list(items)
-    return [i for i in items if refusal(str(i.path)) is None]
+    return [i for i in items if gate.refusal(i.path) is None]
 
 
-def redact_items(pieces: PieceRedactor, items: Sequence[Any], read: SourceReader) -> list[Any]:
-    """Each retrieved item with its text redacted (same type, other fields unchanged)."""
+def redact_items(pieces: PieceRedactor, items: Sequence[ContextPiece], read: SourceReader) -> list[Snippet]:
+    """Each retrieved item as a snippet with its text redacted (path and lines unchanged)."""
     out = []
     for item in items:
-        path, text = str(item.path), str(item.text)
-        source = read(path)
-        redacted = pieces.chunk(text, path, int(item.start_line), source)
-        out.append(_with_text(item, redacted))
+        source = read(item.path)
+        redacted = pieces.chunk(item.text, item.path, item.start_line, source)
+        out.append(Snippet(item.path, item.start_line, item.end_line, redacted))
     # A value found secret in one piece is masked wherever it recurs (first pieces were scanned first).
-    return [_with_text(i, pieces.echo(str(i.text))) for i in out]
+    return [Snippet(s.path, s.start_line, s.end_line, pieces.echo(s.text)) for s in out]
 
 
-def _with_text(item: Any, text: str) -> Any:
-    if str(item.text) == text:
-        return item
-    try:
-        return replace(item, text=text)
-    except TypeError:
-        from codectx.backend.prompts import Snippet
-
-        return Snippet(str(item.path), int(item.start_line), int(item.end_line), text)
-
-
-def piece_redactor(gate: Any, settings: Any) -> PieceRedactor | None:
+def piece_redactor(gate: Gate, settings: Settings) -> PieceRedactor | None:
     """A redactor for one request's pieces (the gate's own engine and key), or None when redaction is off."""
-    if not bool(getattr(getattr(settings, "privacy", None), "redact", True)):
+    if not settings.privacy.redact:
         return None
-    redactor = getattr(gate, "redactor", None)
-    if not isinstance(redactor, Redactor):
-        redactor = Redactor(settings)
+    redactor = gate.redactor if isinstance(gate, EgressGate) else Redactor(settings)
     return PieceRedactor(redactor)
+
+
+class RequestRedaction:
+    """How a session redacts each request's pieces: its settings, its gate, and open buffers' text."""
+
+    def __init__(self, settings: Settings, gate: Gate, read_open: OpenText | None = None) -> None:
+        self.settings = settings
+        self.gate = gate
+        self.read_open = read_open  # path -> an open buffer's text (the editor's unsaved edits), or None
+
+    def pieces(self) -> PieceRedactor | None:
+        """A fresh piece redactor for one request (None when privacy.redact is off)."""
+        pieces = piece_redactor(self.gate, self.settings)
+        if pieces is not None:
+            pieces.deadline = time.monotonic() + self.settings.privacy.scan_timeout_s
+        return pieces
+
+    def reader(self, path: str, text: str) -> SourceReader:
+        """path -> that file's text now, to scan around a retrieved chunk: the request's own document,
+        an open buffer, else the file on disk (inside the workspace only)."""
+        on_disk = source_reader(self.settings.root, (path, text))
+        opened = self.read_open
+
+        def read(other: str) -> str | None:
+            if opened is not None and other != path:
+                found = opened(other)
+                if found is not None:
+                    return found
+            return on_disk(other)
+
+        return read
+
+    def sendable(self, items: Sequence[P]) -> list[P]:
+        return sendable(items, self.gate)

@@ -1,8 +1,10 @@
-"""Workspace folders → their settings, index and background (re)indexing.
+"""Workspace folders → their settings, index, session and background (re)indexing.
 
 Each folder gets one `Folder`: its Settings, its index store (opened as soon
-as one exists, so requests are served from whatever is ready), and a single
-background job that builds or refreshes the index. Reindex requests (save,
+as one exists, so requests are served from whatever is ready), its
+WorkspaceSession (codectx.app, built on first use and rebuilt when the
+folder's settings change), and a single background job that builds or
+refreshes the index. Reindex requests (save,
 watched-file events, the internal watcher, `codectx.reindex`) are coalesced:
 while a run is going, further requests only mark the folder dirty and one
 more run follows.
@@ -25,6 +27,9 @@ from typing import Any
 from codectx.lsp.errors import ServiceUnavailable, UriRefused
 from codectx.lsp.uris import folder_for, relative_posix, uri_to_path
 
+from codectx.app.embedders import Embedders
+from codectx.app.index import IndexRun, Store, index_folder, open_existing
+from codectx.app.session import WorkspaceSession
 from codectx.errors import CodectxError
 from codectx.settings import Settings
 
@@ -107,28 +112,26 @@ ProgressSink = Callable[["Folder", IndexProgress, str], None]  # (folder, progre
 class Folder:
     root: Path
     settings: Settings
-    store: Any = None
+    store: Store | None = None
     state: str = "idle"  # idle | indexing | ready | failed | unavailable
     error: str = ""
     progress: IndexProgress = field(default_factory=IndexProgress)
     runs: int = 0
     dirty: bool = False
     task: asyncio.Task[None] | None = None
-    services: dict[str, Any] = field(default_factory=dict)
+    session: WorkspaceSession | None = None  # built by CodectxServer.session, dropped on new settings
     missing_logged: bool = False
     pending_paths: set[Path] = field(default_factory=set)
     full_pending: bool = False
 
-    def open_store(self) -> Any:
+    def open_store(self) -> Store | None:
         """The folder's index store, opened on first use; None while there is none yet."""
         if self.store is not None:
             return self.store
         try:
-            from codectx.indexer.storage.store import IndexStore
+            self.store = open_existing(self.settings.index_dir())
         except ImportError:
             return None
-        try:
-            self.store = IndexStore.open(self.settings.index_dir(), create=False)
         except CodectxError as exc:
             if not self.missing_logged:
                 self.missing_logged = True
@@ -139,7 +142,7 @@ class Folder:
             return None
         return self.store
 
-    def require_store(self) -> Any:
+    def require_store(self) -> Store:
         store = self.open_store()
         if store is None:
             state = "being built" if self.state == "indexing" else "missing"
@@ -147,27 +150,21 @@ class Folder:
         return store
 
 
-def _run_index(folder: Folder, paths: list[Path] | None, on_progress: Callable[..., None]) -> Any:
-    from codectx.indexer.pipeline import index_paths, index_workspace
-    from codectx.lsp.services import embedder_for
-
-    # Share the server's embedding model instead of loading a second copy.
-    embedder = embedder_for(folder.settings)
-    if paths:
-        return index_paths(folder.root, paths, folder.settings, progress=on_progress, embedder=embedder)
-    return index_workspace(
-        folder.root, folder.settings, progress=on_progress, embedder=embedder, lock_wait_s=2.0
-    )
-
-
 class Workspaces:
     """All workspace folders and their background indexing."""
 
-    def __init__(self, sink: ProgressSink, on_error: Callable[[str], None]) -> None:
+    def __init__(self, sink: ProgressSink, on_error: Callable[[str], None], embedders: Embedders) -> None:
         self.folders: dict[Path, Folder] = {}
         self._sink = sink
         self._on_error = on_error
+        self._embedders = embedders  # the server's models: indexing shares them, loads no second copy
         self._watch_task: asyncio.Task[None] | None = None
+
+    def _run_index(
+        self, folder: Folder, paths: list[Path] | None, on_progress: Callable[..., None]
+    ) -> IndexRun:
+        embedder = self._embedders.get(folder.settings)
+        return index_folder(folder.root, folder.settings, paths, progress=on_progress, embedder=embedder)
 
     def set_folder(self, root: Path, settings: Settings) -> Folder:
         root = root.resolve()
@@ -176,7 +173,7 @@ class Workspaces:
             if existing.settings.index_dir() != settings.index_dir():
                 existing.store = None
             existing.settings = settings
-            existing.services.clear()  # rebuilt with the new settings on next use
+            existing.session = None  # rebuilt with the new settings on next use
             return existing
         folder = Folder(root=root, settings=settings)
         self.folders[root] = folder
@@ -259,7 +256,7 @@ class Workspaces:
                 loop.call_soon_threadsafe(on_loop, values)
 
         try:
-            report = await loop.run_in_executor(None, _run_index, folder, paths, on_progress)
+            report = await loop.run_in_executor(None, self._run_index, folder, paths, on_progress)
         except asyncio.CancelledError:
             folder.state = "idle"
             self._sink(folder, folder.progress, "end")
@@ -280,7 +277,7 @@ class Workspaces:
             folder.state = "ready"
             folder.error = ""
             # Bad ignore lines, undecodable names, files that changed kind: the LSP log, no popup.
-            for warning in getattr(report, "warnings", [])[:100]:
+            for warning in list(report.warnings)[:100]:
                 log.warning("indexing %s: %s", folder.root, warning)
             self._apply_report(folder, report)
             folder.store = None  # reopen: the run may have created or replaced tables
@@ -288,20 +285,11 @@ class Workspaces:
         self._sink(folder, folder.progress, "end")
 
     @staticmethod
-    def _apply_report(folder: Folder, report: Any) -> None:
-        values: dict[str, Any] = {}
-        if isinstance(getattr(report, "vectors_embedded", None), int):
-            values["vectors"] = report.vectors_embedded
-        if isinstance(getattr(report, "vectors_pending", None), int):
-            values["vectors_pending"] = report.vectors_pending
-        for name in ("files", "chunks", "vectors"):
-            for alias in (name, f"n_{name}", f"{name}_indexed", f"{name}_total"):
-                value = getattr(report, alias, None)
-                if isinstance(value, int) and not isinstance(value, bool):
-                    values.setdefault(name, value)
-        for name, value in values.items():
-            if name != "stage":
-                setattr(folder.progress, name, value)
+    def _apply_report(folder: Folder, report: IndexRun) -> None:
+        folder.progress.files = report.files
+        folder.progress.chunks = report.chunks
+        folder.progress.vectors = report.vectors_embedded
+        folder.progress.vectors_pending = report.vectors_pending
 
     # --- internal watcher (clients without didChangeWatchedFiles) ------------
 

@@ -1,0 +1,245 @@
+"""One workspace's session: the single entry every surface calls (shell, language server, later chat
+and MCP).
+
+A session holds what a workspace's requests need: its settings, its index (through an
+`IndexSource`, so the language server can reopen the store after a reindex while the shell
+opens it once), the query embedder, the model-server client with its privacy gate, the
+redaction of each request's pieces, and the last request it sent (for "show context").
+
+    session = WorkspaceSession(settings, index=source, embedder=lambda: embedder)
+    ctx = session.context("pkg/mod.py", text, line, character)      # blocking: a worker thread
+    done = await session.complete("pkg/mod.py", text, line, character, context=ctx)
+    edit = await session.refactor_edit("pkg/mod.py", text, (l0, c0, l1, c1), "use pathlib", context=ctx)
+    prose = await session.explain("pkg/mod.py", text, first_line, last_line)
+    hits = session.search("parse the config")                        # blocking: a worker thread
+    sites = session.definitions("Session.send")                       # blocking
+    lines = session.read_file("pkg/mod.py", 10, 40)                   # blocking; redacted
+    await session.aclose()
+
+Which methods block and which await is in their type: `context`, `search`, `definitions`,
+`read_file` and `warm_up_gate`
+use the CPU and the disk (call them off an event loop); the `async` ones talk to the model
+server and are cancellable (cancelling closes the stream, so vLLM aborts the request).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from types import TracebackType
+from typing import Protocol
+
+from codectx.app import explain as explaining
+from codectx.app import refactor as refactoring
+from codectx.app.completion import Completer
+from codectx.app.files import read_confined
+from codectx.app.index import (
+    AssembledContext,
+    DefinitionSite,
+    QueryEmbedder,
+    RecentRegion,
+    SearchAnswer,
+    Searcher,
+    Store,
+    assemble,
+    searcher,
+)
+from codectx.app.model import ServedModel
+from codectx.app.redaction import OpenText, RequestRedaction
+from codectx.app.refactor import Selection
+from codectx.app.results import Completion, DryRun, Explanation, FileText, RefactorEdit, SentRequest
+from codectx.backend.client import BackendClient
+from codectx.errors import CodectxError
+from codectx.settings import Settings
+
+log = logging.getLogger(__name__)
+
+EmbedderSource = Callable[[], "QueryEmbedder | None"]  # the query embedder, loaded at first call
+
+
+class IndexSource(Protocol):
+    """Where a session finds its workspace's index."""
+
+    def open_store(self) -> Store | None:
+        """The index as it is now; None while there is none yet (context then cuts the document)."""
+        ...
+
+
+class NoIndex(CodectxError):
+    """A request needs the index and the workspace has none yet."""
+
+
+class WorkspaceSession:
+    """Completions, refactors, explanations, context and search for one workspace."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        index: IndexSource,
+        embedder: EmbedderSource,
+        client: BackendClient | None = None,
+        read_open: OpenText | None = None,
+        preload_search: bool = False,
+    ) -> None:
+        self.settings = settings
+        self.index = index
+        self.embedder = embedder
+        self.client = client if client is not None else BackendClient(settings)
+        self.redaction = RequestRedaction(settings, self.client.gate, read_open)
+        self.model = ServedModel(settings, self.client)
+        self.completer = Completer(settings, self.model, self.redaction, self._remember)
+        self.last: SentRequest | None = None  # what the last model request sent (or would have)
+        self._preload = preload_search
+        self._searcher: tuple[Store, Searcher] | None = None
+
+    def _remember(self, sent: SentRequest) -> None:
+        self.last = sent
+
+    # ---- the index (blocking: CPU and disk) ---------------------------------------------------
+
+    def context(
+        self, path: str, text: str, line: int, character: int, *, recent: Sequence[RecentRegion] = ()
+    ) -> AssembledContext | None:
+        """Completion context at a 0-based cursor of `path`; None when there is no index yet (the
+        prompt is then cut from the document alone)."""
+        store = self.index.open_store()
+        if store is None:
+            return None
+        return assemble(
+            store, self.settings, path, text, line, character, recent=recent, embedder=self.embedder()
+        )
+
+    def search(
+        self,
+        query: str,
+        k: int | None = None,
+        *,
+        languages: Sequence[str] | None = None,
+        glob: str | None = None,
+        dense: bool = True,
+    ) -> SearchAnswer:
+        """Hybrid search of the workspace index (it may embed the query)."""
+        store = self._store()
+        if self._searcher is None or self._searcher[0] is not store:
+            self._searcher = (store, searcher(store, self.settings, self.embedder, preload=self._preload))
+        return self._searcher[1].search(query, k, languages, glob, dense)
+
+    def definitions(self, name: str) -> list[DefinitionSite]:
+        """Where `name` (a short name such as `send`, or a qualified one such as `Session.send`) is
+        defined in the workspace, by path and line."""
+        return list(self._store().symbols_named(name))
+
+    def read_file(
+        self, path: str, start_line: int | None = None, end_line: int | None = None, *, redact: bool = True
+    ) -> FileText:
+        """Lines of a workspace file (0-based, inclusive; default all) for a surface to show or send:
+        confined to the workspace, never-send files refused, secrets redacted unless `redact=False`
+        (for text that stays on this machine)."""
+        return read_confined(self.settings, self.redaction, path, start_line, end_line, redact=redact)
+
+    def _store(self) -> Store:
+        store = self.index.open_store()
+        if store is None:
+            raise NoIndex("no index is ready yet; indexing runs in the background (see progress)")
+        return store
+
+    def warm_up_gate(self) -> None:
+        """The privacy gate compiles its rules and loads its key on first use (about a second)."""
+        self.client.gate.prepare("/v1/completions", {"prompt": "warm up"}, [])
+
+    # ---- the model (async, cancellable) -----------------------------------------------------
+
+    async def complete(
+        self,
+        path: str,
+        text: str,
+        line: int,
+        character: int,
+        *,
+        context: AssembledContext | None,
+        mode: str = "auto",
+        on_delta: Callable[[str], None] | None = None,
+        context_ms: float = 0.0,
+        on_sent: Callable[[SentRequest], None] | None = None,
+    ) -> Completion:
+        """The model's completion at a 0-based (line, character) of `path` (workspace-relative), with
+        `context` from `self.context` (None: the code around the cursor only). Streamed raw pieces go
+        to `on_delta` as they arrive; what was sent goes to `on_sent` when the request is over, also
+        when it failed or was cancelled. Offline mode raises BackendOffline after logging the request."""
+        return await self.completer.complete(
+            path,
+            text,
+            line,
+            character,
+            context,
+            mode=mode,
+            on_delta=on_delta,
+            context_ms=context_ms,
+            on_sent=on_sent,
+        )
+
+    async def dry_run(
+        self, path: str, text: str, line: int, character: int, *, context: AssembledContext | None
+    ) -> DryRun:
+        """The exact request `complete` would send, built, redacted and logged as not sent."""
+        return await self.completer.dry_run(path, text, line, character, context)
+
+    async def refactor_edit(
+        self,
+        path: str,
+        text: str,
+        selection: Selection,
+        instruction: str,
+        *,
+        context: AssembledContext | None = None,
+    ) -> RefactorEdit:
+        """The replacement for `selection` = (start line, start char, end line, end char), 0-based, by a
+        free-text instruction; secrets the model saw as placeholders are put back. EditRefused when
+        the file would no longer parse (unless it did not parse before either)."""
+        try:
+            edit = await refactoring.refactor_edit(
+                self.model, self.redaction, path, text, selection, instruction, context
+            )
+        except refactoring.EditRefused as exc:  # the request was made all the same
+            self.last = exc.sent
+            raise
+        self.last = edit.sent
+        return edit
+
+    async def refactor(
+        self,
+        path: str,
+        text: str,
+        selection: Selection,
+        instruction: str,
+        *,
+        context: AssembledContext | None = None,
+    ) -> str:
+        """`refactor_edit`'s code alone."""
+        return (await self.refactor_edit(path, text, selection, instruction, context=context)).code
+
+    async def explain(self, path: str, text: str, start_line: int, end_line: int) -> Explanation:
+        """The model's explanation of lines start_line..end_line (0-based, inclusive) of `path`."""
+        answer = await explaining.explain(self.model, self.redaction, path, text, start_line, end_line)
+        self.last = answer.sent
+        return answer
+
+    async def warm_up(self) -> None:
+        """Ask the server once for its model and stop-token ids, and run the scanner once. No code."""
+        await self.completer.warm_up()
+
+    # (chat goes here: one more method over the same model, redaction and index.)
+
+    # ---- lifetime -----------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    async def __aenter__(self) -> WorkspaceSession:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()

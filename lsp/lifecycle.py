@@ -1,0 +1,197 @@
+"""The server's lifecycle and document events: initialize, initialized, shutdown, didChange, didSave,
+watched files, configuration and workspace-folder changes.
+
+None of them blocks: folders and settings are read at once, indexing and warm-up start in the
+background (warm-up in worker threads, so the first completion does not pay for loading models).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+from codectx.lsp import observe
+from codectx.lsp.errors import UriRefused
+from codectx.lsp.folders import Folder
+from codectx.lsp.handlers import in_worker
+from codectx.lsp.server import CodectxServer
+from codectx.lsp.uris import uri_to_path
+from lsprotocol import types
+
+log = logging.getLogger(__name__)
+
+
+def _client_supports_watch_registration(server: CodectxServer) -> bool:
+    caps = server.client_capabilities
+    ws = caps.workspace if caps else None
+    watched = ws.did_change_watched_files if ws else None
+    return bool(watched and watched.dynamic_registration)
+
+
+def _client_supports_configuration(server: CodectxServer) -> bool:
+    caps = server.client_capabilities
+    return bool(caps and caps.workspace and caps.workspace.configuration)
+
+
+def _initial_folders(params: types.InitializeParams) -> list[Path]:
+    roots: list[Path] = []
+    uris = [f.uri for f in params.workspace_folders or []]
+    if not uris and params.root_uri:
+        uris = [params.root_uri]
+    if not uris and params.root_path:
+        roots.append(Path(params.root_path))
+    for uri in uris:
+        try:
+            roots.append(uri_to_path(uri))
+        except UriRefused as exc:
+            log.warning("workspace folder refused: %s", exc)
+    return [r for r in roots if r.is_dir()]
+
+
+def register(server: CodectxServer) -> None:
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: CodectxServer, params: types.InitializeParams) -> None:
+        """Reads folders and the editor's user-level settings; never blocks (no I/O beyond config files)."""
+        if ls.log_bridge is not None:
+            ls.log_bridge.attach(ls, asyncio.get_running_loop())
+        ls.editor_settings = params.initialization_options
+        for root in _initial_folders(params):
+            ls.workspaces.set_folder(root, ls.settings_for_root(root.resolve()))
+        ls.default_settings = ls.settings_for_root(None)
+
+    @server.feature(types.INITIALIZED)
+    async def initialized(ls: CodectxServer, params: types.InitializedParams) -> None:
+        """Pulls folder-scoped settings, registers watchers, starts background indexing. Non-blocking."""
+        if _client_supports_configuration(ls):
+            await _pull_folder_settings(ls)
+        if _client_supports_watch_registration(ls):
+            try:
+                await ls.client_register_capability_async(
+                    types.RegistrationParams(
+                        registrations=[
+                            types.Registration(
+                                id="codectx-watch",
+                                method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                                register_options=types.DidChangeWatchedFilesRegistrationOptions(
+                                    watchers=[types.FileSystemWatcher(glob_pattern="**/*")]
+                                ),
+                            )
+                        ]
+                    )
+                )
+            except Exception:
+                log.warning("client refused file-watch registration; using the internal watcher")
+                ls.workspaces.start_watcher(lambda f: float(f.settings.lsp.watch_interval_s))
+        else:
+            ls.workspaces.start_watcher(lambda f: float(f.settings.lsp.watch_interval_s))
+        asyncio.get_running_loop().create_task(_warm_up(ls))
+        observe.start_endpoint(ls)
+        for folder in ls.workspaces.folders.values():
+            if folder.settings.lsp.index_on_open:
+                ls.workspaces.request_reindex(folder)
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: CodectxServer, params: None) -> None:
+        ls.workspaces.stop()
+        observe.stop_endpoint(ls)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: CodectxServer, params: types.DidChangeTextDocumentParams) -> None:
+        ls.recent.record(params)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: CodectxServer, params: types.DidCloseTextDocumentParams) -> None:
+        pass
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: CodectxServer, params: types.DidSaveTextDocumentParams) -> None:
+        """Schedules a coalesced incremental reindex of the file's folder; returns at once."""
+        try:
+            folder, path, _ = ls.workspaces.locate(params.text_document.uri)
+        except UriRefused:
+            return
+        ls.workspaces.request_reindex(folder, [path])
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def did_change_watched(ls: CodectxServer, params: types.DidChangeWatchedFilesParams) -> None:
+        """Schedules reindexing of the folders touched; files inside index folders are ignored."""
+        touched: dict[Path, tuple[Folder, list[Path]]] = {}
+        for change in params.changes:
+            try:
+                folder, path, _ = ls.workspaces.locate(change.uri)
+            except UriRefused:
+                continue
+            index_dir = folder.settings.index_dir()
+            if path == index_dir or index_dir in path.parents or ".git" in path.parts:
+                continue
+            touched.setdefault(folder.root, (folder, []))[1].append(path)
+        for folder, paths in touched.values():
+            # A folder event (or many files at once) is cheaper as one incremental full pass.
+            dirs = any(p.is_dir() for p in paths)
+            ls.workspaces.request_reindex(folder, None if dirs or len(paths) > 50 else paths)
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(ls: CodectxServer, params: types.DidChangeConfigurationParams) -> None:
+        """New user-level settings (the payload) and re-pulled folder settings; non-blocking."""
+        if params.settings not in (None, {}):
+            ls.editor_settings = params.settings
+        if _client_supports_configuration(ls):
+            await _pull_folder_settings(ls)
+        ls.refresh_settings()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    def did_change_folders(ls: CodectxServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+        for removed in params.event.removed:
+            try:
+                ls.workspaces.remove(uri_to_path(removed.uri))
+            except UriRefused:
+                pass
+        for added in params.event.added:
+            try:
+                root = uri_to_path(added.uri).resolve()
+            except UriRefused:
+                continue
+            if root.is_dir():
+                folder = ls.workspaces.set_folder(root, ls.settings_for_root(root))
+                if folder.settings.lsp.index_on_open:
+                    ls.workspaces.request_reindex(folder)
+
+
+async def _warm_up(ls: CodectxServer) -> None:
+    """Import the heavy modules, load the embedder and the privacy gate's rules in worker threads,
+    before the first completion (it would otherwise pay seconds for them)."""
+    settings = (
+        next(iter(ls.workspaces.folders.values())).settings if ls.workspaces.folders else ls.default_settings
+    )
+    for problem in await in_worker(ls.embedders.warm_up, settings):
+        log.warning("warm-up: %s", problem)
+    for folder in list(ls.workspaces.folders.values()):
+        if not folder.settings.backend.url:
+            continue
+        try:
+            await in_worker(ls.session(folder).warm_up_gate)
+        except Exception:
+            log.info("warm-up of the privacy gate failed", exc_info=True)
+    ls.warm = True
+
+
+async def _pull_folder_settings(ls: CodectxServer) -> None:
+    roots = list(ls.workspaces.folders)
+    if not roots:
+        return
+    try:
+        values = await asyncio.wait_for(
+            ls.workspace_configuration_async(
+                types.ConfigurationParams(
+                    items=[types.ConfigurationItem(scope_uri=r.as_uri(), section="codectx") for r in roots]
+                )
+            ),
+            timeout=5,
+        )
+    except Exception:
+        log.info("workspace/configuration failed; using user-level settings only", exc_info=True)
+        return
+    for root, value in zip(roots, values or [], strict=False):
+        ls.folder_settings[root] = value or None
+    ls.refresh_settings()
