@@ -16,7 +16,6 @@ natural-language tasks (requests, click, flask) the mix lifted recall@10 from
 
 from __future__ import annotations
 
-import fnmatch
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -26,6 +25,7 @@ from typing import Any, Protocol
 from codectx.indexer.embedding.embedder import name_model_id
 from codectx.indexer.model import Chunk, Definition
 from codectx.indexer.parsing.identifiers import split_identifier
+from codectx.indexer.storage.pathglob import path_glob
 from codectx.retriever.errors import BadRequest
 from codectx.retriever.fusion import weighted_rrf
 from codectx.retriever.snapshot import IndexSource, snapshot_of
@@ -150,7 +150,7 @@ def _matches(chunk: Chunk, languages: Sequence[str] | None, glob: str | None) ->
         return False
     if not glob:
         return True
-    return fnmatch.fnmatch(chunk.path, glob) or fnmatch.fnmatch(chunk.path, f"{glob.rstrip('/')}/*")
+    return path_glob(glob).matches(chunk.path)
 
 
 class HybridSearcher:

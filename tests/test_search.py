@@ -77,6 +77,31 @@ def test_language_and_glob_filters(tmp_path: Path) -> None:
     assert searcher.search("connect", k=10, languages=["go"]).results == []
 
 
+def test_glob_is_gitignore_style_and_lang_is_checked_on_the_command_line(tmp_path: Path) -> None:
+    root = copy_repo("python", tmp_path)
+    build_index(root)
+
+    def paths(*args: str) -> set[str]:
+        done = codectx(
+            "search", "format url port client", ".", "-k", "50", "--json", "--lexical", *args, cwd=root
+        )
+        assert done.returncode == 0, done.stderr
+        return {r["path"] for r in json.loads(done.stdout)["results"]}
+
+    everything = paths()
+    assert {"pkg/client.py", "pkg/util/helpers.py"} <= everything
+    assert paths("--glob", "pkg/*.py") == {
+        p for p in everything if p.count("/") == 1 and p.startswith("pkg/")
+    }
+    assert "pkg/util/helpers.py" in paths("--glob", "pkg/**/*.py")
+    assert paths("--glob", "!pkg/**") == {p for p in everything if not p.startswith("pkg/")} != set()
+    assert paths("--glob", "helpers.py") == {"pkg/util/helpers.py"}
+    typo = codectx("search", "client", ".", "--lexical", "--lang", "pyhton", cwd=root)
+    assert typo.returncode == 2 and "unknown language" in typo.stderr and "python" in typo.stderr
+    assert "Traceback" not in typo.stderr
+    assert paths("--lang", "Python") == everything
+
+
 def test_search_cli_json_fields_and_errors(tmp_path: Path) -> None:
     root = copy_repo("python", tmp_path)
     build_index(root)

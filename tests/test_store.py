@@ -112,7 +112,7 @@ def test_fts_after_index_build_sees_later_writes(store: IndexStore) -> None:
 
 def test_glob_translation_escapes_sql_wildcards() -> None:
     sql = filter_sql(path_glob="a_b/*.py")
-    assert sql is not None and "a\\_b/%.py" in sql
+    assert sql is not None and "a\\_b/%.py%" in sql
     assert filter_sql() is None
 
 

@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, cast
 
+from codectx.errors import UsageError
+
 # The retriever's request errors, re-exported for the shell commands.
 from codectx.retriever.errors import BadRequest as BadRequest
 from codectx.retriever.errors import UnknownFile as UnknownFile
@@ -368,3 +370,23 @@ def index_folder(
     else:
         report = index_workspace(root, settings, progress=progress, embedder=shared, lock_wait_s=2.0)
     return report
+
+
+def search_filters(languages: Sequence[str] | None, glob: str | None) -> tuple[list[str] | None, str | None]:
+    """Search filters checked once for every surface: a language no file can have and a malformed
+    glob are `UsageError`s naming the value (and the nearest known languages)."""
+    import difflib
+
+    from codectx.indexer.parsing.languages import known_languages
+    from codectx.indexer.storage.pathglob import path_glob
+
+    names = [name.strip().lower() for name in languages or () if name.strip()]
+    known = known_languages()
+    for name in names:
+        if name not in known:
+            near = difflib.get_close_matches(name, sorted(known), n=3)
+            hint = f"; did you mean {', '.join(near)}?" if near else f"; known: {', '.join(sorted(known))}"
+            raise UsageError(f"--lang {name!r}: unknown language{hint}")
+    if glob:
+        path_glob(glob)
+    return names or None, glob or None

@@ -163,6 +163,19 @@ SHEBANGS: dict[str, str] = {
 }
 
 
+def known_languages() -> frozenset[str]:
+    """Every language name the index can hold (what `--lang` and tool filters accept)."""
+    return frozenset(
+        [
+            *TREE_SITTER_LANGUAGES,
+            *TEXT_LANGUAGES,
+            *EXTENSIONS.values(),
+            *FILENAMES.values(),
+            *SHEBANGS.values(),
+        ]
+    )
+
+
 def language_for(path: str) -> str | None:
     """The language of a workspace-relative path by its name; None: not indexed."""
     name = posixpath.basename(path)

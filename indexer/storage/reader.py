@@ -18,6 +18,7 @@ import numpy as np
 from codectx.indexer.model import Chunk, Definition, Import, Reference
 from codectx.indexer.storage.fulltext import query_text
 from codectx.indexer.storage.layout import META_FILE, SCHEMA_VERSION
+from codectx.indexer.storage.pathglob import path_glob as path_glob_filter
 from codectx.indexer.storage.storeguard import guard_methods
 from codectx.indexer.storage.tables import (
     CHUNK_COLUMNS,
@@ -38,6 +39,14 @@ from codectx.indexer.storage.tables import (
     sql_str,
     vectors_table_name,
 )
+
+
+def _glob_exact(hits: list[ChunkHit], path_glob: str | None) -> list[ChunkHit]:
+    """The exact glob test on what the SQL superset let through (`pathglob.py`)."""
+    if not path_glob:
+        return hits
+    glob = path_glob_filter(path_glob)
+    return [hit for hit in hits if glob.matches(hit.chunk.path)]
 
 
 def _path_filters(paths: Sequence[str] | None) -> Iterator[str | None]:
@@ -200,7 +209,8 @@ class IndexReader:
         if sql:
             search = search.where(sql, prefilter=True)
         rows = search.limit(k).to_arrow().to_pylist()
-        return [ChunkHit(chunk_from_row(row), float(row["_score"])) for row in rows]
+        hits = [ChunkHit(chunk_from_row(row), float(row["_score"])) for row in rows]
+        return _glob_exact(hits, path_glob)
 
     def vector_search(
         self,
@@ -240,6 +250,7 @@ class IndexReader:
                 clause = in_list("content_hash", score_of)
                 rows = self._scan("chunks", f"{clause} AND ({sql})" if sql else clause, CHUNK_COLUMNS)
                 hits = [ChunkHit(chunk_from_row(r), score_of[r["content_hash"]]) for r in rows]
+                hits = _glob_exact(hits, path_glob)
             if len(hits) >= k or fetch >= total:
                 hits.sort(key=lambda h: (-h.score, h.chunk.path, h.chunk.start_line))
                 return hits[:k]

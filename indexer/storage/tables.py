@@ -8,9 +8,10 @@ Tables: `chunks` (every Chunk field, its id and an FTS-indexed `search` column),
 (definitions), `files` (one record per indexed file, with its imports and references as JSON)
 and one `vectors_<model>` table per embedding model, keyed by chunk content hash.
 
-Filters: read calls take `languages` (list of language names) and `path_glob` (a glob on the
-workspace-relative path: `*` and `**` match any characters, `/` included; `?` one character), or
-a raw LanceDB SQL `where` clause over the chunk columns; all given filters are combined with AND.
+Filters: read calls take `languages` (list of language names) and `path_glob` (a gitignore-style
+glob on the workspace-relative path, `pathglob.py`: the SQL keeps a superset, callers test each
+row exactly), or a raw LanceDB SQL `where` clause over the chunk columns; all given filters are
+combined with AND.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 import pyarrow as pa
 from codectx.indexer.model import Chunk, Definition, Import, Reference
 from codectx.indexer.storage.fulltext import chunk_search_text
+from codectx.indexer.storage.pathglob import path_glob as path_glob_filter
 
 _CHUNK_FIELDS: list[tuple[str, pa.DataType]] = [
     ("id", pa.string()),
@@ -142,21 +144,6 @@ def sql_str(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def glob_to_like(glob: str) -> str:
-    out = []
-    for ch in glob:
-        if ch in "%_\\":
-            out.append("\\" + ch)
-        elif ch == "*":
-            if not out or out[-1] != "%":
-                out.append("%")
-        elif ch == "?":
-            out.append("_")
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
 def filter_sql(
     languages: Sequence[str] | None = None, path_glob: str | None = None, where: str | None = None
 ) -> str | None:
@@ -164,8 +151,9 @@ def filter_sql(
     parts: list[str] = []
     if languages:
         parts.append(f"language IN ({', '.join(sql_str(lang) for lang in languages)})")
-    if path_glob:
-        parts.append(f"path LIKE {sql_str(glob_to_like(path_glob))} ESCAPE '\\'")
+    like = path_glob_filter(path_glob).like_prefilter() if path_glob else None
+    if like:  # a superset: the caller tests each candidate with PathGlob.matches
+        parts.append(f"path LIKE {sql_str(like)} ESCAPE '\\'")
     if where:
         parts.append(f"({where})")
     return " AND ".join(parts) if parts else None
