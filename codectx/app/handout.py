@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from codectx.app.index import ContextPiece
-from codectx.app.redaction import RequestRedaction, source_reader
+from codectx.app.redaction import RequestRedaction, redact_around_cursor, source_reader
 from codectx.errors import CodectxError
 from codectx.privacy.egress import EgressGate, SourceSpan
 from codectx.settings import Settings
@@ -68,6 +68,15 @@ class Handout:
         texts = [pieces.chunk(i.text, i.path, i.start_line, read(i.path)) for i in kept]
         # A value found secret in one piece is masked wherever it recurs.
         return [(item, pieces.echo(text)) for item, text in zip(kept, texts, strict=True)]
+
+    def around_cursor(
+        self, path: str, text: str, line: int, character: int, prefix: str, suffix: str
+    ) -> tuple[str, str]:
+        """A cursor's prefix and suffix (cut from `text`) redacted as a completion's are."""
+        pieces = self.redaction.pieces()
+        if pieces is None:
+            return prefix, suffix
+        return redact_around_cursor(pieces, path, text, line, character, prefix, suffix)
 
     def release(
         self, tool: str, arguments: Mapping[str, Any], payload: dict[str, Any], sources: Sequence[SourceSpan]
