@@ -10,6 +10,7 @@ says so (`truncated`, a note).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -34,6 +35,10 @@ class Limits:
     max_definition_lines: int = 150
     max_references: int = 200
     max_answer_chars: int = 150_000  # whole answer (privacy.max_request_bytes still applies)
+
+
+class ToolFailed(CodectxError):
+    """A codectx error as the agent is told it: workspace paths, not this machine's."""
 
 
 class IndexUnreadable(CodectxError):
@@ -64,8 +69,11 @@ class Tools:
                 why = index.error or index.open_error or "it has not been built yet"
                 state = "being built" if index.state == "indexing" else f"not available: {why}"
                 raise NoIndex(f"the index of {ws.name} is {state}; try again shortly") from None
-            except CodectxError:
-                raise
+            except CodectxError as exc:
+                message = str(exc).replace(f"{ws.root}{os.sep}", "").replace(str(ws.root), ws.name)
+                if message == str(exc):
+                    raise
+                raise ToolFailed(message) from None
             except (OSError, RuntimeError, ValueError, KeyError) as exc:  # LanceDB/Arrow on bad files
                 ws.index.damaged()
                 raise IndexUnreadable(
