@@ -75,7 +75,8 @@ def _mcp(args: argparse.Namespace) -> int:
         def embedder(s: Any = settings) -> Any:
             return embedders.get_or_none(s)
 
-        session = WorkspaceSession(settings, index=kept, embedder=embedder)
+        # A long-lived process: search keeps the small tables and a BM25 index in memory.
+        session = WorkspaceSession(settings, index=kept, embedder=embedder, preload_search=True)
         workspaces.append(Workspace(name, root, settings, kept, session, threading.Lock()))
     for workspace in workspaces:
         workspace.index.poke(force=True)  # open or build each index now, in the background

@@ -11,6 +11,7 @@ validates every call against them before it reaches codectx).
 
 from __future__ import annotations
 
+import inspect
 import ipaddress
 import logging
 from collections.abc import Callable
@@ -36,6 +37,7 @@ INSTRUCTIONS = (
     "Lines are 1-based and inclusive; paths are relative to the workspace root. Start with "
     "search_code, follow names with find_definition and find_references, read more with read_code."
 )
+ToolFn = Callable[..., CallToolResult]
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
@@ -57,12 +59,24 @@ def _answer(call: Callable[[], Released]) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=released.text)])
 
 
+def _described(app: MCPServer, annotations: ToolAnnotations) -> Callable[[ToolFn], ToolFn]:
+    """`app.tool` with the function's name, and its docstring as one paragraph for the description."""
+
+    def register(fn: ToolFn) -> ToolFn:
+        description = " ".join(inspect.cleandoc(fn.__doc__ or "").split())
+        app.tool(name=fn.__name__, description=description, annotations=annotations)(fn)
+        return fn
+
+    return register
+
+
 def build_server(tools: Tools) -> MCPServer:
     app = MCPServer(
         name="codectx", title="codectx", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
     )
+    read_only = _described(app, READ_ONLY)
 
-    @app.tool(name="search_code", annotations=READ_ONLY)
+    @read_only
     def search_code(
         query: Annotated[
             str,
@@ -86,7 +100,7 @@ def build_server(tools: Tools) -> MCPServer:
         full text and names."""
         return _answer(lambda: tools.search_code(query, k, glob, language, root))
 
-    @app.tool(name="find_definition", annotations=READ_ONLY)
+    @read_only
     def find_definition(
         symbol: Annotated[
             str | None, Field(description="A name (send) or qualified name (Session.send) to look up")
@@ -103,7 +117,7 @@ def build_server(tools: Tools) -> MCPServer:
         (resolved_by says how: import, same-file, class, name, ...)."""
         return _answer(lambda: tools.find_definition(symbol, path, line, character, root))
 
-    @app.tool(name="find_references", annotations=READ_ONLY)
+    @read_only
     def find_references(
         symbol: Annotated[str, Field(min_length=1, description="The name whose uses to find (send)")],
         limit: Annotated[int, Field(ge=1, le=200, description="Most uses to return")] = 50,
@@ -113,14 +127,14 @@ def build_server(tools: Tools) -> MCPServer:
         attribute chain (self.session.send) and the line's text. Matched by name."""
         return _answer(lambda: tools.find_references(symbol, limit, root))
 
-    @app.tool(name="get_context", annotations=READ_ONLY)
+    @read_only
     def get_context(path: Path_, line: Line, character: Column = 1) -> CallToolResult:
         """What codectx would give a code completion at this position: the code before and after
         the cursor (prefix, suffix) and the ranked definitions and snippets that fit the token
         budget (each with path, 1-based lines, symbol, why it is there as kind, and its text)."""
         return _answer(lambda: tools.get_context(path, line, character))
 
-    @app.tool(name="read_code", annotations=READ_ONLY)
+    @read_only
     def read_code(
         path: Path_,
         start_line: Line = 1,
@@ -131,10 +145,7 @@ def build_server(tools: Tools) -> MCPServer:
         private keys, credentials)."""
         return _answer(lambda: tools.read_code(path, start_line, end_line))
 
-    @app.tool(
-        name="index_status",
-        annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False),
-    )
+    @_described(app, ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False))
     def index_status(
         wait: Annotated[
             bool,

@@ -135,17 +135,14 @@ class Tools:
             rows.append(row)
             rels.append(hit.path)
         notes = list(answer.notes)
-        if answer.vectors_pending:
+        if answer.vectors_pending and dense:
             notes.append(
                 f"{answer.vectors_pending} chunks have no vector yet: results come from full text and "
                 "symbol names for those (embedding runs in the background)"
             )
-        payload: dict[str, Any] = {
-            "query": query,
-            "results": rows,
-            "vectors_pending": answer.vectors_pending,
-            "notes": notes,
-        }
+        payload: dict[str, Any] = {"query": query, "results": rows, "notes": notes}
+        if dense:
+            payload["vectors_pending"] = answer.vectors_pending
         self._fit(payload, "results", notes)
         arguments = {"query": query, "k": k, "glob": glob, "language": language, "root": root}
         spans = self._spans(payload["results"], rels[: len(payload["results"])])
@@ -342,10 +339,10 @@ class Tools:
                     files=figures.files,
                     chunks=figures.chunks,
                     symbols=figures.symbols,
-                    vectors_done=figures.vectors_done,
-                    vectors_pending=figures.vectors_pending,
                     last_indexed=figures.last_indexed,
                 )
+                if ws.settings.index.embed:
+                    entry.update(vectors_done=figures.vectors_done, vectors_pending=figures.vectors_pending)
             roots.append(entry)
         first = self.roots.workspaces[0]
         return first.session.handout.release("index_status", {"wait": wait}, {"roots": roots}, [])
