@@ -43,6 +43,13 @@ def _specs(patterns: tuple[str, ...]) -> tuple[tuple[str, pathspec.GitIgnoreSpec
     return tuple((p, pathspec.GitIgnoreSpec.from_lines([p])) for p in patterns)
 
 
+@functools.lru_cache(maxsize=32)
+def _any_of(patterns: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
+    """One spec of every pattern but negations: it matches a path exactly when one of the patterns
+    does on its own (a lone `!pattern` matches nothing, so leaving negations out changes nothing)."""
+    return pathspec.GitIgnoreSpec.from_lines([p for p in patterns if not p.startswith("!")])
+
+
 def _norm(path: str) -> str:
     path = path.replace("\\", "/")
     while path.startswith("./"):
@@ -55,7 +62,10 @@ def never_send_match(path: str, settings: Settings | None) -> str | None:
     norm = _norm(path)
     if not norm:
         return None
-    for pattern, spec in _specs(never_send_patterns(settings)):
+    patterns = never_send_patterns(settings)
+    if not _any_of(patterns).match_file(norm):
+        return None  # the common case in one match instead of one per pattern (~50)
+    for pattern, spec in _specs(patterns):
         if spec.match_file(norm):
             return pattern
     return None
