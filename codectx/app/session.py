@@ -51,6 +51,7 @@ from codectx.app.index import (
     Store,
     assemble,
     definitions_at,
+    in_memory,
     index_figures,
     references_to,
     searcher,
@@ -140,7 +141,7 @@ class WorkspaceSession:
     def definitions(self, name: str) -> list[DefinitionSite]:
         """Where `name` (a short name such as `send`, or a qualified one such as `Session.send`) is
         defined in the workspace, by path and line."""
-        return list(self._store().symbols_named(name))
+        return list(self._names().symbols_named(name))
 
     def definitions_at(
         self, path: str, line: int, character: int, *, text: str | None = None
@@ -149,7 +150,7 @@ class WorkspaceSession:
         (confined, never-send refused; `text`: the document's unsaved text), best first."""
         whole = self.read_file(path, redact=False)  # confined, never-send refused; stays here
         document = whole.text if text is None else text
-        return definitions_at(self._store(), whole.path, document, line, character)
+        return definitions_at(self._names(), whole.path, document, line, character)
 
     def references(self, name: str, limit: int = 100) -> list[ReferenceSite]:
         """Where `name` (its last part when qualified) is used in the workspace, by name."""
@@ -172,6 +173,11 @@ class WorkspaceSession:
         if store is None:
             raise NoIndex("no index is ready yet; indexing runs in the background (see progress)")
         return store
+
+    def _names(self) -> Store:
+        """Where names are looked up: the in-memory snapshot in a long-lived (preloading) session."""
+        store = self._store()
+        return in_memory(store) if self._preload else store
 
     def warm_up_gate(self) -> None:
         """The privacy gate compiles its rules and loads its key on first use (about a second)."""

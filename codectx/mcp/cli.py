@@ -7,6 +7,7 @@ import argparse
 import logging
 import sys
 import threading
+from functools import partial
 from typing import Any
 
 from codectx.app.embedders import Embedders
@@ -52,6 +53,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.set_defaults(func=_mcp)
 
 
+def _warm_up(workspace: Workspace) -> None:
+    """Load a fresh index's tables and search structures now, not in the next agent's call."""
+    with workspace.lock:
+        workspace.session.definitions("codectx_warm_up")
+        workspace.session.search("warm up", 1, dense=False)
+
+
 def _mcp(args: argparse.Namespace) -> int:
     from codectx.mcp.server import build_server, loopback_address, serve_http
     from codectx.mcp.tools import Tools
@@ -77,7 +85,9 @@ def _mcp(args: argparse.Namespace) -> int:
 
         # A long-lived process: search keeps the small tables and a BM25 index in memory.
         session = WorkspaceSession(settings, index=kept, embedder=embedder, preload_search=True)
-        workspaces.append(Workspace(name, root, settings, kept, session, threading.Lock()))
+        workspace = Workspace(name, root, settings, kept, session, threading.Lock())
+        kept.on_ready = partial(_warm_up, workspace)
+        workspaces.append(workspace)
     for workspace in workspaces:
         workspace.index.poke(force=True)  # open or build each index now, in the background
     app = build_server(Tools(Roots(workspaces)))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -52,6 +53,9 @@ class KeptIndex:
         self._worker: threading.Thread | None = None
         self._checked_at = float("-inf")
         self._again = False
+        # Called (in the refresh thread) when a run has put a new index in place, so the next call
+        # does not pay for loading its tables into memory.
+        self.on_ready: Callable[[], None] | None = None
 
     def open_store(self) -> Store | None:
         self.poke()
@@ -115,6 +119,7 @@ class KeptIndex:
                 outcome = ("ready", "", report)
             with self._idle:
                 self.state, self.error, report_or_none = outcome
+                renewed = report_or_none is not None and (self.runs == 0 or not report_or_none.quick)
                 if report_or_none is not None:
                     self.report = report_or_none
                     if not report_or_none.quick:
@@ -125,6 +130,11 @@ class KeptIndex:
                 if not again:
                     self._worker = None
                 self._idle.notify_all()
+            if renewed and self.on_ready is not None:
+                try:
+                    self.on_ready()
+                except Exception as exc:  # a warm-up only; the call that needs it will say what is wrong
+                    log.warning("warming up the index of %s failed: %r", self.root, exc)
             if not again:
                 return
 
