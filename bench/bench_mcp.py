@@ -119,11 +119,19 @@ async def drive(
         await session.initialize()
         init_ms = (time.perf_counter() - started) * 1000
         await session.call_tool("index_status", {"wait": True})
-        for q in queries[:10]:  # warm up: the first search loads the tables and starts the BM25 index
+        # Warm up: the first search loads the tables and starts building the in-memory BM25 index in
+        # the background; until it is there, full-text search goes to LanceDB (slower). Measured from
+        # here until 10 calls in a row answer in under 150 ms (reported as warm_up_s).
+        warm_started, recent = time.perf_counter(), []
+        while time.perf_counter() - warm_started < 600:
+            q = queries[len(recent) % len(queries)]
+            started = time.perf_counter()
             await session.call_tool("search_code", {"query": q["query"], "k": 10})
-        await asyncio.sleep(30)  # the in-memory BM25 index is built in the background
-        for q in queries[:10]:
-            await session.call_tool("search_code", {"query": q["query"], "k": 10})
+            recent.append((time.perf_counter() - started) * 1000)
+            if len(recent) >= 10 and max(recent[-10:]) < 150:
+                break
+            await asyncio.sleep(0.5)
+        warm_up_s = time.perf_counter() - warm_started
         search_ms, results, errors = [], {}, 0
         for q in queries:
             started = time.perf_counter()
@@ -187,6 +195,7 @@ def main() -> int:
         "server_rss_mb": round(served["rss_mb"], 1),
         "server_peak_rss_mb": round(served["peak_rss_mb"], 1),
         "initialize_ms": round(served["init_ms"], 1),
+        "warm_up_s": round(served["warm_up_s"], 1),
         "tool_errors": served["errors"],
         "index_s": round(index_s, 1),
     }

@@ -305,7 +305,7 @@ class EgressGate:
         model): written, fsynced, before the bytes are returned. `call` names the tool call that
         asked (its arguments already redacted). Returns the entry's id."""
         entry = self._entry(prepared)
-        entry.update(sent=True, status="returned to the tool client", call=call)
+        entry.update(method="TOOL", sent=True, status="returned to the tool client", call=call)
         return str(self._append(entry, prepared)["id"])
 
 
