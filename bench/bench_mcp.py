@@ -150,6 +150,7 @@ async def drive(
             errors += bool(answer.is_error)
         rss, peak = rss_of(server_pid())
     return {
+        "warm_up_s": warm_up_s,
         "init_ms": init_ms,
         "search_ms": search_ms,
         "definition_ms": definition_ms,
