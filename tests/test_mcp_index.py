@@ -63,3 +63,31 @@ def test_a_damaged_index_is_a_tool_error_then_rebuilt(tmp_path: Path) -> None:
         assert (is_error and "index" in text) or text.startswith("{"), text
     assert any(is_error for is_error, _ in after), after  # the damage was noticed, not papered over
     assert not again[0] and '"results":[{' in again[1], again
+
+
+def test_search_answers_while_vectors_are_pending_and_says_so(tmp_path: Path) -> None:
+    import json
+    import threading
+    from typing import Any
+
+    from codectx.app.cli import CommandIndex
+    from codectx.app.embedders import Embedders
+    from codectx.app.session import WorkspaceSession
+    from codectx.mcp.tools import Tools
+    from codectx.mcp.workspaces import Roots, Workspace
+    from codectx.settings import load_settings
+
+    root = planted_workspace(tmp_path)
+    built = subprocess.run([*CODECTX, "index", str(root)], capture_output=True, text=True)  # no vectors
+    assert built.returncode == 0, built.stderr
+    (root / ".codectx.toml").write_text("")  # now vectors are wanted, and none is there yet
+    settings = load_settings(root, {})
+    embedders = Embedders()
+    session = WorkspaceSession(
+        settings, index=CommandIndex(settings), embedder=lambda: embedders.get(settings)
+    )
+    index: Any = CommandIndex(settings)
+    tools = Tools(Roots([Workspace("planted", root, settings, index, session, threading.Lock())]))
+    answer = json.loads(tools.search_code("charge the customer's card", 5).text)
+    assert answer["results"] and answer["vectors_pending"] > 0
+    assert any("no vector yet" in note for note in answer["notes"])

@@ -9,6 +9,10 @@ checks that the concrete ones have it, here, where they are returned).
 The heavy modules (LanceDB, tree-sitter, onnxruntime) are imported inside the functions, at
 first use: importing codectx.app costs nothing, and the language server pays for them in a
 worker thread while it warms up (`warm_imports`), never on its event loop.
+
+It is longer than most modules (~500 lines) for that reason: it is the one door, and most of it
+is the Protocols that describe what comes through; the lookups for tool clients (MCP) are its
+last section.
 """
 
 from __future__ import annotations
