@@ -89,3 +89,35 @@ def test_root_names_are_unique() -> None:
 )
 def test_chain_at(line: str, character: int, chain: str) -> None:
     assert chain_at(line, character) == chain
+
+
+def test_read_code_cuts_at_its_line_limit_and_says_where_to_go_on(tmp_path: Path) -> None:
+    import json
+
+    from codectx.app.cli import NoIndexSource
+    from codectx.app.session import WorkspaceSession
+    from codectx.mcp.tools import Limits, Tools
+    from codectx.settings import load_settings
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "long.py").write_text("".join(f"x{i} = {i}\n" for i in range(1, 13)))
+    settings = load_settings(root, {})
+    session = WorkspaceSession(settings, index=NoIndexSource(), embedder=lambda: None)
+    dummy: Any = None
+    tools = Tools(
+        Roots([Workspace("ws", root, settings, dummy, session, threading.Lock())]), Limits(max_read_lines=5)
+    )
+
+    def read(*args: Any) -> dict[str, Any]:
+        return json.loads(tools.read_code("long.py", *args).text)  # type: ignore[no-any-return]
+
+    first = read()
+    assert (first["start_line"], first["end_line"], first["truncated"]) == (1, 5, True)
+    assert first["text"] == "x1 = 1\nx2 = 2\nx3 = 3\nx4 = 4\nx5 = 5" and "line 6" in first["notes"][0]
+    exact = read(6, 10)
+    assert (exact["end_line"], "truncated" in exact) == (10, False) and exact["text"].startswith("x6 = 6")
+    tail = read(11)
+    assert (tail["end_line"], "truncated" in tail, tail["text"]) == (13, False, "x11 = 11\nx12 = 12\n")
+    asked_more = read(2, 12)
+    assert (asked_more["end_line"], asked_more["truncated"]) == (6, True)

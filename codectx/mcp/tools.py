@@ -293,26 +293,31 @@ class Tools:
 
     def read_code(self, path: str, start_line: int = 1, end_line: int | None = None) -> Released:
         ws, rel = self.roots.locate(path)
-        first = start_line - 1
-        last = first + self.limits.max_read_lines - 1 if end_line is None else end_line - 1
-        if last < first:
+        if end_line is not None and end_line < start_line:
             raise UsageError(f"end_line {end_line} is before start_line {start_line}")
-        wanted_last = last
-        last = min(last, first + self.limits.max_read_lines - 1)
-        body = self._run(ws, lambda: ws.session.read_file(rel, first, last))
-        text, cut = _cut(body.text, self.limits.max_answer_chars // 2)
+        first = start_line - 1
+        most = first + self.limits.max_read_lines - 1
+        last = most if end_line is None else min(end_line - 1, most)
+        body = self._run(ws, lambda: ws.session.read_file(rel, first, last + 1))  # one more: is there?
+        text, end = body.text, body.end_line
+        if end > last:
+            text, end = text.rsplit("\n", 1)[0], last
+        text, cut = _cut(text, self.limits.max_answer_chars // 2)
         payload: dict[str, Any] = {
             "path": self.roots.shown(ws, body.path),
             "start_line": body.start_line + 1,
-            "end_line": body.end_line + 1,
+            "end_line": end + 1,
             "text": text,
             "redacted": body.redacted,
         }
-        if cut or (last < wanted_last and body.end_line == last):
+        if cut or (body.end_line > last and (end_line is None or end_line - 1 > last)):
             payload["truncated"] = True
-            payload["notes"] = [f"cut at {self.limits.max_read_lines} lines; ask again from line {last + 2}"]
+            most_lines = self.limits.max_read_lines
+            payload["notes"] = [
+                f"more lines follow; ask again from line {end + 2} (at most {most_lines} a call)"
+            ]
         arguments = {"path": path, "start_line": start_line, "end_line": end_line}
-        spans = [SourceSpan(body.path, body.start_line, body.end_line)]
+        spans = [SourceSpan(body.path, body.start_line, end)]
         return ws.session.handout.release("read_code", arguments, payload, spans)
 
     def index_status(self, wait: bool = False, wait_s: float = 120.0) -> Released:
