@@ -18,13 +18,14 @@ VLLM_STAMP := $(VLLM_VENV)/.installed
 PROMETHEUS_DEB := 2.42.0+ds-5+deb12u1
 PROMTOOL := $(abspath .tools)/promtool/usr/bin/promtool
 
-.PHONY: promtool bench-burst wheelhouse nvim-check vsix vscode-env vscode-ext-deps node24 venv run test test-fast lint format bench bench-index bench-hostile bench-retriever bench-embedder bench-redact bench-backend bench-lsp bench-mcp mcp-inspector vllm-env clean help
+.PHONY: promtool bench-burst wheelhouse nvim-check vsix vscode-env vscode-ext-deps node24 venv run test test-fast lint format bench bench-index bench-hostile bench-retriever bench-embedder bench-redact bench-backend bench-lsp bench-devset bench-mcp mcp-inspector vllm-env clean help
 
 help:
 	@echo "make run    - index this repository on the embedded defaults and show a search"
 	@echo "make test   - set up everything the tests need and run every test"
 	@echo "make lint   - ruff and mypy"
 	@echo "make bench  - benchmarks (downloads pinned sdists from PyPI)"
+	@echo "make bench-devset - retrieval quality per repository of the development set (bench/devset.toml)"
 	@echo "make bench-burst - bursts of simulated developers against two vLLM replicas behind vllm-router"
 
 venv: $(VENV)/.installed
@@ -115,6 +116,15 @@ bench-retriever: venv
 
 bench-embedder: venv
 	$(PY) bench/bench_embedder.py
+
+# Retrieval quality on the development set (bench/devset.toml; issue 20): `codectx eval` per
+# repository and pooled, lexical and with vectors, then why the not-typed misses miss.
+# DEVSET_ARGS="--vectors none" (lexical only) or "--repos immer,mobx".
+DEVSET_LIMIT ?= 100
+DEVSET_ARGS ?=
+bench-devset: venv
+	$(PY) bench/bench_devset.py --limit $(DEVSET_LIMIT) $(DEVSET_ARGS)
+	$(PY) bench/devset_misses.py --limit $(DEVSET_LIMIT)
 
 bench-redact: venv
 	$(PY) bench/bench_redact.py

@@ -18,7 +18,10 @@ from codectx.errors import CodectxError
 from codectx.platforms import unsupported_platform
 from codectx.runtime import quiet_dependencies
 from codectx.schema import SCHEMA
+from codectx.tuning import light_lancedb_import, serve_queries
 
+# Commands whose process answers queries from the index (codectx/tuning.py: `serve_queries`).
+QUERY_COMMANDS = frozenset({"search", "context", "eval", "complete", "lsp"})
 # Order is the order of `codectx --help`.
 COMMAND_MODULES = (
     "codectx.indexer.cli",
@@ -121,6 +124,7 @@ def _command_of(argv: list[str]) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     # First, before any command imports a model library: no telemetry, no downloads.
     quiet_dependencies()
+    light_lancedb_import()  # the quick LanceDB import, if the command opens the index
     argv = sys.argv[1:] if argv is None else argv
     problem = unsupported_platform()
     if problem:
@@ -131,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    if args.command in QUERY_COMMANDS:
+        serve_queries()
     try:
         return int(args.func(args) or 0)
     except CodectxError as exc:

@@ -97,7 +97,7 @@ def test_search_on_missing_and_empty_index(tmp_path: Path) -> None:
     (tmp_path / "ws" / ".git").mkdir(parents=True)
     done = codectx("search", "anything", "ws", cwd=tmp_path)
     assert done.returncode != 0 and "codectx index" in done.stderr and "Traceback" not in done.stderr
-    from codectx.indexer.store import IndexStore
+    from codectx.indexer.storage.store import IndexStore
 
     IndexStore.open(tmp_path / "ws" / ".codectx", create=True)
     empty = codectx("search", "anything", "ws", cwd=tmp_path)
@@ -193,6 +193,6 @@ def test_context_cli_explain_json_stdin_and_batch(tmp_path: Path) -> None:
 
 
 def _embedder(settings: object) -> object:
-    from codectx.retriever.workspace import embedder_factory
+    from codectx.retriever.opening import embedder_factory
 
     return embedder_factory(settings)  # type: ignore[arg-type]

@@ -23,22 +23,23 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, cast
 
 # The retriever's request errors, re-exported for the shell commands.
 from codectx.retriever.errors import BadRequest as BadRequest
 from codectx.retriever.errors import UnknownFile as UnknownFile
 from codectx.settings import Settings
 
-if TYPE_CHECKING:  # the concrete type, for a cast below only
+if TYPE_CHECKING:  # concrete types, for annotations and a cast only
+    from codectx.indexer.storage.reader import IndexReader
     from codectx.retriever.context import RecentEdit
 
 log = logging.getLogger(__name__)
 
 # What the language server imports ahead of the first request (LanceDB and parsers take seconds).
 HEAVY_MODULES = (
-    "codectx.indexer.store",
-    "codectx.indexer.parse",
+    "codectx.indexer.storage.store",
+    "codectx.indexer.parsing.parse",
     "codectx.retriever.context",
 )
 
@@ -62,15 +63,14 @@ class DefinitionSite(Protocol):
     def end_line(self) -> int: ...
 
 
-class Store(Protocol):
-    """An open index (codectx.indexer.store.IndexStore); the app hands it to the retriever, and asks
-    it for definitions by name."""
-
-    def symbols_named(self, name: str) -> Sequence[DefinitionSite]: ...
+# An open index: the storage's typed reader (codectx.indexer.storage.reader). The app hands it to
+# the retriever and asks it for definitions by name; named here only for types, so importing
+# codectx.app does not import LanceDB.
+Store: TypeAlias = "IndexReader"
 
 
 class QueryEmbedder(Protocol):
-    """Turns a query into a vector (codectx.indexer.embedder.Embedder)."""
+    """Turns a query into a vector (codectx.indexer.embedding.embedder.Embedder)."""
 
     @property
     def model_id(self) -> str: ...
@@ -106,17 +106,8 @@ class RankedPiece(ContextPiece, Protocol):
     def as_dict(self, text: bool = True) -> dict[str, Any]: ...
 
 
-class RecentRegion(Protocol):
+class RecentRegion(ContextPiece, Protocol):
     """A region the user edited lately (codectx.retriever.context.RecentEdit; make one with `recent_edit`)."""
-
-    @property
-    def path(self) -> str: ...
-    @property
-    def start_line(self) -> int: ...
-    @property
-    def end_line(self) -> int: ...
-    @property
-    def text(self) -> str: ...
 
 
 class ContextBudget(Protocol):
@@ -220,7 +211,7 @@ ProgressCallback = Callable[..., None]
 
 def open_index(settings: Settings, require_chunks: bool = True) -> Store:
     """The workspace's index for a command; IndexNotFound / EmptyIndex name the command to build it."""
-    from codectx.retriever.workspace import open_store
+    from codectx.retriever.opening import open_store
 
     store: Store = open_store(settings, require_chunks)
     return store
@@ -228,7 +219,7 @@ def open_index(settings: Settings, require_chunks: bool = True) -> Store:
 
 def open_existing(index_dir: Path) -> Store:
     """An index that is already there (never created here); CodectxError while there is none."""
-    from codectx.indexer.store import IndexStore
+    from codectx.indexer.storage.store import IndexStore
 
     store: Store = IndexStore.open(index_dir, create=False)
     return store
@@ -236,7 +227,7 @@ def open_existing(index_dir: Path) -> Store:
 
 def load_embedder(settings: Settings) -> QueryEmbedder:
     """The embedding model of these settings, loaded now (seconds)."""
-    from codectx.indexer.embedder import Embedder
+    from codectx.indexer.embedding.embedder import Embedder
 
     embedder: QueryEmbedder = Embedder.from_settings(settings)
     return embedder
@@ -263,7 +254,7 @@ def warm_imports() -> list[str]:
 
 def document_root(file: Path, root: str | Path | None = None) -> Path:
     """The workspace of a document named on the command line (its real path must be inside)."""
-    from codectx.retriever.workspace import document_root as find
+    from codectx.retriever.opening import document_root as find
 
     found: Path = find(file, root)
     return found
@@ -271,7 +262,7 @@ def document_root(file: Path, root: str | Path | None = None) -> Path:
 
 def relative_path(root: Path, path: str | Path) -> str:
     """A user-given path as a POSIX path relative to the workspace root (inside it, or UnknownFile)."""
-    from codectx.retriever.workspace import relative_path as rel
+    from codectx.retriever.opening import relative_path as rel
 
     posix: str = rel(root, path)
     return posix
@@ -279,7 +270,7 @@ def relative_path(root: Path, path: str | Path) -> str:
 
 def read_document(path: Path) -> str:
     """A document's text; clear errors for folders, binary and huge files."""
-    from codectx.retriever.workspace import read_document as read
+    from codectx.retriever.opening import read_document as read
 
     text: str = read(path)
     return text
@@ -288,7 +279,7 @@ def read_document(path: Path) -> str:
 def language_for(path: str) -> str | None:
     """The language of a workspace path by its name; None when codectx does not parse it."""
     try:
-        from codectx.indexer.languages import language_for as lookup
+        from codectx.indexer.parsing.languages import language_for as lookup
     except ImportError:
         return None
     language: str | None = lookup(path)
@@ -300,7 +291,7 @@ def enclosing_definition(
 ) -> tuple[int, int] | None:
     """(first line, last line) of the innermost definition around a position, or None."""
     try:
-        from codectx.retriever.cursor import cursor_info
+        from codectx.retriever.cursor_info import cursor_info
 
         scope = cursor_info(text, language, line, character).enclosing
     except Exception:  # no parser for it, or a parse failure: the caller uses nearby lines
@@ -310,7 +301,7 @@ def enclosing_definition(
 
 def has_syntax_errors(text: str, language: str) -> bool:
     """Whether tree-sitter finds syntax errors; raises when there is no grammar for `language`."""
-    from codectx.indexer.parse import has_syntax_errors as check
+    from codectx.indexer.parsing.parse import has_syntax_errors as check
 
     return bool(check(text, language))
 
@@ -357,7 +348,10 @@ def searcher(
     """Hybrid search over `store`; the embedder is asked for only when a query needs vectors."""
     from codectx.retriever.search import HybridSearcher
 
-    engine: Searcher = HybridSearcher(store, settings, embedder_factory=embedder, preload=preload)  # type: ignore[arg-type, unused-ignore]
+    # The retriever types its factory as never answering None; the app's answers None when vectors
+    # are off, which the searcher handles (it then searches lexically).
+    factory: Any = embedder
+    engine: Searcher = HybridSearcher(store, settings, embedder_factory=factory, preload=preload)
     return engine
 
 
@@ -449,7 +443,9 @@ def chain_at(line_text: str, character: int) -> str:
     return line_text[start:end].lstrip(".:>-")
 
 
-def definitions_at(store: Store, path: str, text: str, line: int, character: int) -> list[DefinitionMatch]:
+def definitions_at(
+    store: NameLookup, path: str, text: str, line: int, character: int
+) -> list[DefinitionMatch]:
     """Definitions of the name at a 0-based (line, character) of `path` (its text `text`), resolved
     through the file's imports and scope like completion context is, best first."""
     from codectx.retriever.definitions import DefinitionResolver, local_types
@@ -484,13 +480,20 @@ def references_to(store: Store, name: str, *, limit: int, candidates: int = 400)
     return found
 
 
-def in_memory(store: Store) -> Store:
+class NameLookup(Protocol):
+    """What definition lookups read: an open index, or its in-memory snapshot (`in_memory`)."""
+
+    def symbols_named(self, name: str) -> Sequence[DefinitionSite]: ...
+    def file_imports(self, path: str) -> Sequence[Any]: ...
+
+
+def in_memory(store: Store) -> NameLookup:
     """The store's shared in-memory copy of its small tables (symbols, imports; the retriever's
     snapshot, the one a preloading searcher uses): name lookups of long-lived sessions in
     microseconds instead of a LanceDB scan each."""
     from codectx.retriever.snapshot import snapshot_of
 
-    snapshot: Store = snapshot_of(store)
+    snapshot: NameLookup = snapshot_of(store)
     return snapshot
 
 

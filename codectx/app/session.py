@@ -43,6 +43,7 @@ from codectx.app.index import (
     DefinitionMatch,
     DefinitionSite,
     IndexFigures,
+    NameLookup,
     QueryEmbedder,
     RecentRegion,
     ReferenceSite,
@@ -174,7 +175,7 @@ class WorkspaceSession:
             raise NoIndex("no index is ready yet; indexing runs in the background (see progress)")
         return store
 
-    def _names(self) -> Store:
+    def _names(self) -> NameLookup:
         """Where names are looked up: the in-memory snapshot in a long-lived (preloading) session."""
         store = self._store()
         return in_memory(store) if self._preload else store
