@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -42,6 +43,7 @@ def main() -> int:
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=(out / "server.log").open("wb"),
+        start_new_session=True,  # strace and the server in one group: both are stopped at the end
     )
     try:
         import socket
@@ -54,11 +56,13 @@ def main() -> int:
                 time.sleep(0.1)
         answers = asyncio.run(drive(f"http://127.0.0.1:{port}/mcp"))
     finally:
-        server.terminate()
+        # Terminating strace alone would leave the traced server running: stop the whole group.
+        os.killpg(server.pid, signal.SIGTERM)
         try:
             server.wait(timeout=20)
         except subprocess.TimeoutExpired:
-            server.kill()
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait(timeout=20)
     (out / "result.json").write_text(json.dumps({"port": port, "answers": answers, "pid": os.getpid()}))
     return 0
 
