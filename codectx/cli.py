@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import sys
 from pathlib import Path
 
@@ -71,12 +72,33 @@ def _config_show(args: argparse.Namespace) -> int:
             }
         )
         return 0
-    for section, values in settings.as_dict().items():
-        print(f"[{section}]")
+    # TOML, so a block can be pasted into a config file; each line says where its value came from.
+    for index, (section, values) in enumerate(settings.as_dict().items()):
+        print(f"{'' if index == 0 else chr(10)}[{section}]")
         for key, value in values.items():
-            shown = "***" if key == "api_key" and value else value
-            print(f"  {key} = {shown!r:40}  # {settings.sources[f'{section}.{key}']}")
+            source = settings.sources[f"{section}.{key}"]
+            if value is None:  # TOML has no null: an unset key is shown commented out
+                print(f"# {key} = (unset)  # {source}")
+                continue
+            shown = toml_value("***" if key == "api_key" and value else value)
+            print(f"{key} = {shown}  # {source}")
     return 0
+
+
+def toml_value(value: object) -> str:
+    """One setting's value as a TOML literal (settings hold strings, numbers, booleans and lists)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        # JSON's string escapes are valid TOML basic-string escapes; ensure_ascii keeps it one line.
+        return json.dumps(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_value(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(str(k))} = {toml_value(v)}" for k, v in value.items()) + "}"
+    return json.dumps(str(value))
 
 
 def _config_keys(args: argparse.Namespace) -> int:
