@@ -18,7 +18,7 @@ VLLM_STAMP := $(VLLM_VENV)/.installed
 PROMETHEUS_DEB := 2.42.0+ds-5+deb12u1
 PROMTOOL := $(abspath .tools)/promtool/usr/bin/promtool
 
-.PHONY: promtool bench-burst wheelhouse nvim-check vsix vscode-env vscode-ext-deps node24 venv run test test-fast lint format bench bench-index bench-hostile bench-retriever bench-embedder bench-redact bench-backend bench-lsp bench-devset vllm-env clean help
+.PHONY: promtool bench-burst wheelhouse nvim-check vsix vscode-env vscode-ext-deps node24 venv run test test-fast lint format bench bench-index bench-hostile bench-retriever bench-embedder bench-redact bench-backend bench-lsp bench-devset bench-mcp mcp-inspector vllm-env clean help
 
 help:
 	@echo "make run    - index this repository on the embedded defaults and show a search"
@@ -103,7 +103,7 @@ format: venv
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-bench: bench-index bench-hostile bench-retriever bench-embedder bench-redact bench-backend bench-lsp
+bench: bench-index bench-hostile bench-retriever bench-embedder bench-redact bench-backend bench-lsp bench-mcp
 
 bench-index: venv
 	$(PY) bench/bench_index.py
@@ -128,6 +128,10 @@ bench-devset: venv
 
 bench-redact: venv
 	$(PY) bench/bench_redact.py
+
+# The MCP server on Django: search_code/find_definition p95 through stdio, recall vs codectx search, RSS.
+bench-mcp: venv
+	$(PY) bench/bench_mcp.py
 
 bench-backend: venv vllm-env
 	CODECTX_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python $(PY) bench/bench_backend.py
@@ -171,6 +175,14 @@ $(TOOLS)/.code-server-$(CODE_SERVER_VERSION): $(NODE24)
 	@test -x /usr/bin/chromium && dpkg -s libkrb5-dev >/dev/null 2>&1 || \
 		(apt-get update -q && apt-get install -y -q chromium libkrb5-dev)
 	$(WITH_NODE24) npm install -q --prefix $(TOOLS)/code-server --no-audit --no-fund code-server@$(CODE_SERVER_VERSION)
+	touch $@
+
+# The MCP Inspector's CLI (npm), a second MCP client for tests/test_mcp_inspector.py (Node 24).
+MCP_INSPECTOR_VERSION := 2.12.0
+mcp-inspector: $(TOOLS)/.mcp-inspector-$(MCP_INSPECTOR_VERSION)
+
+$(TOOLS)/.mcp-inspector-$(MCP_INSPECTOR_VERSION): $(NODE24)
+	$(WITH_NODE24) npm install -q --prefix $(TOOLS)/mcp-inspector --no-audit --no-fund --ignore-scripts @modelcontextprotocol/inspector@$(MCP_INSPECTOR_VERSION)
 	touch $@
 
 bench-lsp: venv vllm-env

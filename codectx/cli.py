@@ -32,6 +32,7 @@ COMMAND_MODULES = (
     "codectx.backend.cli",
     "codectx.app.complete_cli",
     "codectx.lsp.cli",
+    "codectx.mcp.cli",
 )
 
 

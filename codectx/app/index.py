@@ -9,13 +9,19 @@ checks that the concrete ones have it, here, where they are returned).
 The heavy modules (LanceDB, tree-sitter, onnxruntime) are imported inside the functions, at
 first use: importing codectx.app costs nothing, and the language server pays for them in a
 worker thread while it warms up (`warm_imports`), never on its event loop.
+
+It is longer than most modules (~500 lines) for that reason: it is the one door, and most of it
+is the Protocols that describe what comes through; the lookups for tool clients (MCP) are its
+last section.
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
+import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, cast
 
@@ -195,6 +201,8 @@ class IndexRun(Protocol):
     def vectors_pending(self) -> int: ...  # chunks still without a vector
     @property
     def warnings(self) -> Sequence[str]: ...
+    @property
+    def quick(self) -> bool: ...  # nothing had changed: answered from the manifest, no table touched
 
 
 ProgressCallback = Callable[..., None]
@@ -370,6 +378,132 @@ def index_folder(
     else:
         report = index_workspace(root, settings, progress=progress, embedder=shared, lock_wait_s=2.0)
     return report
+
+
+# ---- lookups for tool clients (MCP): definitions at a position, references, index figures ---------
+
+
+@dataclass(frozen=True)
+class DefinitionMatch:
+    """A definition the name at a position refers to, and how it was resolved (import, same-file,
+    name, ...: retriever.definitions.CONFIDENCE, best first)."""
+
+    site: DefinitionSite
+    used_as: str  # the identifier or chain as written at the position
+    how: str
+
+
+@dataclass(frozen=True)
+class ReferenceSite:
+    """One use of an identifier (0-based line and column); `chain` is the attribute chain ending at
+    it ("self.session.send"), "" for a bare name."""
+
+    path: str
+    line: int
+    column: int
+    name: str
+    chain: str
+
+
+class IndexFigures(Protocol):
+    """What an index holds (codectx.indexer.store.IndexStats)."""
+
+    @property
+    def files(self) -> int: ...
+    @property
+    def chunks(self) -> int: ...
+    @property
+    def symbols(self) -> int: ...
+    @property
+    def vectors_done(self) -> int: ...
+    @property
+    def vectors_pending(self) -> int: ...
+    @property
+    def last_indexed(self) -> float | None: ...
+    @property
+    def model_id(self) -> str | None: ...
+
+
+_NAME_CHARS = re.compile(r"[\w$]")
+
+
+def chain_at(line_text: str, character: int) -> str:
+    """The identifier chain that ends with the word under a 0-based character ("self.session" with
+    the cursor on `session` of `self.session.send()`), "" when there is no word there."""
+    at = min(max(character, 0), len(line_text))
+    if at == len(line_text) or not _NAME_CHARS.match(line_text[at]):
+        if at > 0 and _NAME_CHARS.match(line_text[at - 1]):
+            at -= 1  # just after a word: that word
+        else:
+            return ""
+    end = at
+    while end < len(line_text) and _NAME_CHARS.match(line_text[end]):
+        end += 1
+    start = at
+    while start > 0 and (_NAME_CHARS.match(line_text[start - 1]) or line_text[start - 1] in ".:>-"):
+        start -= 1
+    return line_text[start:end].lstrip(".:>-")
+
+
+def definitions_at(
+    store: NameLookup, path: str, text: str, line: int, character: int
+) -> list[DefinitionMatch]:
+    """Definitions of the name at a 0-based (line, character) of `path` (its text `text`), resolved
+    through the file's imports and scope like completion context is, best first."""
+    from codectx.retriever.definitions import DefinitionResolver, local_types
+
+    rows = text.split("\n")
+    chain = chain_at(rows[line], character) if 0 <= line < len(rows) else ""
+    if not chain:
+        return []
+    concrete: Any = store
+    resolver = DefinitionResolver(
+        concrete, path, language_for(path) or "", concrete.file_imports(path), local_types(text)
+    )
+    return [DefinitionMatch(r.definition, r.used_as, r.how) for r in resolver.resolve(chain)]
+
+
+def references_to(store: Store, name: str, *, limit: int, candidates: int = 400) -> list[ReferenceSite]:
+    """Uses of `name` (its last part when qualified: `Session.send` -> `send`) in the files whose
+    chunks full-text search finds for it (the best `candidates` chunks), at most `limit`, by path
+    and line. By name: a use of another `send` counts too."""
+    short = re.split(r"[.:>]", name.strip())[-1]
+    if not short:
+        return []
+    concrete: Any = store
+    paths = list(dict.fromkeys(hit.chunk.path for hit in concrete.fts_search(short, candidates)))
+    found: list[ReferenceSite] = []
+    for path in sorted(paths):
+        for ref in concrete.file_references(path):
+            if ref.name == short:
+                found.append(ReferenceSite(path, int(ref.line), int(ref.column), ref.name, ref.chain))
+                if len(found) >= limit:
+                    return found
+    return found
+
+
+class NameLookup(Protocol):
+    """What definition lookups read: an open index, or its in-memory snapshot (`in_memory`)."""
+
+    def symbols_named(self, name: str) -> Sequence[DefinitionSite]: ...
+    def file_imports(self, path: str) -> Sequence[Any]: ...
+
+
+def in_memory(store: Store) -> NameLookup:
+    """The store's shared in-memory copy of its small tables (symbols, imports; the retriever's
+    snapshot, the one a preloading searcher uses): name lookups of long-lived sessions in
+    microseconds instead of a LanceDB scan each."""
+    from codectx.retriever.snapshot import snapshot_of
+
+    snapshot: NameLookup = snapshot_of(store)
+    return snapshot
+
+
+def index_figures(store: Store) -> IndexFigures:
+    """Files, chunks, symbols and vectors of an open index (reads the chunk table: ~tens of ms)."""
+    concrete: Any = store
+    figures: IndexFigures = concrete.stats()
+    return figures
 
 
 def search_filters(languages: Sequence[str] | None, glob: str | None) -> tuple[list[str] | None, str | None]:
