@@ -110,6 +110,7 @@ async def _script(rec: Recorder, root: Path) -> dict[str, Any]:
         await rec.call("read_code", {"path": "README.md", "start_line": 0}),
         await rec.call("find_definition", {}),
         await rec.call("get_context", {"path": "nope/missing.py", "line": 1}),
+        await rec.call("search_code", {"query": "charge", "language": "pyhton"}),
     ]
     burst = [
         rec.call("search_code", {"query": QUERIES[i % len(QUERIES)], "k": 5})
@@ -212,8 +213,9 @@ def test_read_code_refuses_paths_outside_and_never_send_files(recorded: dict[str
 
 
 def test_malformed_arguments_are_tool_errors(recorded: dict[str, Any]) -> None:
-    k0, no_query, line0, nothing, missing = recorded["bad"]
+    k0, no_query, line0, nothing, missing, typo = recorded["bad"]
     assert all(a.is_error for a in recorded["bad"])
+    assert "unknown language" in typo.text and "python" in typo.text
     assert "k" in k0.text and "query" in no_query.text and "start_line" in line0.text
     assert "symbol" in nothing.text
     assert "nope/missing.py: no such file" in missing.text

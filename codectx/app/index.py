@@ -520,7 +520,7 @@ def search_filters(languages: Sequence[str] | None, glob: str | None) -> tuple[l
         if name not in known:
             near = difflib.get_close_matches(name, sorted(known), n=3)
             hint = f"; did you mean {', '.join(near)}?" if near else f"; known: {', '.join(sorted(known))}"
-            raise UsageError(f"--lang {name!r}: unknown language{hint}")
+            raise UsageError(f"unknown language {name!r}{hint}")
     if glob:
         path_glob(glob)
     return names or None, glob or None

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from codectx.app.files import NeverSend
 from codectx.app.handout import Released
+from codectx.app.index import search_filters
 from codectx.app.session import NoIndex
 from codectx.errors import CodectxError, UsageError
 from codectx.mcp.workspaces import Roots, Workspace
@@ -113,7 +114,7 @@ class Tools:
             raise UsageError("give a query: words, an identifier or a description of the code")
         k = max(1, min(k, self.limits.max_k))
         dense = ws.settings.index.embed
-        languages = [language] if language else None
+        languages, glob = search_filters([language] if language else None, glob)
         answer = self._run(
             ws, lambda: ws.session.search(query, k, languages=languages, glob=glob, dense=dense)
         )

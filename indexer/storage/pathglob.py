@@ -35,11 +35,11 @@ class PathGlob:
         exclude = raw.startswith("!")
         pattern = raw[1:] if exclude else raw
         if not pattern or pattern in {"/", "!"}:
-            raise UsageError(f"--glob {text!r}: empty pattern")
+            raise UsageError(f"glob {text!r}: empty pattern")
         try:
             spec = pathspec.GitIgnoreSpec.from_lines([pattern])
         except (ValueError, TypeError) as exc:  # pathspec's error for a malformed pattern
-            raise UsageError(f"--glob {text!r}: {exc}") from None
+            raise UsageError(f"glob {text!r}: {exc}") from None
         return cls(pattern, exclude, spec)
 
     def matches(self, path: str) -> bool:
