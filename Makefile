@@ -55,7 +55,7 @@ run: venv
 	$(VENV)/bin/codectx index .
 	$(VENV)/bin/codectx search "where are settings layers resolved" . -k 5
 
-test: venv vllm-env vscode-env nvim-check promtool wheelhouse
+test: venv vllm-env vscode-env nvim-check promtool wheelhouse mcp-inspector
 	CODECTX_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python PROMTOOL=$(PROMTOOL) $(PY) -m pytest -q tests
 
 # `apt-get download` fetches the .deb without installing (no service is started).
