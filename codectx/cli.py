@@ -11,10 +11,9 @@ import argparse
 import importlib
 import json
 import sys
-from pathlib import Path
 
 from codectx import __version__
-from codectx.clikit import print_json, settings_for
+from codectx.clikit import print_json, settings_for, workspace_root
 from codectx.errors import CodectxError
 from codectx.platforms import unsupported_platform
 from codectx.runtime import quiet_dependencies
@@ -46,7 +45,7 @@ def _register_config(sub: argparse._SubParsersAction) -> None:  # type: ignore[t
         description="Print every setting, its value and its source: default, user config, "
         "workspace config (.codectx.toml), environment (CODECTX_*), or command line.",
     )
-    show.add_argument("path", nargs="?", default=".", help="workspace (default: .)")
+    show.add_argument("path", nargs="?", help="workspace (default: the one enclosing the current folder)")
     show.add_argument("--json", action="store_true", help="machine-readable output")
     show.set_defaults(func=_config_show)
     keys = config_sub.add_parser("keys", help="list every known setting with its help")
@@ -54,7 +53,7 @@ def _register_config(sub: argparse._SubParsersAction) -> None:  # type: ignore[t
 
 
 def _config_show(args: argparse.Namespace) -> int:
-    root = Path(args.path).expanduser().resolve()
+    root = workspace_root(args.path)
     settings = settings_for(root, args)
     if args.json:
         print_json(

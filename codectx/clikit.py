@@ -31,8 +31,17 @@ def add_root(parser: argparse.ArgumentParser) -> None:
 
 
 def workspace_root(path: str | None) -> Path:
-    """The workspace for a PATH argument: the folder itself, or the enclosing repo for a file."""
-    target = Path(path or ".").expanduser()
+    """The workspace for a PATH argument.
+
+    No PATH: the workspace enclosing the current folder (`find_workspace_root`: the nearest
+    folder up with .git, .codectx.toml or an index), so a command run in a subfolder acts on the
+    whole workspace, as git's do. A folder given by name is the workspace itself (it may be a
+    checkout's subfolder on purpose: vendored code, an unpacked package). A file: the workspace
+    enclosing it.
+    """
+    if path is None:
+        return find_workspace_root(Path.cwd())
+    target = Path(path).expanduser()
     if not target.exists():
         raise UsageError(f"path does not exist: {target}")
     if target.is_dir():

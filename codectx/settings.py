@@ -280,10 +280,18 @@ def env_layer(environ: Mapping[str, str]) -> Layer:
 
 
 def find_workspace_root(start: Path) -> Path:
-    """The nearest folder above `start` holding .git or .codectx.toml, else `start`."""
+    """The nearest folder from `start` up holding .git, .codectx.toml or an index (.codectx/),
+    else `start`: commands run in a subfolder act on its workspace, as git's do.
+
+    The walk stops below the home folder: a home kept under git (dotfiles) must not turn every
+    project without its own .git into one workspace holding the whole home.
+    """
     start = start.resolve()
+    home = Path(os.path.expanduser("~")).resolve()
     for folder in [start, *start.parents]:
-        if (folder / ".git").exists() or (folder / WORKSPACE_FILE).exists():
+        if folder != start and (folder == home or folder in home.parents):
+            break
+        if (folder / ".git").exists() or (folder / WORKSPACE_FILE).exists() or (folder / ".codectx").is_dir():
             return folder
     return start
 

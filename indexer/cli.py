@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "compute embeddings. Re-running only touches what changed; an interrupted run is completed by "
         "the next one.",
     )
-    index.add_argument("path", nargs="?", default=".", help="workspace folder (default: .)")
+    index.add_argument("path", nargs="?", help="workspace folder (default: the one around .)")
     add_index_dir(index)
     index.add_argument("--model", metavar="M", help="embedding model: all-MiniLM-L6-v2 or a folder path")
     index.add_argument(
@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         description="Show the index of a workspace: files and chunks per language, vectors done and "
         "pending, when it was last indexed and how many files changed since.",
     )
-    status.add_argument("path", nargs="?", default=".", help="workspace folder (default: .)")
+    status.add_argument("path", nargs="?", help="workspace folder (default: the one around .)")
     add_index_dir(status)
     add_json(status)
     status.set_defaults(func=_status)
@@ -136,6 +136,9 @@ def _index(args: argparse.Namespace) -> int:
         from codectx.errors import UsageError
 
         raise UsageError(f"not a folder: {args.path} (give the workspace folder)")
+    if args.path is None and root != Path.cwd().resolve():
+        # Run from a subfolder: say which workspace is indexed, so nobody wonders where it went.
+        print(f"codectx: indexing the workspace at {root}", file=sys.stderr)
     extra: dict[str, Any] = {"index.model": args.model}
     if args.no_embed:
         extra["index.embed"] = False

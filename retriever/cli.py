@@ -28,7 +28,7 @@ def _register_eval(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
         "typed and not yet typed; docstring first sentences as natural-language queries with the docstring "
         "hidden) and report recall@1/5/10, MRR@10 and latency for codectx and a BM25 baseline.",
     )
-    p.add_argument("path", nargs="?", help="workspace folder (default: the current one)")
+    p.add_argument("path", nargs="?", help="workspace folder (default: the one enclosing the current folder)")
     p.add_argument("--limit", type=int, default=200, metavar="N", help="tasks per kind (default 200)")
     p.add_argument("--seed", type=int, default=0, help="task sampling seed (default 0)")
     p.add_argument("--lexical", action="store_true", help="codectx without vectors (no model load)")

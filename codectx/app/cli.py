@@ -93,7 +93,7 @@ def _register_search(sub: argparse._SubParsersAction) -> None:  # type: ignore[t
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("query", nargs="?", help="what to look for (omit with --batch)")
-    p.add_argument("path", nargs="?", help="workspace folder (default: the current one)")
+    p.add_argument("path", nargs="?", help="workspace folder (default: the one enclosing the current folder)")
     p.add_argument("-k", type=int, metavar="N", help="number of results (default: retriever.k = 10)")
     p.add_argument("--lang", action="append", metavar="L", help="only this language (repeatable)")
     p.add_argument(
