@@ -52,6 +52,26 @@ def _register_config(sub: argparse._SubParsersAction) -> None:  # type: ignore[t
     keys.set_defaults(func=_config_keys)
 
 
+def _register_completion(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    completion = sub.add_parser(
+        "completion",
+        help="print a shell completion script (bash, zsh, tcsh)",
+        description="Print a completion script for every codectx command and option.",
+        epilog="examples:\n  codectx completion bash > ~/.local/share/bash-completion/completions/codectx"
+        "\n  codectx completion zsh > ~/.zfunc/_codectx   # with fpath+=(~/.zfunc) before compinit",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    completion.add_argument("shell", choices=["bash", "zsh", "tcsh"])
+    completion.set_defaults(func=_completion)
+
+
+def _completion(args: argparse.Namespace) -> int:
+    import shtab  # generates the script from the parser itself, so it never drifts from --help
+
+    sys.stdout.write(shtab.complete(build_parser(), shell=args.shell))
+    return 0
+
+
 def _config_show(args: argparse.Namespace) -> int:
     root = workspace_root(args.path)
     settings = settings_for(root, args)
@@ -123,7 +143,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("-V", "--version", action="version", version=f"codectx {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES if command != "config" else ():
+    for name in COMMAND_MODULES if command not in {"config", "completion"} else ():
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as exc:
@@ -134,6 +154,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         if command is not None and command in sub.choices:
             break
     _register_config(sub)
+    _register_completion(sub)
     return parser
 
 

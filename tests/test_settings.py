@@ -173,3 +173,18 @@ def test_the_no_backend_message_names_the_config_file_that_is_read(tmp_path: Pat
     message = str(BackendNotConfigured())
     assert str(tmp_path / "elsewhere" / "codectx" / "config.toml") in message
     assert "~/.config" not in message
+
+
+def test_bash_completion_offers_commands_and_options(tmp_path: Path) -> None:
+    script = subprocess.run(
+        [sys.executable, "-m", "codectx", "completion", "bash"], capture_output=True, text=True, check=True
+    ).stdout
+    (tmp_path / "c.bash").write_text(script)
+    probe = (
+        f"source {tmp_path / 'c.bash'}; "
+        'COMP_WORDS=(codectx se); COMP_CWORD=1; _shtab_codectx; echo "${COMPREPLY[@]}"; '
+        'COMP_WORDS=(codectx search --gl); COMP_CWORD=2; _shtab_codectx; echo "${COMPREPLY[@]}"; '
+        'COMP_WORDS=(codectx m); COMP_CWORD=1; _shtab_codectx; echo "${COMPREPLY[@]}"'
+    )
+    out = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[0].split() == ["search"] and out[1].split() == ["--glob"] and "mcp" in out[2].split()
