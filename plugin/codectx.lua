@@ -1,4 +1,4 @@
--- codectx plugin entry: the :Codectx command and what happens when the codectx server attaches.
+-- codectx plugin entry: the :Codectx and :CodectxChat commands and what happens when the codectx server attaches.
 -- Loading is cheap: lua/codectx is required only when a command runs or the server attaches.
 -- The server itself starts only once the user enables it: vim.lsp.enable("codectx") or
 -- require("codectx").setup({...}).
@@ -21,6 +21,21 @@ end, {
     return require("codectx").complete(arg_lead, line)
   end,
 })
+
+vim.api.nvim_create_user_command("CodectxChat", function(opts)
+  require("codectx.chat").command(opts)
+end, {
+  nargs = "*",
+  range = true,
+  desc = "codectx chat: open it, or ask QUESTION; new | list | delete | export | stop | apply | accept | reject | context",
+  complete = function(arg_lead, line)
+    return require("codectx.chat").complete(arg_lead, line)
+  end,
+})
+
+vim.api.nvim_create_user_command("CodectxChatStop", function()
+  require("codectx.chat").stop()
+end, { desc = "codectx chat: stop the answer that is streaming" })
 
 vim.api.nvim_create_autocmd("LspAttach", {
   group = vim.api.nvim_create_augroup("codectx", { clear = true }),

@@ -44,6 +44,7 @@ SOURCES = (
     "README.md",
     "LICENSE.txt",
     "images",
+    "media",
     "walkthrough",
 )
 
@@ -114,6 +115,8 @@ def vsix(workdir: Path) -> Path:
 
 def test_typecheck(workdir: Path) -> None:
     _run([*_bin(workdir, "tsc"), "--noEmit", "-p", "."], workdir, timeout=300)
+    # The chat webview's page script: browser types, no Node or vscode.
+    _run([*_bin(workdir, "tsc"), "--noEmit", "-p", "src/chat/webview"], workdir, timeout=300)
 
 
 def test_lint(workdir: Path) -> None:
@@ -137,6 +140,11 @@ def test_unit_tests(workdir: Path) -> None:
         "healthProbe.test.ts",
         "traceChannel.test.ts",
         "serverLocation.test.ts",
+        "chatMarkdown.test.ts",
+        "chatMentions.test.ts",
+        "chatSession.test.ts",
+        "chatApplyFlow.test.ts",
+        "chatProtocol.test.ts",
     } <= files
     assert report["numPassedTests"] >= 70
 
@@ -146,6 +154,8 @@ def test_vsix_contents(vsix: Path) -> None:
         names = set(z.namelist())
         manifest: dict[str, Any] = json.loads(z.read("extension/package.json"))
     assert "extension/dist/extension.js" in names
+    # The chat view: its page script, stylesheet and icon ship; the view and its commands are declared.
+    assert {"extension/dist/chat.js", "extension/media/chat.css", "extension/images/chat.svg"} <= names
     # Bundled: no sources, tests or dependencies ship.
     assert not [
         n for n in names if n.startswith(("extension/src/", "extension/node_modules/", "extension/test/"))
@@ -170,6 +180,21 @@ def test_vsix_contents(vsix: Path) -> None:
         "codectx.setApiKey",
         "codectx.checkBackend",
     } <= commands
+    assert {
+        "codectx.chat.open",
+        "codectx.chat.new",
+        "codectx.chat.history",
+        "codectx.chat.export",
+    } <= commands
+    assert manifest["contributes"]["views"]["codectx"] == [
+        {
+            "type": "webview",
+            "id": "codectx.chat",
+            "name": "Chat",
+            "icon": "images/chat.svg",
+            "contextualTitle": "codectx",
+        }
+    ]
     assert props["codectx.health.intervalSeconds"]["default"] == 60
     # A newcomer's path: an icon, a walkthrough whose media ship, default keys, no placeholder repository.
     assert manifest["icon"] == "images/icon.png" and "extension/images/icon.png" in names

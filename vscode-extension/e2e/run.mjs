@@ -11,17 +11,17 @@
 // exit 0 only if every check passed. Screenshots and logs land in the artifacts folder on failure.
 //
 // Usage: node e2e/run.mjs --vsix FILE --codectx CMD --code-server BIN [--work DIR] [--artifacts DIR]
-import { spawn, execFile } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseArgs, promisify } from "node:util";
+import { parseArgs } from "node:util";
 
 import { chromium } from "playwright-core";
 
 import { COMPLETION, MODEL, startBackend } from "./backend.mjs";
+import * as ui from "./harness.mjs";
+import { BROWSER_ARGS, findFiles, readAll, startCodeServer, waitFor } from "./harness.mjs";
 
 const SEARCH_FOR = 17; // the generated pkg/module_17.py defines helper_17
 
@@ -65,85 +65,14 @@ async function check(name, fn) {
   }
 }
 
-function freePort() {
-  return new Promise((res, rej) => {
-    const srv = createServer();
-    srv.on("error", rej);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address();
-      srv.close(() => res(port));
-    });
-  });
-}
-
-async function waitFor(what, fn, timeoutMs, intervalMs = 250) {
-  const deadline = Date.now() + timeoutMs;
-  let last;
-  while (Date.now() < deadline) {
-    try {
-      const value = await fn();
-      if (value) return value;
-    } catch (err) {
-      last = err;
-    }
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-  throw new Error(`timed out after ${timeoutMs / 1000}s waiting for ${what}${last ? ` (last error: ${last.message})` : ""}`);
-}
-
-function findFiles(dir, predicate, out = []) {
-  if (!existsSync(dir)) return out;
-  for (const name of readdirSync(dir)) {
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) findFiles(path, predicate, out);
-    else if (predicate(path)) out.push(path);
-  }
-  return out;
-}
-
-const readAll = (files) => files.map((f) => readFileSync(f, "utf8")).join("\n");
-
 async function statusText() {
   return page.locator(".statusbar-item").filter({ hasText: "codectx" }).first().innerText({ timeout: 2000 });
 }
 
-async function runCommand(title) {
-  await page.keyboard.press("Control+Shift+P");
-  const input = page.locator(".quick-input-widget input");
-  await input.waitFor({ state: "visible", timeout: 10_000 });
-  await input.fill(`>${title}`);
-  const row = page.locator(".quick-input-list .monaco-list-row").filter({ hasText: title }).first();
-  await row.waitFor({ state: "visible", timeout: 10_000 });
-  await page.keyboard.press("Enter");
-}
-
-async function openFromExplorer(name) {
-  const row = page.locator(".explorer-folders-view .monaco-list-row").filter({ hasText: name }).first();
-  await row.waitFor({ state: "visible", timeout: 30_000 });
-  // A double click opens a pinned editor and moves the focus into it.
-  await row.dblclick();
-  const tab = page.locator(".tabs-container .tab").filter({ hasText: name }).first();
-  await tab.waitFor({ state: "visible", timeout: 15_000 });
-  await focusEditor();
-}
-
-const FOCUSED_LINES = ".monaco-editor.focused .view-lines";
-
-/** Put the keyboard focus in the active editor (VS Code may use EditContext rather than a textarea). */
-async function focusEditor() {
-  const focused = page.locator(FOCUSED_LINES).first();
-  if (await focused.waitFor({ state: "visible", timeout: 3000 }).then(() => true, () => false)) return;
-  const lines = page.locator(".editor-group-container.active .editor-instance .monaco-editor .view-lines").filter({ visible: true }).first();
-  // Forced: editor overlays (lightbulb, hover) must not make the click wait; it is a plain click in the text.
-  await lines.click({ position: { x: 200, y: 8 }, force: true, timeout: 15_000 });
-  await focused.waitFor({ state: "visible", timeout: 15_000 });
-}
-
-/** The visible text of the active editor (Monaco renders spaces as non-breaking). */
-async function editorText() {
-  const text = await page.locator(FOCUSED_LINES).first().innerText({ timeout: 5000 });
-  return text.replace(/\u00a0/g, " ");
-}
+const runCommand = (title) => ui.runCommand(page, title);
+const openFromExplorer = (name) => ui.openFromExplorer(page, name);
+const focusEditor = () => ui.focusEditor(page);
+const editorText = () => ui.editorText(page);
 
 async function main() {
   for (const [what, path] of [["vsix", opts.vsix], ["codectx", opts.codectx], ["code-server", opts["code-server"]], ["chromium", opts.chromium]]) {
@@ -166,42 +95,27 @@ async function main() {
   }
   const backend = await startBackend();
   say(`backend at ${backend.url}; work dir ${work}`);
-  mkdirSync(join(userData, "User"), { recursive: true });
-  writeFileSync(
-    join(userData, "User", "settings.json"),
-    JSON.stringify(
-      {
-        "chat.disableAIFeatures": true,
-        "workbench.secondarySideBar.defaultVisibility": "hidden",
-        "security.workspace.trust.enabled": false,
-        "workbench.startupEditor": "none",
-        "workbench.tips.enabled": false,
-        "extensions.ignoreRecommendations": true,
-        "telemetry.telemetryLevel": "off",
-        "editor.quickSuggestions": { other: false, comments: false, strings: false },
-        "editor.suggestOnTriggerCharacters": false,
-        "editor.wordBasedSuggestions": "off",
-        "editor.autoClosingBrackets": "never",
-        "editor.autoClosingQuotes": "never",
-        // Auto-indent depends on when the Python language configuration loads; type the indentation instead.
-        "editor.autoIndent": "none",
-        "editor.inlineSuggest.enabled": true,
-        "files.autoSave": "off",
-        // Opening a search hit in pkg/ must not expand pkg/ in the Explorer and push the fixture files out of view.
-        "explorer.autoReveal": false,
-        "codectx.server.command": [opts.codectx, "lsp", "--log-level", "INFO"],
-        "codectx.backend.url": backend.url,
-        // No codectx.backend.model: the name in the status bar must come from the backend's /v1/models.
-        // Probe often, so the run also sees the timer at work (the default is 60 s).
-        "codectx.health.intervalSeconds": 10,
-        "codectx.completion.debounceMs": 50,
-        "codectx.trace.server": "verbose",
-        "[markdown]": { "editor.wordWrap": "off" },
-      },
-      null,
-      2,
-    ),
-  );
+  const settings = {
+    "editor.quickSuggestions": { other: false, comments: false, strings: false },
+    "editor.suggestOnTriggerCharacters": false,
+    "editor.wordBasedSuggestions": "off",
+    "editor.autoClosingBrackets": "never",
+    "editor.autoClosingQuotes": "never",
+    // Auto-indent depends on when the Python language configuration loads; type the indentation instead.
+    "editor.autoIndent": "none",
+    "editor.inlineSuggest.enabled": true,
+    "files.autoSave": "off",
+    // Opening a search hit in pkg/ must not expand pkg/ in the Explorer and push the fixture files out of view.
+    "explorer.autoReveal": false,
+    "codectx.server.command": [opts.codectx, "lsp", "--log-level", "INFO"],
+    "codectx.backend.url": backend.url,
+    // No codectx.backend.model: the name in the status bar must come from the backend's /v1/models.
+    // Probe often, so the run also sees the timer at work (the default is 60 s).
+    "codectx.health.intervalSeconds": 10,
+    "codectx.completion.debounceMs": 50,
+    "codectx.trace.server": "verbose",
+    "[markdown]": { "editor.wordWrap": "off" },
+  };
   // The default embedder: the bundled int8 ONNX model, no torch and no export on first use.
   mkdirSync(join(xdg, "config", "codectx"), { recursive: true });
   const env = {
@@ -215,27 +129,16 @@ async function main() {
     TOKENIZERS_PARALLELISM: "false",
     CODECTX_API_KEY: "",
   };
-  const base = ["--user-data-dir", userData, "--extensions-dir", extensions];
-  say("installing the extension");
-  await promisify(execFile)(opts["code-server"], [...base, "--install-extension", opts.vsix], { env, timeout: 120_000 });
-
-  const port = await freePort();
-  const server = spawn(
-    opts["code-server"],
-    ["--auth", "none", "--bind-addr", `127.0.0.1:${port}`, "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust", ...base, ws],
-    { env, stdio: ["ignore", "pipe", "pipe"], detached: true },
-  );
-  let serverLog = "";
-  server.stdout.on("data", (d) => (serverLog += d));
-  server.stderr.on("data", (d) => (serverLog += d));
+  say("installing the extension and starting code-server");
+  const server = await startCodeServer({ codeServer: opts["code-server"], vsix: opts.vsix, userData, extensions, workspace: ws, settings, env });
+  const port = server.port;
   const browser = await chromium.launch({
     executablePath: opts.chromium,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+    args: BROWSER_ARGS,
   });
   const logsDir = join(userData, "logs");
   const extLogs = () => readAll(findFiles(logsDir, (p) => /codectx/i.test(p) && p.endsWith(".log")));
   try {
-    await waitFor("code-server to answer", async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).ok, 60_000, 500);
     page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
     // Catch the indexing text even if it only shows briefly: record every status-bar text from the start.
     await page.addInitScript(() => {
@@ -516,25 +419,14 @@ async function main() {
         await page.screenshot({ path: join(opts.artifacts, "final.png") }).catch(() => undefined);
         writeFileSync(join(opts.artifacts, "page.html"), await page.content().catch(() => ""));
       }
-      writeFileSync(join(opts.artifacts, "code-server.log"), serverLog);
+      writeFileSync(join(opts.artifacts, "code-server.log"), server.log);
       for (const f of findFiles(logsDir, (p) => p.endsWith(".log"))) {
         cpSync(f, join(opts.artifacts, "logs", f.slice(logsDir.length + 1)), { recursive: true });
       }
       writeFileSync(join(opts.artifacts, "backend-requests.json"), JSON.stringify(backend.requests.map((r) => ({ path: r.path, sha256: r.sha256 })), null, 2));
     }
     await browser.close().catch(() => undefined);
-    // code-server spawns children (extension host, our language server): stop the whole group.
-    try {
-      process.kill(-server.pid, "SIGTERM");
-    } catch {
-      /* already gone */
-    }
-    await new Promise((r) => setTimeout(r, 1500));
-    try {
-      process.kill(-server.pid, "SIGKILL");
-    } catch {
-      /* already gone */
-    }
+    await server.stop();
     await backend.close();
     if (!opts.keep && !opts.work) rmSync(work, { recursive: true, force: true });
   }

@@ -1,6 +1,6 @@
 /**
  * Read-only virtual documents for what codectx shows the user: the context
- * sent for a request, and the audit log. Virtual documents cannot be edited
+ * sent for a request, the audit log, and a chat answer's proposed change. Virtual documents cannot be edited
  * or saved by accident, and reopening one refreshes it.
  */
 import * as vscode from "vscode";
@@ -15,6 +15,14 @@ export class ReadOnlyDocuments implements vscode.TextDocumentContentProvider, vs
 
   provideTextDocumentContent(uri: vscode.Uri): string {
     return this.contents.get(uri.path) ?? "";
+  }
+
+  /** Set the content of the document named `name` without showing it; its URI. */
+  put(name: string, text: string): vscode.Uri {
+    const uri = vscode.Uri.from({ scheme: SCHEME, path: `/${name}` });
+    this.contents.set(uri.path, text);
+    this.changed.fire(uri);
+    return uri;
   }
 
   /** Show `text` as the document named `name` (e.g. "context-sent.md"), replacing its earlier content. */

@@ -1,7 +1,8 @@
-/** Entry point: wires settings, the language server, the status bar and the commands together. */
+/** Entry point: wires settings, the language server, the status bar, the commands and the chat together. */
 import * as vscode from "vscode";
 
 import { healthFromMessage } from "./backendHealth";
+import { registerChat } from "./chat/register";
 import { registerCommands } from "./commands";
 import { completionMiddleware } from "./completions";
 import { ReadOnlyDocuments } from "./documents";
@@ -103,6 +104,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         return paused;
       },
     }),
+    ...registerChat(context, { server, documents, log }),
     vscode.workspace.onDidChangeConfiguration(async (e) => {
       if (!e.affectsConfiguration("codectx")) return;
       const before = settings;

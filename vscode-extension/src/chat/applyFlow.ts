@@ -1,0 +1,65 @@
+/**
+ * Applying a code block from an answer: which file it goes to, then ask the server for the edit
+ * (`codectx/chat/applyBlock`), show the diff, and apply the edit only if the user accepts and the
+ * document has not changed meanwhile. The editor operations are ports, so the flow is unit-tested
+ * without VS Code; chatView.ts supplies the real ones.
+ */
+import { type ApplyBlockParams, type CodeBlock, parseApplyResult } from "./protocol";
+
+export interface ApplyPorts {
+  request(params: ApplyBlockParams): Promise<unknown>;
+  /** The document's version now (undefined: not open). */
+  version(uri: string): Promise<number | undefined>;
+  showDiff(uri: string, newText: string): Promise<void>;
+  /** Ask the user; true to apply. */
+  confirm(uri: string, warnings: string[]): Promise<boolean>;
+  applyEdit(edit: unknown): Promise<boolean>;
+  closeDiff(): Promise<void>;
+}
+
+export type ApplyOutcome =
+  | { kind: "applied"; uri: string }
+  | { kind: "discarded"; uri: string }
+  | { kind: "stale"; uri: string }
+  | { kind: "failed"; message: string };
+
+/**
+ * The file a block goes to: the workspace file its fence names (a relative path inside a folder that
+ * exists; never `..` or an absolute path, which model output must not choose), else the active file.
+ */
+export function targetFor(
+  block: Pick<CodeBlock, "path">,
+  folders: string[],
+  active: string | undefined,
+  exists: (uri: string) => boolean,
+): string | undefined {
+  const path = block.path?.trim();
+  if (path && !path.startsWith("/") && !/^[a-z]+:/i.test(path) && !path.split(/[\\/]/).includes("..")) {
+    for (const folder of folders) {
+      const uri = `${folder.replace(/\/+$/, "")}/${path.split(/[\\/]/).map(encodeURIComponent).join("/")}`;
+      if (exists(uri)) return uri;
+    }
+  }
+  return active;
+}
+
+export async function applyBlock(ports: ApplyPorts, params: ApplyBlockParams): Promise<ApplyOutcome> {
+  const before = await ports.version(params.uri);
+  let result;
+  try {
+    result = parseApplyResult(await ports.request(params));
+  } catch (err) {
+    return { kind: "failed", message: err instanceof Error ? err.message : String(err) };
+  }
+  await ports.showDiff(params.uri, result.newText);
+  try {
+    const accepted = await ports.confirm(params.uri, result.warnings);
+    if (!accepted) return { kind: "discarded", uri: params.uri };
+    // The edit was computed from the text the server had: a document edited since would be clobbered.
+    if ((await ports.version(params.uri)) !== before) return { kind: "stale", uri: params.uri };
+    if (!(await ports.applyEdit(result.edit))) return { kind: "failed", message: "VS Code could not apply the edit" };
+    return { kind: "applied", uri: params.uri };
+  } finally {
+    await ports.closeDiff();
+  }
+}
