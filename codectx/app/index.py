@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -61,6 +61,8 @@ class Store(Protocol):
     it for definitions by name."""
 
     def symbols_named(self, name: str) -> Sequence[DefinitionSite]: ...
+    def symbols_in_file(self, path: str) -> Sequence[DefinitionSite]: ...
+    def file_records(self) -> Mapping[str, Any]: ...  # indexed workspace paths -> their record
 
 
 class QueryEmbedder(Protocol):
