@@ -143,8 +143,17 @@ def register(server: CodectxServer) -> None:
         record.text = result.turn.text
         record.model = str(sent.get("model", ""))
         body = str(sent.get("payload", "")).encode()
-        record.remember(SentRequest("chat", turn.path or "", str(sent.get("endpoint", "")), body,
-                                    record.items, [], result.audit_id))  # fmt: skip
+        record.remember(
+            SentRequest(
+                "chat",
+                turn.path or "",
+                str(sent.get("endpoint", "")),
+                body,
+                record.items,
+                [],
+                result.audit_id,
+            )
+        )
         record.redactions = list(sent.get("redactions", []))
         return result.wire(uri_of(folder))
 
@@ -158,7 +167,7 @@ def register(server: CodectxServer) -> None:
     @server.feature("codectx/chat/list")
     @guarded()
     async def list_(ls: CodectxServer, params: Any) -> dict[str, Any]:
-        return {"conversations": [c.summary_wire() for c in chat.list()]}
+        return {"conversations": [c.summary_wire() for c in chat.conversations()]}
 
     @server.feature("codectx/chat/get")
     @guarded()
@@ -207,8 +216,15 @@ def register(server: CodectxServer) -> None:
         def allowed(path: str) -> bool:
             return refusal is None or refusal(path) is None
 
-        items = await in_worker(mention_items, folder.open_store(), folder.root, str(args.get("query") or ""),
-                                kind, current, allowed)  # fmt: skip
+        items = await in_worker(
+            mention_items,
+            folder.open_store(),
+            folder.root,
+            str(args.get("query") or ""),
+            kind,
+            current,
+            allowed,
+        )
         return {"items": [i.wire() for i in items]}
 
     @server.feature("codectx/chat/applyBlock")
@@ -231,8 +247,11 @@ def register(server: CodectxServer) -> None:
             codec = Codec.of(ls.workspace.position_encoding)
             selection = (*clamp(lines, a, codec), *clamp(lines, b, codec))
         new, warnings = chat.apply(args["conversationId"], args["turnId"], index, rel, text, selection)
-        edit = {"changes": {uri: [{"range": {"start": {"line": 0, "character": 0}, "end": _end(text)},
-                                   "newText": new}]}}  # fmt: skip
+        edit = {
+            "changes": {
+                uri: [{"range": {"start": {"line": 0, "character": 0}, "end": _end(text)}, "newText": new}]
+            }
+        }
         return {"edit": edit, "newText": new, "warnings": warnings}
 
 

@@ -17,7 +17,6 @@ model repeats are put back in what the user sees, never in what later turns rese
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import time
 from collections.abc import Callable
@@ -38,6 +37,7 @@ from codectx.app.chat_model import (
     now,
 )
 from codectx.app.chat_store import ChatStore, UnknownConversation
+from codectx.app.chat_stream import OnDelta, Running, answer_tokens, context_budget, record_of, stream_answer
 from codectx.app.model import source_span
 from codectx.app.restore import restore_prose
 from codectx.app.session import WorkspaceSession
@@ -47,7 +47,6 @@ from codectx.privacy.pieces import Placeholders
 
 log = logging.getLogger(__name__)
 
-OnDelta = Callable[[str, str], None]  # (turn id, text)
 OnNotice = Callable[[str, str, "str | None"], None]  # (kind, message, turn id or None)
 MARGIN = 48  # tokens kept free beyond the estimate (the estimate is not exact)
 
@@ -56,12 +55,6 @@ __all__ = ["ChatService", "TurnInput", "UnknownConversation", "apply_block"]
 
 class Busy(CodectxError):
     """A turn of the conversation is still running."""
-
-
-@dataclass
-class _Running:
-    task: asyncio.Task[Any] | None = None
-    stopped: bool = False
 
 
 @dataclass
@@ -77,7 +70,7 @@ class ChatService:
 
     def __init__(self, store: ChatStore | None = None) -> None:
         self.store = store if store is not None else ChatStore()
-        self.running: dict[str, _Running] = {}
+        self.running: dict[str, Running] = {}
         self.placeholders: dict[str, Placeholders] = {}  # per conversation, this process only
 
     # ---- conversations ----------------------------------------------------------------------
@@ -88,7 +81,7 @@ class ChatService:
     def get(self, conversation_id: object) -> Conversation:
         return self.store.get(conversation_id)
 
-    def list(self) -> list[Conversation]:
+    def conversations(self) -> list[Conversation]:
         return self.store.all()
 
     def delete(self, conversation_id: object) -> bool:
@@ -115,8 +108,15 @@ class ChatService:
             running.task.cancel()
         return True
 
-    def apply(self, conversation_id: object, turn_id: str, index: int, path: str, text: str,
-              selection: tuple[int, int, int, int] | None) -> tuple[str, list[str]]:  # fmt: skip
+    def apply(
+        self,
+        conversation_id: object,
+        turn_id: str,
+        index: int,
+        path: str,
+        text: str,
+        selection: tuple[int, int, int, int] | None,
+    ) -> tuple[str, list[str]]:
         """(the whole file after applying block `index` of an answer, warnings); EditRefused when the
         result does not parse."""
         turn = self.store.get(conversation_id).turn(turn_id)
@@ -142,14 +142,22 @@ class ChatService:
             raise UsageError("the message is empty")
         if cid in self.running:
             raise Busy("a turn of this conversation is still running; stop it or wait for it")
-        running = self.running[cid] = _Running()
+        running = self.running[cid] = Running()
         try:
             return await self._turn(session, conv, turn, running, on_delta, on_notice, uri)
         finally:
             self.running.pop(cid, None)
 
-    async def _turn(self, session: WorkspaceSession, conv: Conversation, turn: TurnInput, running: _Running,
-                    on_delta: OnDelta | None, on_notice: OnNotice | None, uri: str) -> TurnResult:  # fmt: skip
+    async def _turn(
+        self,
+        session: WorkspaceSession,
+        conv: Conversation,
+        turn: TurnInput,
+        running: Running,
+        on_delta: OnDelta | None,
+        on_notice: OnNotice | None,
+        uri: str,
+    ) -> TurnResult:
         started = time.monotonic()
         client = session.client
         served = await session.model.chat_model("chat")
@@ -190,18 +198,27 @@ class ChatService:
                 known.add(token, original)
         sources = [source_span(p.path, p.start_line, p.end_line) for p in fitted.pieces]
         context_ms = (time.monotonic() - started) * 1000
-        outcome = await self._stream(session, fitted.messages, sources, reserve, served, turn_id, known,
-                                     running, on_delta)  # fmt: skip
+        outcome = await stream_answer(
+            session, fitted.messages, sources, reserve, served, turn_id, known, running, on_delta
+        )
         if outcome.error and not outcome.raw:
             raise outcome.failure or CodectxError(outcome.error)
         if outcome.error:
             tell("error", f"the model server failed during the answer: {outcome.error}", turn_id)
         text = restore_prose(outcome.raw, known)
         citations = [Citation(p.path, p.start_line, p.end_line, p.reason, p.symbol) for p in fitted.pieces]
-        answer = Turn(turn_id, "assistant", text, citations=citations, blocks=blocks_of(text),
-                      notices=list(notices), cancelled=outcome.cancelled, sent=outcome.raw)  # fmt: skip
+        answer = Turn(
+            turn_id,
+            "assistant",
+            text,
+            citations=citations,
+            blocks=blocks_of(text),
+            notices=list(notices),
+            cancelled=outcome.cancelled,
+            sent=outcome.raw,
+        )
         tokens = sum(gatherer.cost(p.text) for p in fitted.pieces)
-        answer.record = _record(turn, uri, answer, outcome, fitted.pieces, budget, tokens, served)
+        answer.record = record_of(turn, uri, answer, outcome, fitted.pieces, budget, tokens, served)
         answer.record["timings"] = {"context_ms": round(context_ms, 1), **outcome.timings}
         if n == 1 and conv.title == UNTITLED:
             conv.title = turn.message.strip().split("\n", 1)[0][:60]
@@ -209,11 +226,29 @@ class ChatService:
         conv.updated_at = now()
         self.store.save(conv)
         usage = outcome.usage
-        return TurnResult(conv.conversation_id, answer, notices, outcome.audit_id,
-                          usage[0], usage[1], tokens, budget, outcome.error)  # fmt: skip
+        return TurnResult(
+            conv.conversation_id,
+            answer,
+            notices,
+            outcome.audit_id,
+            usage[0],
+            usage[1],
+            tokens,
+            budget,
+            outcome.error,
+        )
 
-    async def _fit(self, session: WorkspaceSession, conv: Conversation, question: str, pieces: list[Piece],
-                   limit: int | None, reserve: int, ratio: float, served: str) -> _Fitted:  # fmt: skip
+    async def _fit(
+        self,
+        session: WorkspaceSession,
+        conv: Conversation,
+        question: str,
+        pieces: list[Piece],
+        limit: int | None,
+        reserve: int,
+        ratio: float,
+        served: str,
+    ) -> _Fitted:
         """The messages of the new turn within the window: older turns compacted (a model summary),
         else dropped; then the turn's own context cut from its end. Changes `conv` when it compacts."""
         pieces = list(pieces)
@@ -261,8 +296,9 @@ class ChatService:
             raise UsageError(f"the question is too long for the model's {limit}-token window")
         return fitted
 
-    async def _summarise(self, session: WorkspaceSession, conv: Conversation, count: int,
-                         limit: int, ratio: float, served: str) -> str:  # fmt: skip
+    async def _summarise(
+        self, session: WorkspaceSession, conv: Conversation, count: int, limit: int, ratio: float, served: str
+    ) -> str:
         """The model's summary of the first `count` kept turns, through the privacy gate; "" when
         the request failed (the turns are then dropped)."""
         answer = min(160, max(32, limit // 8))
@@ -274,139 +310,3 @@ class ChatService:
             log.info("chat: compaction failed, dropping older turns: %s", exc)
             return ""
         return result.text.strip() or "(no summary)"
-
-    async def _stream(self, session: WorkspaceSession, messages: list[dict[str, str]], sources: list[Any],
-                      reserve: int, served: str, turn_id: str, known: Placeholders, running: _Running,
-                      on_delta: OnDelta | None) -> _Outcome:  # fmt: skip
-        outcome = _Outcome()
-        shown = _Shown(known)
-
-        async def run() -> None:
-            stream = session.client.stream_chat(messages, sources=sources, max_tokens=reserve, model=served)
-            try:
-                async with stream:
-                    outcome.prepared = stream.prepared
-                    async for delta in stream:
-                        outcome.raw += delta
-                        piece = shown.feed(delta)
-                        if piece and on_delta is not None:
-                            on_delta(turn_id, piece)
-            finally:
-                outcome.prepared = stream.prepared or outcome.prepared
-                outcome.audit_id = stream.audit_id
-                if stream.usage is not None:
-                    outcome.usage = (stream.usage.prompt_tokens, stream.usage.completion_tokens)
-                if stream.ttft_s is not None:
-                    outcome.timings["ttft_ms"] = round(stream.ttft_s * 1000, 1)
-                outcome.timings["total_ms"] = round(stream.total_s * 1000, 1)
-
-        if running.stopped:  # stopped while the context was gathered: nothing is sent
-            outcome.cancelled = True
-            return outcome
-        task = running.task = asyncio.ensure_future(run())
-        try:
-            await asyncio.shield(task)
-        except asyncio.CancelledError:
-            task.cancel()  # $/cancelRequest cancelled the caller: close the stream too
-            running.stopped = True
-        with_cancel = running.stopped
-        try:
-            await task
-        except asyncio.CancelledError:
-            outcome.cancelled = True
-        except CodectxError as exc:
-            outcome.error, outcome.failure = str(exc), exc
-        outcome.cancelled = outcome.cancelled or with_cancel
-        rest = shown.finish(outcome.raw)
-        if rest and on_delta is not None:
-            on_delta(turn_id, rest)
-        return outcome
-
-
-@dataclass
-class _Outcome:
-    raw: str = ""
-    cancelled: bool = False
-    error: str = ""
-    failure: CodectxError | None = None
-    prepared: Any = None
-    audit_id: str | None = None
-    usage: tuple[int, int] = (0, 0)
-    timings: dict[str, float] = field(default_factory=dict)
-
-
-class _Shown:
-    """The answer as the user sees it, streamed: placeholders put back, a piece that may be the
-    start of a placeholder held until it is complete."""
-
-    def __init__(self, known: Placeholders) -> None:
-        self.known = known
-        self.raw = ""
-        self.sent = ""
-
-    def feed(self, delta: str) -> str:
-        self.raw += delta
-        cut = self.raw.rfind("[")
-        safe = self.raw if cut == -1 or "]" in self.raw[cut:] or len(self.raw) - cut > 64 else self.raw[:cut]
-        return self._emit(restore_prose(safe, self.known))
-
-    def finish(self, raw: str) -> str:
-        return self._emit(restore_prose(raw, self.known))
-
-    def _emit(self, text: str) -> str:
-        if not text.startswith(self.sent):
-            return ""  # the final result's text is authoritative
-        piece, self.sent = text[len(self.sent) :], text
-        return piece
-
-
-def answer_tokens(max_tokens: int, limit: int | None) -> int:
-    """The answer's reserve: at least 512 tokens, at most a quarter of the window."""
-    want = max(max_tokens, 512)
-    return want if limit is None else max(16, min(want, limit // 4))
-
-
-def context_budget(budget_tokens: int, limit: int | None, reserve: int) -> int:
-    """A turn's context budget: retriever.budget_tokens, at most half of what the answer leaves."""
-    return budget_tokens if limit is None else max(64, min(budget_tokens, (limit - reserve) // 2))
-
-
-def _record(turn: TurnInput, uri: str, answer: Turn, outcome: _Outcome, pieces: list[Piece],
-            budget: int, tokens: int, model: str) -> dict[str, Any]:  # fmt: skip
-    prepared = outcome.prepared
-    body: bytes = prepared.content if prepared is not None else b""
-    line, character = turn.position or ((turn.selection or (0, 0))[:2])
-    return {
-        "id": f"chat-{answer.turn_id}-{hashlib.sha256(body).hexdigest()[:8]}",
-        "kind": "chat",
-        "uri": uri,
-        "path": turn.path or "",
-        "line": line,
-        "character": character,
-        "time": time.time(),
-        "status": "cancelled" if answer.cancelled else ("error" if outcome.error else "ok"),
-        "error": outcome.error,
-        "items": [
-            {
-                "path": p.path,
-                "start_line": p.start_line,
-                "end_line": p.end_line,
-                "symbol": p.symbol,
-                "reason": p.reason,
-                "tokens": int(len(p.text) / 3),
-            }  # fmt: skip
-            for p in pieces
-        ],
-        "budget": {"total": budget, "used": tokens},
-        "redactions": [
-            {"rule": f.rule, "line": f.line, "hmac8": f.hmac8}
-            for f in (prepared.findings if prepared else [])
-        ],
-        "payload": body.decode("utf-8", errors="replace"),
-        "endpoint": prepared.endpoint if prepared is not None else "",
-        "sha256": hashlib.sha256(body).hexdigest() if body else "",
-        "audit_id": outcome.audit_id or "",
-        "text": answer.text,
-        "model": model,
-        "timings": {},
-    }

@@ -40,7 +40,9 @@ class ChatSession(Protocol):
 
     def search(self, query: str, k: int | None = None) -> Any: ...
     def definitions(self, name: str) -> Sequence[Any]: ...
-    def read_file(self, path: str, start_line: int | None = None, end_line: int | None = None, *, redact: bool = True) -> Any: ...  # fmt: skip
+    def read_file(
+        self, path: str, start_line: int | None = None, end_line: int | None = None, *, redact: bool = True
+    ) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -124,10 +126,19 @@ class Gatherer:
                 return False
             keep = max(1, int((left - 12) * self.ratio))
             lines = piece.text[:keep].split("\n")[:-1] or [piece.text[:keep]]
-            piece = Piece(piece.path, piece.start_line, piece.start_line + len(lines) - 1,
-                          "\n".join(lines), piece.reason, piece.symbol)  # fmt: skip
-            self.notice("budget", f"{piece.reason} {piece.path}: cut to lines "
-                        f"{piece.start_line + 1}-{piece.end_line + 1} to fit the context budget")  # fmt: skip
+            piece = Piece(
+                piece.path,
+                piece.start_line,
+                piece.start_line + len(lines) - 1,
+                "\n".join(lines),
+                piece.reason,
+                piece.symbol,
+            )
+            self.notice(
+                "budget",
+                f"{piece.reason} {piece.path}: cut to lines "
+                f"{piece.start_line + 1}-{piece.end_line + 1} to fit the context budget",
+            )
             cost = self.cost(piece.text)
         self.out.pieces.append(piece)
         self.out.tokens += cost
@@ -308,8 +319,10 @@ class Gatherer:
         try:
             done = subprocess.run(
                 ["git", "-C", str(self.root), "diff", "--no-color", "--no-ext-diff", "HEAD", "--"],
-                capture_output=True, timeout=20, check=False,
-            )  # fmt: skip
+                capture_output=True,
+                timeout=20,
+                check=False,
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             self.notice("error", f"@diff: git diff failed ({exc})")
             return

@@ -60,9 +60,13 @@ def _rank(value: str, query: str, current: str) -> tuple[int, int, str]:
 
 
 def mention_items(
-    store: Store | None, root: Path | None, query: str, kind: str | None, current: str = "",
+    store: Store | None,
+    root: Path | None,
+    query: str,
+    kind: str | None,
+    current: str = "",
     allowed: object = None,
-) -> list[MentionItem]:  # fmt: skip
+) -> list[MentionItem]:
     """Up to LIMIT values of `kind` (or of files, folders and symbols) matching `query`."""
     q = query.strip().lower()
     files = [f for f in workspace_files(store, root) if allowed is None or allowed(f)]  # type: ignore[operator]
