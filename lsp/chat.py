@@ -72,10 +72,15 @@ def register(server: CodectxServer) -> None:
         return lambda rel: (folder.root / rel).as_uri()
 
     async def index_ready(folder: Folder) -> None:
-        """A turn right after the workspace opened waits for the first index (its symbols)."""
-        if folder.store is None and folder.task is not None and not folder.task.done():
-            with contextlib.suppress(Exception, asyncio.TimeoutError):
-                await asyncio.wait_for(asyncio.shield(folder.task), INDEX_WAIT_S)
+        """A turn right after the workspace opened waits for the first index (its symbols), which
+        the server starts when the client says it is initialized."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + INDEX_WAIT_S
+        while folder.settings.lsp.index_on_open and loop.time() < deadline:
+            first_run_pending = folder.runs == 0 and folder.state == "idle"
+            if not (first_run_pending or (folder.runs == 1 and folder.state == "indexing")):
+                return
+            await asyncio.sleep(0.05)
 
     def where(ls: CodectxServer, args: dict[str, Any], turn: TurnInput) -> None:
         """The editor's file, cursor and selection (converted from the client's encoding)."""
