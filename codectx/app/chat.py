@@ -172,7 +172,16 @@ class ChatService:
         already: set[Span] = {
             (c.path, c.start_line, c.end_line) for t in kept if t.role == "assistant" for c in t.citations
         }
-        gatherer = Gatherer(session, client.gate, pieces, budget, ratio, already, session.settings.root)
+        gatherer = Gatherer(
+            session,
+            client.gate,
+            pieces,
+            budget,
+            ratio,
+            already,
+            session.settings.root,
+            session.settings.privacy.scan_timeout_s,
+        )
         gathered = await asyncio.to_thread(gatherer.gather, turn)
         notices: list[str] = []
 
@@ -183,9 +192,7 @@ class ChatService:
 
         for kind, message in gathered.notices:
             tell(kind, message, None)
-        question = turn.message.strip()
-        if pieces is not None:
-            question = pieces.echo(pieces.text(question, ""))
+        question = gatherer.redact(turn.message.strip(), "")
         fitted = await self._fit(session, conv, question, gathered.pieces, limit, reserve, ratio, served)
         n = conv.user_turns + 1
         turn_id = f"a{n}"

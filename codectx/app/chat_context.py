@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import re
 import subprocess
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -39,6 +40,7 @@ class ChatSession(Protocol):
     """What context gathering needs of a WorkspaceSession (kept narrow so it is easy to follow)."""
 
     def search(self, query: str, k: int | None = None) -> Any: ...
+    def warm_up_gate(self) -> None: ...
     def definitions(self, name: str) -> Sequence[Any]: ...
     def read_file(
         self, path: str, start_line: int | None = None, end_line: int | None = None, *, redact: bool = True
@@ -96,6 +98,7 @@ class Gatherer:
         chars_per_token: float,
         already: set[Span],
         root: Any,
+        scan_timeout_s: float = 2.0,
     ) -> None:
         self.session = session
         self.gate = gate
@@ -106,6 +109,7 @@ class Gatherer:
         self.out = Gathered(budget=budget)
         self._files: dict[str, str | None] = {}
         self._no_index = False
+        self.scan_timeout_s = scan_timeout_s
 
     # ---- pricing and adding ------------------------------------------------------------------
 
@@ -174,15 +178,25 @@ class Gatherer:
         end = start + len("\n".join(rows[first : last + 1]))
         body = text[start:end]
         if self.redactor is not None:
+            self._fresh_deadline()
             body = self.redactor.document(text, path, [(start, end)])[0]
         return Piece(path, first, last, body, reason, symbol)
 
     def redact(self, text: str, origin: str) -> str:
-        return text if self.redactor is None else self.redactor.echo(self.redactor.text(text, origin))
+        if self.redactor is None:
+            return text
+        self._fresh_deadline()
+        return self.redactor.echo(self.redactor.text(text, origin))
+
+    def _fresh_deadline(self) -> None:
+        """Each piece gets the scan's time limit (a turn gathers many, between index lookups)."""
+        if self.redactor is not None:
+            self.redactor.deadline = time.monotonic() + self.scan_timeout_s
 
     # ---- the sources, in order ---------------------------------------------------------------
 
     def gather(self, turn: TurnInput) -> Gathered:
+        self.session.warm_up_gate()  # the rules compile once (about a second), not inside a deadline
         for mention in turn.mentions:
             self.mention(mention, turn)
         if turn.path and turn.text is not None and self.refusal(turn.path) is None:
