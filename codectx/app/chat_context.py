@@ -356,6 +356,9 @@ class Gatherer:
         if not turn.path or not turn.diagnostics:
             self.notice("error", "@problems: the editor sent no diagnostics for the current file")
             return
+        if self.refusal(turn.path) is not None:
+            self.notice("refused", f"@problems: {turn.path} is a never-send file; its problems were left out")
+            return
         rows, lines = [], []
         for d in turn.diagnostics:
             line = int(((d.get("range") or {}).get("start") or {}).get("line", 0))
