@@ -75,28 +75,29 @@ async def test_history_carried_byte_for_byte_and_resumed_after_restart(
     store = tmp_path / "chats"
     chat = ChatService(ChatStore(store))
     cid = chat.start().conversation_id
-    small = {"retriever.budget_tokens": 128}  # three short turns fit the 1024-token window
+    small = {"retriever.budget_tokens": 128, "backend.chat_max_tokens": 48}  # two turns fit the window
     async with session(repo, proxy.url, **small) as s:
         first = await chat.send(s, cid, ask("How does scale work?"))
+    assert not first.turn.cancelled and first.turn.citations
+    # A restart: a new service and session over the same saved conversation.
+    chat = ChatService(ChatStore(store))
+    assert [t.role for t in chat.get(cid).turns] == ["user", "assistant"]
+    kinds: list[str] = []
+    async with session(repo, proxy.url, **small) as s:
         hits = metric(vllm_server, "vllm:prefix_cache_hits_total")
-        second = await chat.send(s, cid, ask("And add?"))
+        second = await chat.send(s, cid, ask("And add?"), on_notice=lambda k, _m, _t: kinds.append(k))
         after = metric(vllm_server, "vllm:prefix_cache_hits_total")
-    assert not first.turn.cancelled and not second.turn.cancelled
+    assert not second.turn.cancelled and kinds == []
     one, two = proxy.chats()
     # The second request is the first one, then the first answer (as the model wrote it), then the new turn.
     assert two["messages"][: len(one["messages"])] == one["messages"]
     assert two["messages"][len(one["messages"])] == {"role": "assistant", "content": first.turn.text}
     assert two["messages"][-1]["content"].startswith("And add?")
+    # The first turn's snippets are in the conversation already: not sent again.
+    sent_before = {(c.path, c.start_line) for c in first.turn.citations}
+    assert not sent_before & {(c.path, c.start_line) for c in second.turn.citations}
     assert after > hits  # the engine's prefix cache served the repeated history
-
-    # A restart: a new service and session over the same saved conversations.
-    chat = ChatService(ChatStore(store))
-    assert [t.role for t in chat.get(cid).turns] == ["user", "assistant"] * 2
-    async with session(repo, proxy.url, **small) as s:
-        third = await chat.send(s, cid, ask("What else?"))
-    three = proxy.chats()[-1]
-    assert three["messages"][: len(two["messages"])] == two["messages"]
-    assert not third.turn.cancelled and chat.get(cid).user_turns == 3
+    assert chat.get(cid).user_turns == 2
 
 
 async def test_long_conversation_is_compacted_and_fits(
@@ -121,7 +122,7 @@ async def test_long_conversation_is_compacted_and_fits(
     assert summaries, "no summary request was made"
     turns = [c for c in chats if c["messages"][0]["content"] != SUMMARY_SYSTEM]
     assert len(turns) == len(files)  # every turn was answered: each request fitted the window
-    assert any(m["content"].startswith(SUMMARY_LEAD) for m in turns[-1]["messages"])
+    assert any(m["content"].startswith(SUMMARY_LEAD) for t in turns[1:] for m in t["messages"])
     assert turns[-1]["messages"][-1]["content"].startswith("Turn 5:")  # the last turn is never dropped
 
 

@@ -72,6 +72,9 @@ class ChatService:
         self.store = store if store is not None else ChatStore()
         self.running: dict[str, Running] = {}
         self.placeholders: dict[str, Placeholders] = {}  # per conversation, this process only
+        # Tokens the server counted per estimated token, per model (learnt from each answer's usage):
+        # the estimate from characters per token is low on text unlike code.
+        self.token_factor: dict[str, float] = {}
 
     # ---- conversations ----------------------------------------------------------------------
 
@@ -162,8 +165,9 @@ class ChatService:
         client = session.client
         served = await session.model.chat_model("chat")
         limit = await client.context_limit()
-        ratio = await client.chars_per_token() * 0.85
-        reserve = answer_tokens(session.settings.backend.max_tokens, limit)
+        base_ratio = await client.chars_per_token() * 0.85
+        ratio = base_ratio / self.token_factor.get(served, 1.0)
+        reserve = answer_tokens(session.settings.backend.chat_max_tokens, limit)
         budget = context_budget(session.settings.retriever.budget_tokens, limit, reserve)
         pieces = session.redaction.pieces()
         kept = prompt.kept_turns(conv)
@@ -210,6 +214,9 @@ class ChatService:
         )
         if outcome.error and not outcome.raw:
             raise outcome.failure or CodectxError(outcome.error)
+        if outcome.usage[0] > 0:
+            estimated = prompt.estimate(fitted.messages, base_ratio)
+            self.token_factor[served] = max(1.0, outcome.usage[0] / max(estimated, 1))
         if outcome.error:
             tell("error", f"the model server failed during the answer: {outcome.error}", turn_id)
         text = restore_prose(outcome.raw, known)
@@ -278,15 +285,15 @@ class ChatService:
                 continue
             first, last = conv.first_kept, conv.first_kept + count
             summary = await self._summarise(session, conv, count, limit, ratio, served)
-            span = f"older turns {first // 2 + 1}-{last // 2}" if last // 2 > first // 2 else "an older turn"
+            a, b = first // 2 + 1, max(first // 2 + 1, last // 2)
+            span = f"older turns {a}-{b} were" if b > a else f"older turn {a} was"
+            window = f"to fit the model's {limit}-token window"
             if summary:
                 conv.summary, conv.first_kept = summary, last
-                notices.append(
-                    ("compacted", f"{span} were summarised to fit the model's {limit}-token window")
-                )
+                notices.append(("compacted", f"{span} summarised {window}"))
             else:
                 conv.first_kept = last
-                notices.append(("dropped", f"{span} were dropped to fit the model's {limit}-token window"))
+                notices.append(("dropped", f"{span} dropped {window}"))
             fitted = build()
         if prompt.estimate(fitted.messages, ratio) > room and conv.summary:
             conv.summary = ""

@@ -243,7 +243,7 @@ class Gatherer:
         except CodectxError as exc:
             self.notice("error", f"@file {path}: {exc}")
             return
-        self.add(self.lines_piece(path, text, 0, len(text.split("\n")) - 1, "@file"), explicit=True)
+        self.add(self.lines_piece(path, text, 0, max(0, len(text.splitlines()) - 1), "@file"), explicit=True)
 
     def around_cursor(self, turn: TurnInput) -> None:
         assert turn.path is not None and turn.text is not None
@@ -322,7 +322,9 @@ class Gatherer:
             if self.refusal(rel) is not None or any(part.startswith(".") for part in rel.split("/")):
                 continue
             text = self.file_text(rel)
-            if text is None or not self.add(self.lines_piece(rel, text, 0, text.count("\n"), "@folder")):
+            if text is None or not self.add(
+                self.lines_piece(rel, text, 0, max(0, len(text.splitlines()) - 1), "@folder")
+            ):
                 left_out += text is not None
         if left_out:
             self.notice("budget", f"@folder {value}: {left_out} file(s) left out to fit the context budget")

@@ -126,10 +126,9 @@ class _Shown:
         return piece
 
 
-def answer_tokens(max_tokens: int, limit: int | None) -> int:
-    """The answer's reserve: at least 512 tokens, at most a quarter of the window."""
-    want = max(max_tokens, 512)
-    return want if limit is None else max(16, min(want, limit // 4))
+def answer_tokens(chat_max_tokens: int, limit: int | None) -> int:
+    """The answer's reserve: backend.chat_max_tokens, at most a quarter of the window."""
+    return chat_max_tokens if limit is None else max(16, min(chat_max_tokens, limit // 4))
 
 
 def context_budget(budget_tokens: int, limit: int | None, reserve: int) -> int:
