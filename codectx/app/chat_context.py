@@ -32,7 +32,9 @@ log = logging.getLogger(__name__)
 Span = tuple[str, int, int]  # (path, first line, last line), 0-based inclusive
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?")
 MAX_NAMES = 24  # identifiers of a question looked up in the symbol table
-SEARCH_K = 6
+SEARCH_K = 10
+ITEM_SHARE = 6  # an implicit item takes at most 1/6 of the budget (its head when longer)
+SITES_PER_WORD = 2  # definitions per plain word of the question
 DIFF_BYTES = 200_000
 
 
@@ -116,9 +118,12 @@ class Gatherer:
     def cost(self, text: str) -> int:
         return int(len(text) / self.ratio) + 12  # the label and fence around it
 
-    def add(self, piece: Piece, explicit: bool = False) -> bool:
+    def add(self, piece: Piece, explicit: bool = False, share: int = ITEM_SHARE) -> bool:
         if piece.span in self.already or any(_inside(piece, p) for p in self.out.pieces):
             return False
+        cap = self.out.budget // share
+        if not explicit and self.cost(piece.text) > cap:
+            piece = self.head(piece, cap)
         cost = self.cost(piece.text)
         left = self.out.budget - self.out.tokens
         if cost > left:
@@ -128,16 +133,7 @@ class Gatherer:
                         "budget", f"{piece.reason} {piece.path}: left out, the context budget is spent"
                     )
                 return False
-            keep = max(1, int((left - 12) * self.ratio))
-            lines = piece.text[:keep].split("\n")[:-1] or [piece.text[:keep]]
-            piece = Piece(
-                piece.path,
-                piece.start_line,
-                piece.start_line + len(lines) - 1,
-                "\n".join(lines),
-                piece.reason,
-                piece.symbol,
-            )
+            piece = self.head(piece, left)
             self.notice(
                 "budget",
                 f"{piece.reason} {piece.path}: cut to lines "
@@ -147,6 +143,14 @@ class Gatherer:
         self.out.pieces.append(piece)
         self.out.tokens += cost
         return True
+
+    def head(self, piece: Piece, tokens: int) -> Piece:
+        """The first lines of a piece that fit `tokens` (a long function's signature and start)."""
+        keep = max(1, int((tokens - 12) * self.ratio))
+        lines = piece.text[:keep].split("\n")
+        lines = lines[:-1] if len(lines) > 1 else lines
+        last = piece.start_line + len(lines) - 1
+        return Piece(piece.path, piece.start_line, last, "\n".join(lines), piece.reason, piece.symbol)
 
     def notice(self, kind: str, message: str) -> None:
         if (kind, message) not in self.out.notices:
@@ -201,8 +205,12 @@ class Gatherer:
             self.mention(mention, turn)
         if turn.path and turn.text is not None and self.refusal(turn.path) is None:
             self.around_cursor(turn)
-        self.named(turn)
+        identifiers, words = self.named(turn)
+        for name in identifiers:  # `parse_config`, `Session.send`, `camelCase`: surely symbols
+            self.symbol(name, "named in the question")
         self.searched(" ".join(x for x in (turn.message, turn.previous) if x), "search", SEARCH_K)
+        for name in words:  # plain words ("scale") may be symbols too: after the search's hits
+            self.symbol(name, "named in the question", sites=SITES_PER_WORD)
         for region in turn.recent:
             if self.refusal(region.path) is None:
                 text = self.redact(region.text, region.path)
@@ -263,9 +271,10 @@ class Gatherer:
             first, last, reason = max(0, line - 10), min(len(rows) - 1, line + 10), "around the cursor"
         else:
             first, last, reason = scope[0], scope[1], "enclosing scope"
-        self.add(self.lines_piece(turn.path, turn.text, first, last, reason))
+        self.add(self.lines_piece(turn.path, turn.text, first, last, reason), share=2)
 
-    def named(self, turn: TurnInput) -> None:
+    def named(self, turn: TurnInput) -> tuple[list[str], list[str]]:
+        """(identifier-like names, plain words) of the question and selection, each once."""
         words = [turn.message]
         if turn.selection is not None and turn.text is not None:
             rows = turn.text.split("\n")
@@ -274,17 +283,22 @@ class Gatherer:
         for word in _WORD.findall("\n".join(words)):
             if len(word) >= 3 and word not in seen:
                 seen.append(word)
-        for name in seen[:MAX_NAMES]:
-            self.symbol(name, "named in the question")
+        seen = seen[:MAX_NAMES]
+        code = [
+            w for w in seen if "_" in w or "." in w or (w[1:] != w[1:].lower() and w[1:] != w[1:].upper())
+        ]
+        return code, [w for w in seen if w not in code]
 
-    def symbol(self, name: str, reason: str, explicit: bool = False) -> bool:
+    def symbol(self, name: str, reason: str, explicit: bool = False, sites: int = 3) -> bool:
         try:
-            sites = list(self.session.definitions(name))[:3]
+            found_sites = list(self.session.definitions(name))
+            if not explicit:  # a plain word matching a variable or parameter is noise
+                found_sites = [d for d in found_sites if d.kind not in ("variable", "parameter", "field")]
         except CodectxError:
             self._note_no_index()
             return False
         found = False
-        for site in sites:
+        for site in found_sites[:sites]:
             if self.refusal(site.path) is not None:
                 continue
             text = self.file_text(site.path)
