@@ -295,15 +295,22 @@ class ChatService:
                 conv.first_kept = last
                 notices.append(("dropped", f"{span} dropped {window}"))
             fitted = build()
-        if prompt.estimate(fitted.messages, ratio) > room and conv.summary:
-            conv.summary = ""
-            notices.append(("dropped", "the summary of older turns was dropped to fit the window"))
-            fitted = build()
         cut = 0
-        while pieces and prompt.estimate(fitted.messages, ratio) > room:
-            pieces.pop()
-            cut += 1
-            fitted = build()
+
+        def too_big() -> bool:
+            return prompt.estimate(fitted.messages, ratio) > room
+
+        # What goes first: implicit snippets (from the end), then the summary, then mentioned ones.
+        for implicit in (True, False):
+            while too_big() and any(_implicit(p) or not implicit for p in pieces):
+                drop = max(i for i, p in enumerate(pieces) if _implicit(p) or not implicit)
+                pieces.pop(drop)
+                cut += 1
+                fitted = build()
+            if implicit and too_big() and conv.summary:
+                conv.summary = ""
+                notices.append(("dropped", "the summary of older turns was dropped to fit the window"))
+                fitted = build()
         if cut:
             notices.append(("budget", f"{cut} context snippet(s) left out to fit the model's window"))
         if prompt.estimate(fitted.messages, ratio) > room:
@@ -324,3 +331,8 @@ class ChatService:
             log.info("chat: compaction failed, dropping older turns: %s", exc)
             return ""
         return result.text.strip() or "(no summary)"
+
+
+def _implicit(piece: Piece) -> bool:
+    """A snippet codectx chose (not one the user mentioned or selected)."""
+    return not (piece.reason.startswith("@") or piece.reason == "selection")

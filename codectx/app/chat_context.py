@@ -119,9 +119,9 @@ class Gatherer:
         return int(len(text) / self.ratio) + 12  # the label and fence around it
 
     def add(self, piece: Piece, explicit: bool = False, share: int = ITEM_SHARE) -> bool:
-        if piece.span in self.already or any(_inside(piece, p) for p in self.out.pieces):
+        if self.sent_before(piece) or any(_inside(piece, p) for p in self.out.pieces):
             return False
-        cap = self.out.budget // share
+        cap = max(self.out.budget // share, 96)
         if not explicit and self.cost(piece.text) > cap:
             piece = self.head(piece, cap)
         cost = self.cost(piece.text)
@@ -151,6 +151,14 @@ class Gatherer:
         lines = lines[:-1] if len(lines) > 1 else lines
         last = piece.start_line + len(lines) - 1
         return Piece(piece.path, piece.start_line, last, "\n".join(lines), piece.reason, piece.symbol)
+
+    def sent_before(self, piece: Piece) -> bool:
+        """Already in the conversation: the same start (a head, or the whole) or inside a sent span."""
+        return any(
+            path == piece.path
+            and (start == piece.start_line or start <= piece.start_line <= piece.end_line <= end)
+            for path, start, end in self.already
+        )
 
     def notice(self, kind: str, message: str) -> None:
         if (kind, message) not in self.out.notices:
@@ -392,7 +400,7 @@ class Gatherer:
 
 def site_in(span: Span, gatherer: Gatherer) -> bool:
     """The definition was already sent earlier in the conversation (it counts as found)."""
-    return span in gatherer.already
+    return gatherer.sent_before(Piece(span[0], span[1], span[2], "", ""))
 
 
 def _inside(a: Piece, b: Piece) -> bool:
