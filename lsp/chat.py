@@ -44,6 +44,13 @@ def _need(args: dict[str, Any], *names: str) -> None:
             raise InvalidParams(f"this chat request needs {{{', '.join(f'{n}: string' for n in names)}}}")
 
 
+def _conversation(params: Any) -> str:
+    """The `conversationId` of a request's params (InvalidParams when there is none)."""
+    args = _params(params)
+    _need(args, "conversationId")
+    return str(args["conversationId"])
+
+
 def _position(value: Any) -> types.Position | None:
     try:
         return types.Position(line=int(value["line"]), character=int(value["character"]))
@@ -165,9 +172,7 @@ def register(server: CodectxServer) -> None:
     @server.feature("codectx/chat/cancel")
     @guarded()
     async def cancel(ls: CodectxServer, params: Any) -> dict[str, Any]:
-        args = _params(params)
-        _need(args, "conversationId")
-        return {"cancelled": chat.cancel(args["conversationId"])}
+        return {"cancelled": chat.cancel(_conversation(params))}
 
     @server.feature("codectx/chat/list")
     @guarded()
@@ -177,25 +182,19 @@ def register(server: CodectxServer) -> None:
     @server.feature("codectx/chat/get")
     @guarded()
     async def get(ls: CodectxServer, params: Any) -> dict[str, Any]:
-        args = _params(params)
-        _need(args, "conversationId")
-        conv = chat.get(args["conversationId"])
+        conv = chat.get(_conversation(params))
         folder = folder_of(ls, "")
         return {"conversation": conv.summary_wire(), "turns": [t.wire(uri_of(folder)) for t in conv.turns]}
 
     @server.feature("codectx/chat/delete")
     @guarded()
     async def delete(ls: CodectxServer, params: Any) -> dict[str, Any]:
-        args = _params(params)
-        _need(args, "conversationId")
-        return {"deleted": chat.delete(args["conversationId"])}
+        return {"deleted": chat.delete(_conversation(params))}
 
     @server.feature("codectx/chat/export")
     @guarded()
     async def export(ls: CodectxServer, params: Any) -> dict[str, Any]:
-        args = _params(params)
-        _need(args, "conversationId")
-        return {"markdown": chat.export(args["conversationId"])}
+        return {"markdown": chat.export(_conversation(params))}
 
     @server.feature("codectx/chat/context")
     @guarded()
