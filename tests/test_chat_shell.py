@@ -157,3 +157,40 @@ def test_interactive_chat_commands(repo: Path, backend: FixedBackend, tmp_path: 
     gone = codectx(["chat", "--delete", listed[1]["conversationId"]], repo)
     assert gone.returncode == 0
     assert len(json.loads(codectx(["chat", "--list", "--json"], repo).stdout)) == 1
+
+
+def test_ask_diff_folder_and_codebase_mentions(repo: Path, backend: FixedBackend) -> None:
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+
+    (repo / ".git").rmdir()
+    git("init", "-q")
+    git("-c", "user.email=t@t", "-c", "user.name=t", "add", "-A", ":!.env")
+    git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "base")
+    ops = repo / "calc" / "ops.py"
+    ops.write_text(ops.read_text("utf-8").replace("return total", "return total  # summed"), "utf-8")
+    (repo / ".env").write_text("API_TOKEN=changed-secret-value\n", encoding="utf-8")
+    git("add", "-N", ".env")  # even a tracked never-send file's diff stays out
+    question = "What changed? @diff and @folder:calc/"
+    done = codectx(["ask", question, "--backend-url", backend.url, "--lexical", "--json"], repo)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    reasons = {(c["reason"], c["path"]) for c in result["citations"]}
+    assert ("@diff", "calc/ops.py") in reasons, reasons
+    assert ("@folder", "calc/report.py") in reasons or ("@folder", "calc/ops.py") in reasons, reasons
+    last = chats(backend)[-1]["body"]["messages"][-1]["content"]
+    assert "# summed" in last
+    assert all(b"changed-secret-value" not in r["raw"] for r in backend.requests) and ".env" in done.stderr
+    searched = codectx(
+        [
+            "ask",
+            "@codebase:multiply every value by factor",
+            "--backend-url",
+            backend.url,
+            "--lexical",
+            "--json",
+        ],
+        repo,
+    )
+    cited = json.loads(searched.stdout)["citations"]
+    assert any(c["reason"] == "@codebase" and c.get("symbol") == "scale" for c in cited), cited
