@@ -187,6 +187,9 @@ async def prefix_hits(work: Path, questions: list[str]) -> dict[str, Any]:
                     "backend.url": spec.url + "/v1",
                     "index.index_dir": str(DATA / "index-chat" / "requests"),
                     "backend.chat_max_tokens": 128,  # the answers' length does not change the hit rate
+                    # The test model's window is 4096 tokens: a per-turn budget that lets five turns fit
+                    # without compaction, as the default 2048 does in a 64K window.
+                    "retriever.budget_tokens": 384,
                 },
             )
             chat = ChatService(ChatStore(work / "chats"))
