@@ -18,13 +18,14 @@ VLLM_STAMP := $(VLLM_VENV)/.installed
 PROMETHEUS_DEB := 2.42.0+ds-5+deb12u1
 PROMTOOL := $(abspath .tools)/promtool/usr/bin/promtool
 
-.PHONY: promtool bench-burst wheelhouse nvim-check vsix vscode-env vscode-ext-deps node24 venv run test test-fast lint format bench bench-index bench-hostile bench-retriever bench-embedder bench-redact bench-backend bench-lsp bench-chat vllm-env clean help
+.PHONY: promtool bench-burst wheelhouse nvim-check vsix vscode-env vscode-ext-deps node24 venv run test test-fast lint format bench bench-index bench-hostile bench-retriever bench-embedder bench-redact bench-backend bench-lsp bench-chat bench-devset bench-mcp mcp-inspector vllm-env clean help
 
 help:
 	@echo "make run    - index this repository on the embedded defaults and show a search"
 	@echo "make test   - set up everything the tests need and run every test"
 	@echo "make lint   - ruff and mypy"
 	@echo "make bench  - benchmarks (downloads pinned sdists from PyPI)"
+	@echo "make bench-devset - retrieval quality per repository of the development set (bench/devset.toml)"
 	@echo "make bench-burst - bursts of simulated developers against two vLLM replicas behind vllm-router"
 
 venv: $(VENV)/.installed
@@ -54,7 +55,7 @@ run: venv
 	$(VENV)/bin/codectx index .
 	$(VENV)/bin/codectx search "where are settings layers resolved" . -k 5
 
-test: venv vllm-env vscode-env nvim-check promtool wheelhouse
+test: venv vllm-env vscode-env nvim-check promtool wheelhouse mcp-inspector
 	CODECTX_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python PROMTOOL=$(PROMTOOL) $(PY) -m pytest -q tests
 
 # `apt-get download` fetches the .deb without installing (no service is started).
@@ -102,7 +103,7 @@ format: venv
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-bench: bench-index bench-hostile bench-retriever bench-embedder bench-redact bench-backend bench-lsp bench-chat
+bench: bench-index bench-hostile bench-retriever bench-embedder bench-redact bench-backend bench-lsp bench-chat bench-mcp
 
 bench-index: venv
 	$(PY) bench/bench_index.py
@@ -116,8 +117,21 @@ bench-retriever: venv
 bench-embedder: venv
 	$(PY) bench/bench_embedder.py
 
+# Retrieval quality on the development set (bench/devset.toml; issue 20): `codectx eval` per
+# repository and pooled, lexical and with vectors, then why the not-typed misses miss.
+# DEVSET_ARGS="--vectors none" (lexical only) or "--repos immer,mobx".
+DEVSET_LIMIT ?= 100
+DEVSET_ARGS ?=
+bench-devset: venv
+	$(PY) bench/bench_devset.py --limit $(DEVSET_LIMIT) $(DEVSET_ARGS)
+	$(PY) bench/devset_misses.py --limit $(DEVSET_LIMIT)
+
 bench-redact: venv
 	$(PY) bench/bench_redact.py
+
+# The MCP server on Django: search_code/find_definition p95 through stdio, recall vs codectx search, RSS.
+bench-mcp: venv
+	$(PY) bench/bench_mcp.py
 
 bench-backend: venv vllm-env
 	CODECTX_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python $(PY) bench/bench_backend.py
@@ -161,6 +175,14 @@ $(TOOLS)/.code-server-$(CODE_SERVER_VERSION): $(NODE24)
 	@test -x /usr/bin/chromium && dpkg -s libkrb5-dev >/dev/null 2>&1 || \
 		(apt-get update -q && apt-get install -y -q chromium libkrb5-dev)
 	$(WITH_NODE24) npm install -q --prefix $(TOOLS)/code-server --no-audit --no-fund code-server@$(CODE_SERVER_VERSION)
+	touch $@
+
+# The MCP Inspector's CLI (npm), a second MCP client for tests/test_mcp_inspector.py (Node 24).
+MCP_INSPECTOR_VERSION := 2.12.0
+mcp-inspector: $(TOOLS)/.mcp-inspector-$(MCP_INSPECTOR_VERSION)
+
+$(TOOLS)/.mcp-inspector-$(MCP_INSPECTOR_VERSION): $(NODE24)
+	$(WITH_NODE24) npm install -q --prefix $(TOOLS)/mcp-inspector --no-audit --no-fund --ignore-scripts @modelcontextprotocol/inspector@$(MCP_INSPECTOR_VERSION)
 	touch $@
 
 bench-lsp: venv vllm-env

@@ -25,10 +25,12 @@ class BackendNotConfigured(BackendError):
     exit_code = 2
 
     def __init__(self, message: str | None = None) -> None:
+        from codectx.settings import user_config_path  # the real path (XDG_CONFIG_HOME honoured)
+
         super().__init__(
             message
             or 'no model server configured. Set one of: `url = "http://127.0.0.1:8000/v1"` under '
-            "[backend] in ~/.config/codectx/config.toml, the environment variable "
+            f"[backend] in {user_config_path()}, the environment variable "
             "CODECTX_BACKEND_URL=http://127.0.0.1:8000/v1, or the flag --backend-url URL. "
             "To start a local server: codectx backend serve --profile cpu-dev"
         )

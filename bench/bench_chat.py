@@ -44,7 +44,7 @@ DJANGO = "5.1.4"
 
 def index(root: Path, name: str, embed: bool) -> tuple[Any, Any]:
     from codectx.indexer.pipeline import index_workspace
-    from codectx.indexer.store import IndexStore
+    from codectx.indexer.storage.store import IndexStore
 
     from codectx.settings import load_settings
 

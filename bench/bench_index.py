@@ -31,9 +31,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import DATA, fetch_sdist, machine, peak_rss_mb, table, write_results  # noqa: I001
 
-from codectx.indexer.embedder import Embedder, embedding_text
-from codectx.indexer.pipeline import embed_pending, index_workspace
-from codectx.indexer.store import IndexStore
+from codectx.indexer.embedding.embedder import Embedder, embedding_text
+from codectx.indexer.pipeline import index_workspace
+from codectx.indexer.stages import embed_pending
+from codectx.indexer.storage.store import IndexStore
 from codectx.settings import cache_dir as default_cache_dir
 from codectx.settings import load_settings
 
@@ -106,6 +107,9 @@ def main() -> int:
         help="cold lexical index, then only the `codectx index` process runs (no embedding)",
     )
     args = parser.parse_args()
+    from codectx import tuning
+
+    tuning.light_lancedb_import()  # as the `codectx` command does (codectx/tuning.py)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
     src = fetch_sdist("django", "5.1.4")

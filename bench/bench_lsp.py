@@ -143,9 +143,9 @@ def prepare_placeholder_index(root: Path, index_dir: Path) -> None:
     """The full-text index plus one random unit vector per chunk, before the server starts: the
     server then serves dense search at full cost without embedding Django (tens of minutes here)."""
     from bench_retriever import placeholder_vectors
-    from codectx.indexer.embedder import Embedder
+    from codectx.indexer.embedding.embedder import Embedder
     from codectx.indexer.pipeline import index_workspace
-    from codectx.indexer.store import IndexStore
+    from codectx.indexer.storage.store import IndexStore
 
     from codectx.settings import load_settings
 
@@ -167,7 +167,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.placeholder_vectors:
         prepare_placeholder_index(root, index_dir)
     elif args.embed:
-        from codectx.indexer.embedder import Embedder
+        from codectx.indexer.embedding.embedder import Embedder
 
         from codectx.settings import load_settings
 
@@ -341,6 +341,9 @@ def main() -> int:
         "--fixed", action="store_true", help="use the fixed-answer server even if vLLM is set"
     )
     args = parser.parse_args()
+    from codectx import tuning
+
+    tuning.light_lancedb_import()  # as the `codectx` command does (codectx/tuning.py)
     result = asyncio.run(run(args))
     result["machine"] = machine()
     result["command"] = " ".join([sys.executable, *sys.argv])

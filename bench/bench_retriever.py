@@ -55,7 +55,7 @@ def fetch(name: str, version: str) -> Path:
 
 def index(root: Path, embed: bool) -> tuple[Any, Any]:
     from codectx.indexer.pipeline import index_workspace
-    from codectx.indexer.store import IndexStore
+    from codectx.indexer.storage.store import IndexStore
 
     from codectx.settings import load_settings
 
@@ -79,7 +79,7 @@ def placeholder_vectors(store: Any, model_id: str, dims: int = 384) -> None:
         store.add_vectors(model_id, missing, vecs)
     # Name vectors too (zero rows for unnamed chunks, as the indexer writes them), so the
     # dense search re-ranks by the body/name mix at full cost.
-    from codectx.indexer.embedder import name_model_id
+    from codectx.indexer.embedding.embedder import name_model_id
 
     names = sorted(store.chunk_hashes() - store.vector_hashes(name_model_id(model_id)))
     if names:
@@ -99,7 +99,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def quality(limit: int, seed: int) -> dict[str, Any]:
-    from codectx.indexer.embedder import Embedder
+    from codectx.indexer.embedding.embedder import Embedder
     from codectx.retriever.eval import format_report, run_eval
 
     out: dict[str, Any] = {}
@@ -135,7 +135,7 @@ def pooled(reports: dict[str, Any]) -> dict[str, dict[str, dict[str, float]]]:
 
 
 def latency(samples: int, seed: int, real_vectors: bool) -> dict[str, Any]:
-    from codectx.indexer.embedder import Embedder
+    from codectx.indexer.embedding.embedder import Embedder
     from codectx.retriever.context import assemble_context
     from codectx.retriever.eval import code_tasks, first_sentence
     from codectx.retriever.search import HybridSearcher
@@ -199,6 +199,10 @@ def main() -> int:
     parser.add_argument("--skip-django", action="store_true")
     parser.add_argument("--django-vectors", choices=("placeholder", "real"), default="placeholder")
     args = parser.parse_args()
+    from codectx import tuning
+
+    tuning.light_lancedb_import()  # as the `codectx` command does (codectx/tuning.py)
+    tuning.serve_queries()  # measured as the language server and --batch modes run
     sys.path.insert(0, str(HERE))
     from common import machine  # type: ignore[import-not-found]
 

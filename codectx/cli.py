@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import sys
 from pathlib import Path
 
@@ -18,7 +19,10 @@ from codectx.errors import CodectxError
 from codectx.platforms import unsupported_platform
 from codectx.runtime import quiet_dependencies
 from codectx.schema import SCHEMA
+from codectx.tuning import light_lancedb_import, serve_queries
 
+# Commands whose process answers queries from the index (codectx/tuning.py: `serve_queries`).
+QUERY_COMMANDS = frozenset({"search", "context", "eval", "complete", "lsp"})
 # Order is the order of `codectx --help`.
 COMMAND_MODULES = (
     "codectx.indexer.cli",
@@ -29,6 +33,7 @@ COMMAND_MODULES = (
     "codectx.app.complete_cli",
     "codectx.app.chat_cli",  # ask, chat
     "codectx.lsp.cli",
+    "codectx.mcp.cli",
 )
 
 
@@ -68,12 +73,33 @@ def _config_show(args: argparse.Namespace) -> int:
             }
         )
         return 0
-    for section, values in settings.as_dict().items():
-        print(f"[{section}]")
+    # TOML, so a block can be pasted into a config file; each line says where its value came from.
+    for index, (section, values) in enumerate(settings.as_dict().items()):
+        print(f"{'' if index == 0 else chr(10)}[{section}]")
         for key, value in values.items():
-            shown = "***" if key == "api_key" and value else value
-            print(f"  {key} = {shown!r:40}  # {settings.sources[f'{section}.{key}']}")
+            source = settings.sources[f"{section}.{key}"]
+            if value is None:  # TOML has no null: an unset key is shown commented out
+                print(f"# {key} = (unset)  # {source}")
+                continue
+            shown = toml_value("***" if key == "api_key" and value else value)
+            print(f"{key} = {shown}  # {source}")
     return 0
+
+
+def toml_value(value: object) -> str:
+    """One setting's value as a TOML literal (settings hold strings, numbers, booleans and lists)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        # JSON's string escapes are valid TOML basic-string escapes; ensure_ascii keeps it one line.
+        return json.dumps(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_value(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(str(k))} = {toml_value(v)}" for k, v in value.items()) + "}"
+    return json.dumps(str(value))
 
 
 def _config_keys(args: argparse.Namespace) -> int:
@@ -121,6 +147,7 @@ def _command_of(argv: list[str]) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     # First, before any command imports a model library: no telemetry, no downloads.
     quiet_dependencies()
+    light_lancedb_import()  # the quick LanceDB import, if the command opens the index
     argv = sys.argv[1:] if argv is None else argv
     problem = unsupported_platform()
     if problem:
@@ -131,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    if args.command in QUERY_COMMANDS:
+        serve_queries()
     try:
         return int(args.func(args) or 0)
     except CodectxError as exc:

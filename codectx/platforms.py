@@ -1,7 +1,7 @@
 """Which operating systems codectx runs on; the entry point asks once, before any work.
 
 Linux and macOS are supported. Windows is refused with a message: the index
-lock (indexer/lock.py) and the audit log's append lock (privacy/audit.py) are
+lock (indexer/storage/lock.py) and the audit log's append lock (privacy/audit.py) are
 POSIX `fcntl.flock` locks, which is what keeps a language server and a shell
 command from writing the same index or log at once. Porting them is possible
 (`msvcrt.locking`, or the `filelock` package), but an untested lock on the

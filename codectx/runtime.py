@@ -20,6 +20,11 @@ before anything imports a model library. What it switches off, and why each:
 - tokenizers, LanceDB, torch: tokenizers and torch have no telemetry (only
   the fork warning, silenced); LanceDB 0.40 reports metrics only to an
   OpenTelemetry provider the application installs, which codectx does not.
+- The MCP SDK (`codectx mcp`) wraps every message in an OpenTelemetry span
+  through `opentelemetry-api`; without an SDK installed that API is a no-op
+  and exports nothing, and `OTEL_SDK_DISABLED=true` keeps it so if a user has
+  an OpenTelemetry SDK in the same environment (tests/test_mcp_http.py runs
+  the server under strace: no connection at all).
 
 An explicit call, not an import side effect: importing codectx changes nothing.
 """
@@ -38,6 +43,7 @@ TELEMETRY_OFF: Mapping[str, str] = {
     "DO_NOT_TRACK": "1",
     "VLLM_NO_USAGE_STATS": "1",
     "VLLM_DO_NOT_TRACK": "1",
+    "OTEL_SDK_DISABLED": "true",
 }
 # name -> value; only where the user set nothing (a user's own choice stands)
 OFFLINE: Mapping[str, str] = {

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codectx.clikit import add_index_dir, add_json, print_json, settings_for, stderr, workspace_root
+from codectx.tuning import import_frozen
 
 # The indexer's modules import LanceDB (seconds): only when one of these commands runs.
 if TYPE_CHECKING:
@@ -141,7 +141,7 @@ def _index(args: argparse.Namespace) -> int:
         extra["index.embed"] = False
     settings = settings_for(root, args, extra)
     # Most re-runs change nothing: answer from the manifest before loading LanceDB (~2 s).
-    from codectx.indexer.manifest import check_workspace
+    from codectx.indexer.walk.manifest import check_workspace
 
     checked = check_workspace(root, settings, embed=bool(settings.index.embed))
     quick = checked.report
@@ -177,24 +177,11 @@ def is_command_process() -> bool:
 
 
 def _import_pipeline() -> None:
-    """Import the indexer proper (LanceDB, pyarrow, numpy), tuned for a process that exits soon.
-
-    The import leaves ~100k long-lived objects behind. In the `codectx` process they are moved to
-    the garbage collector's permanent generation (`gc.freeze`): the run's collections then skip
-    them, and interpreter shutdown no longer walks them (0.3 s of a 2 s one-file re-index). Inside
-    another program (the language server, tests calling `main`) nothing changes.
-    """
-    own = is_command_process() and "codectx.indexer.pipeline" not in sys.modules
-    enabled = gc.isenabled()
-    if own:
-        gc.disable()  # a full collection during the import would only find live objects
-    try:
-        import codectx.indexer.pipeline  # noqa: F401
-    finally:
-        if own and enabled:
-            gc.enable()
-    if own:
-        gc.freeze()
+    """Import the indexer proper (LanceDB, pyarrow, numpy); in the `codectx` process itself, with
+    its long-lived objects frozen (codectx/tuning.py: `import_frozen`). Inside another program (the
+    language server, tests calling `main`) nothing changes."""
+    if is_command_process():
+        import_frozen("codectx.indexer.pipeline")
 
 
 def _print_report(r: IndexReport) -> None:
@@ -258,9 +245,9 @@ def _ago(ts: float | None) -> str:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from codectx.indexer.discovery import discover
-    from codectx.indexer.embedder import resolve_model
-    from codectx.indexer.store import IndexStore
+    from codectx.indexer.embedding.embedder import resolve_model
+    from codectx.indexer.storage.store import IndexStore
+    from codectx.indexer.walk.discovery import discover
 
     root = workspace_root(args.path)
     settings = settings_for(root, args)

@@ -7,24 +7,28 @@ interrupted anywhere is completed by the next one. Re-runs touch only what
 changed: size and mtime first, then the content hash.
 
 `index_workspace` is what the CLI and the language server call; `index_paths`
-re-indexes a few files (an editor's save). Both hold the index lock.
+re-indexes a few files (an editor's save). Both hold the index lock, decide which files change,
+and run the stages (indexer/stages.py) on them.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from codectx.indexer.discovery import SourceFile, decode_source, discover, is_never_index, sniff
-from codectx.indexer.embedder import Embedder, name_model_id
-from codectx.indexer.errors import IndexCorrupt, IndexSchemaMismatch, unwritable
-from codectx.indexer.lock import IndexLock
-from codectx.indexer.manifest import (
+from codectx.indexer.embedding.embedder import Embedder, name_model_id
+from codectx.indexer.errors import IndexCorrupt, unwritable
+from codectx.indexer.report import IndexReport, ProgressEvent, ProgressFn
+from codectx.indexer.stages import commit_lexical, embed_pending, emit, open_for_write, why
+from codectx.indexer.storage.lock import IndexLock
+from codectx.indexer.storage.store import FileRecord, IndexStore
+from codectx.indexer.walk.content import sniff
+from codectx.indexer.walk.discovery import SourceFile, discover
+from codectx.indexer.walk.manifest import (
     Manifest,
     QuickCheck,
     check_workspace,
@@ -32,216 +36,12 @@ from codectx.indexer.manifest import (
     fingerprint,
     summary,
 )
-from codectx.indexer.parse import parse_file
-from codectx.indexer.reading import NotIndexed, read_discovered
-from codectx.indexer.report import IndexReport, ProgressEvent, ProgressFn
+from codectx.indexer.walk.walkrecord import discover_cached
 
-__all__ = ["IndexReport", "ProgressEvent", "ProgressFn", "index_paths", "index_workspace"]
-from codectx.indexer.store import FileData, FileRecord, IndexStore
-from codectx.indexer.walkcache import discover_cached
-
+from codectx.privacy.policy import is_never_index
 from codectx.settings import Settings
 
-COMMIT_FILES = 400  # files per lexical commit: bigger is faster, smaller shows results sooner
-EMBED_COMMIT = 256  # vectors per commit: a kill loses at most this much embedding work
-
-
-def _emit(progress: ProgressFn | None, stage: str, done: int, total: int, message: str = "") -> None:
-    if progress is not None:
-        progress(ProgressEvent(stage, done, total, message))
-
-
-def _why(exc: Exception) -> str:
-    return str(exc).split("; run `codectx index`")[0]
-
-
-def open_for_write(index_dir: Path, report: IndexReport, deep: bool = False) -> IndexStore:
-    """Open (or create) the index for writing, checked (`IndexStore.verify`, every row read with
-    `deep`); an incompatible or broken one is rebuilt, keeping the vectors that read back."""
-    if not IndexStore.exists(index_dir) and (index_dir / "db").exists():
-        report.rebuilt = f"{index_dir / 'meta.json'} is missing, so the tables beside it cannot be trusted"
-    try:
-        store = IndexStore.open(index_dir, create=True)
-        report.warnings.extend(store.verify(deep))
-    except IndexSchemaMismatch as exc:
-        report.rebuilt = _why(exc)
-        IndexStore.reset(index_dir)
-        store = IndexStore.open(index_dir, create=True)
-    except IndexCorrupt as exc:
-        report.rebuilt = _why(exc)
-        IndexStore.reset(index_dir, keep_vectors=True)
-        store = IndexStore.open(index_dir, create=True)
-    recovered = store.recover()
-    if recovered == ["*"]:
-        report.warnings.append("journal.json was not a journal of this codectx; every file is indexed again")
-    report.recovered = len(recovered)
-    return store
-
-
-def parse_one(sf: SourceFile, settings: Settings, root: Path) -> tuple[FileData | None, NotIndexed | None]:
-    """Parse one file into rows, or return why it was not (never raises for a bad file).
-
-    The file is re-checked as it is read (`read_discovered`): still a regular file, still
-    inside the workspace, still under the size cap. A parse past the time budget gives rows
-    (plain-text chunks) and a NotIndexed with reason "parse-timeout" as a warning.
-    """
-    data = read_discovered(sf, root, settings)
-    if isinstance(data, NotIndexed):
-        return None, data
-    text = read_source_bytes(data)
-    try:
-        parsed = parse_file(sf.path, text, sf.language, settings, root)
-    except Exception as exc:  # a parser bug on one file must not stop the run
-        return None, NotIndexed("cannot-parse", f"{sf.path}: cannot parse: {type(exc).__name__}: {exc}")
-    note = None
-    if parsed.parse_timed_out:
-        note = NotIndexed(
-            "parse-timeout",
-            f"{sf.path}: parsing took longer than index.parse_timeout_s "
-            f"({settings.index.parse_timeout_s:g} s); indexed as plain text, without symbols",
-        )
-    record = FileRecord(
-        path=sf.path,
-        size=sf.size,
-        mtime_ns=sf.mtime_ns,
-        content_hash=hashlib.sha256(data).hexdigest(),
-        language=sf.language,
-        n_chunks=len(parsed.chunks),
-        syntax_errors=parsed.syntax_errors,
-    )
-    return FileData(record, parsed.chunks, parsed.definitions, parsed.imports, parsed.references), note
-
-
-def _parsed(
-    changed: Sequence[SourceFile], settings: Settings, root: Path
-) -> Iterator[tuple[SourceFile, FileData | None, NotIndexed | None]]:
-    """Parse results in input order.
-
-    Sequential: a process pool would need `python -m codectx` to be import-safe for spawned
-    workers (codectx/__main__.py has no `__name__` guard), and fork is unsafe with LanceDB's threads.
-    """
-    for sf in changed:
-        item, error = parse_one(sf, settings, root)
-        yield sf, item, error
-
-
-def read_source_bytes(data: bytes) -> str:
-    """Text of a file's bytes, like discovery.read_source: UTF-8 or UTF-16/32 by BOM, BOM dropped."""
-    return decode_source(data)
-
-
-def _commit_lexical(
-    store: IndexStore,
-    changed: Sequence[SourceFile],
-    removed: Sequence[str],
-    known: set[str],
-    settings: Settings,
-    root: Path,
-    report: IndexReport,
-    progress: ProgressFn | None,
-    written: dict[str, FileRecord] | None = None,
-) -> None:
-    """Parse changed files and commit them in batches; adds "parse" and "commit" timings.
-
-    `written` receives the file record of every file committed.
-    """
-    batch: list[FileData] = []
-    pending_removed = list(removed)
-    parse_s = commit_s = 0.0
-    done = 0
-
-    def commit() -> None:
-        nonlocal batch, pending_removed, commit_s
-        t = time.perf_counter()
-        store.write_files(batch, pending_removed, known)
-        commit_s += time.perf_counter() - t
-        if written is not None:
-            written.update((item.record.path, item.record) for item in batch)
-        if batch or pending_removed:
-            _emit(progress, "commit", done, len(changed))
-        batch, pending_removed = [], []
-
-    t = time.perf_counter()
-    for i, (sf, item, error) in enumerate(_parsed(changed, settings, root), 1):
-        done = i
-        parse_s += time.perf_counter() - t
-        if error is not None and item is None:
-            report.errors.append(error.message)
-            report.add_skipped(sf.path, error.reason)
-        elif error is not None:
-            report.warnings.append(error.message)
-        if item is not None:
-            if item.record.syntax_errors:
-                report.syntax_error_files.append(sf.path)
-            batch.append(item)
-            if sf.path in known:
-                report.updated += 1
-            else:
-                report.added += 1
-            report.chunks_written += len(item.chunks)
-        if len(batch) >= COMMIT_FILES:
-            commit()
-        if i % 50 == 0 or i == len(changed):
-            _emit(progress, "parse", i, len(changed), sf.path)
-        t = time.perf_counter()
-    commit()
-    t = time.perf_counter()
-    store.ensure_fts()
-    commit_s += time.perf_counter() - t
-    report.removed += len(removed)
-    report.timings["parse"] = report.timings.get("parse", 0.0) + parse_s
-    report.timings["commit"] = report.timings.get("commit", 0.0) + commit_s
-
-
-def embed_pending(
-    store: IndexStore,
-    embedder: Embedder,
-    report: IndexReport,
-    progress: ProgressFn | None = None,
-    only: Iterable[str] | None = None,
-) -> None:
-    """Embed every chunk content that has no vector for the embedder's model, committing as it goes;
-    then the same for name vectors (`name_model_id`), which are short and cheap.
-
-    `only` limits the work to some content hashes (e.g. the chunks of a just-saved file).
-    """
-    model_id = embedder.model_id
-    names_id = name_model_id(model_id)
-    live = store.chunk_hashes()
-    pending_set = live - store.vector_hashes(model_id)
-    names_set = live - store.vector_hashes(names_id)
-    if only is not None:
-        pending_set &= set(only)
-        names_set &= set(only)
-    pending = sorted(pending_set)
-    report.model_id = model_id
-    if not pending and not names_set:
-        return
-    _emit(progress, "model", 0, len(pending), f"loading embedding model {model_id}")
-    report.embed_backend = embedder.backend
-    chunks = store.chunks_with_hashes(sorted(pending_set | names_set))
-    todo = [h for h in pending if h in chunks]
-    done = 0
-    _emit(progress, "embed", 0, len(todo))
-    for start in range(0, len(todo), EMBED_COMMIT):
-        part = todo[start : start + EMBED_COMMIT]
-        base = done
-
-        def tick(n: int, _base: list[int] = [base]) -> None:  # noqa: B006 - running count per part
-            _base[0] += n
-            _emit(progress, "embed", _base[0], len(todo))
-
-        vectors = embedder.embed_documents([chunks[h] for h in part], tick)
-        store.add_vectors(model_id, part, vectors)
-        done += len(part)
-        report.vectors_embedded += len(part)
-    names = [h for h in sorted(names_set) if h in chunks]
-    if names:
-        _emit(progress, "names", 0, len(names))
-    for start in range(0, len(names), EMBED_COMMIT * 4):
-        part = names[start : start + EMBED_COMMIT * 4]
-        store.add_vectors(names_id, part, embedder.embed_names([chunks[h] for h in part]))
-        _emit(progress, "names", start + len(part), len(names))
+__all__ = ["IndexReport", "ProgressEvent", "ProgressFn", "index_paths", "index_workspace"]
 
 
 def _finish(store: IndexStore, report: IndexReport, model_id: str | None, embedded: bool) -> None:
@@ -265,6 +65,17 @@ def _embedder_for(settings: Settings, embedder: Embedder | None, embed: bool | N
     return embedder or Embedder.from_settings(settings)
 
 
+def _start(
+    root: Path | str, settings: Settings, lock_wait_s: float
+) -> tuple[Path, Path, IndexReport, IndexLock]:
+    """A run's resolved root, index folder and empty report, and the index lock, now held."""
+    resolved = Path(root).resolve()
+    index_dir = settings.index_dir()
+    lock = IndexLock(index_dir)
+    lock.acquire(lock_wait_s)
+    return resolved, index_dir, IndexReport(root=str(resolved), index_dir=str(index_dir)), lock
+
+
 def index_workspace(
     root: Path,
     settings: Settings,
@@ -283,11 +94,7 @@ def index_workspace(
 
     `embed` overrides settings.index.embed; `embedder` reuses a loaded model (the language server).
     """
-    root = Path(root).resolve()
-    index_dir = settings.index_dir()
-    report = IndexReport(root=str(root), index_dir=str(index_dir))
-    lock = IndexLock(index_dir)
-    lock.acquire(lock_wait_s)
+    root, index_dir, report, lock = _start(root, settings, lock_wait_s)
     try:
         t0 = time.perf_counter()
         wants_vectors = bool(settings.index.embed) if embed is None else embed
@@ -297,7 +104,7 @@ def index_workspace(
         quick = checked.report if checked is not None else None
         if quick is not None:  # nothing changed since the last complete run
             quick.timings["total"] = time.perf_counter() - t0
-            _emit(progress, "done", quick.files, quick.files)
+            emit(progress, "done", quick.files, quick.files)
             return quick
         notes = list(checked.notes) if checked is not None else []
         deep = not (checked is not None and checked.vouched)
@@ -308,7 +115,7 @@ def index_workspace(
         except IndexCorrupt as exc:
             # Damage found midway (a table file that no longer reads): rebuild once, now.
             report = IndexReport(root=str(root), index_dir=str(index_dir), warnings=notes)
-            report.rebuilt = _why(exc)
+            report.rebuilt = why(exc)
             IndexStore.reset(index_dir, keep_vectors=True)
             return _index_once(root, settings, report, None, progress, embed, embedder, False, (t0, 0.0))
     except OSError as exc:  # the index's own files (manifest, meta): a full disk, a read-only mount
@@ -334,7 +141,7 @@ def _index_once(
     index_dir = settings.index_dir()
     t0, walked_before = started
     store = open_for_write(index_dir, report, deep)
-    _emit(progress, "discover", 0, 0)
+    emit(progress, "discover", 0, 0)
     known = _indexed_files(store, checked, report)
     # The quick check's walk is good when it trusted exactly these records (no writer since).
     if checked is not None and checked.found is not None and checked.known == known:
@@ -345,7 +152,7 @@ def _index_once(
     report.note_discovery(found)
     t1 = time.perf_counter()
     report.timings["discover"] = t1 - t0
-    _emit(progress, "discover", len(found.files), len(found.files))
+    emit(progress, "discover", len(found.files), len(found.files))
 
     current = {sf.path for sf in found.files}
     removed = sorted(p for p in known if p not in current)
@@ -357,7 +164,7 @@ def _index_once(
         else:
             changed.append(sf)
     written: dict[str, FileRecord] = {}
-    _commit_lexical(store, changed, removed, set(known), settings, root, report, progress, written)
+    commit_lexical(store, changed, removed, set(known), settings, root, report, progress, written)
     t2 = time.perf_counter()
     report.timings["lexical"] = t2 - t1
     store.update_meta(lexical_indexed=time.time())
@@ -376,7 +183,7 @@ def _index_once(
     files.update((p, (r.size, r.mtime_ns)) for p, r in written.items())
     _write_manifest(store, settings, report, files, embedded=emb is not None)
     report.timings["total"] = time.perf_counter() - t0
-    _emit(progress, "done", report.files, report.files)
+    emit(progress, "done", report.files, report.files)
     return report
 
 
@@ -444,11 +251,7 @@ def index_paths(
     Files the index already knows are re-checked against the never-index list, the size cap and
     the binary sniff; unknown files go through full discovery so ignore rules apply.
     """
-    root = Path(root).resolve()
-    index_dir = settings.index_dir()
-    report = IndexReport(root=str(root), index_dir=str(index_dir))
-    lock = IndexLock(index_dir)
-    lock.acquire(lock_wait_s)
+    root, index_dir, report, lock = _start(root, settings, lock_wait_s)
     try:
         t0 = time.perf_counter()
         store = open_for_write(index_dir, report)
@@ -456,7 +259,7 @@ def index_paths(
             try:
                 return _index_some(store, root, paths, settings, report, progress, embed, embedder, t0)
             except IndexCorrupt as exc:  # found midway: the tables need a rebuild
-                report.rebuilt = _why(exc)
+                report.rebuilt = why(exc)
                 IndexStore.reset(index_dir, keep_vectors=True)
         # A fresh index: the few files asked for would be all of it. Index the workspace.
         lock.release()
@@ -503,7 +306,7 @@ def _index_some(
                 removed.append(rel)
             continue
         changed.append(sf)
-    _commit_lexical(store, changed, removed, set(records), settings, root, report, progress)
+    commit_lexical(store, changed, removed, set(records), settings, root, report, progress)
     emb = _embedder_for(settings, embedder, embed)
     if emb is not None:
         embed_pending(store, emb, report, progress)

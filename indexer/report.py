@@ -6,10 +6,11 @@ reports (the CLI's quick no-op check) do not import LanceDB.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from codectx.indexer.walk.discovery import shown
 
 
 @dataclass(frozen=True)
@@ -55,14 +56,9 @@ class IndexReport:
     def note_discovery(self, found: Any) -> None:
         """A walk's skips (counts, and paths fit to print) and warnings (a discovery.Discovery)."""
         self.skipped = found.skipped_by_reason()
-        self.skipped_files = [{"path": _shown(s.path), "reason": s.reason} for s in found.skipped]
+        self.skipped_files = [{"path": shown(s.path), "reason": s.reason} for s in found.skipped]
         self.warnings.extend(found.warnings)
 
     def add_skipped(self, path: str, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
         self.skipped_files.append({"path": path, "reason": reason})
-
-
-def _shown(path: str) -> str:
-    """Undecodable bytes of a name as \\xNN escapes (JSON and terminals take no lone surrogates)."""
-    return os.fsencode(path).decode("utf-8", errors="backslashreplace")

@@ -7,6 +7,7 @@ counter's cache makes repeated requests on the same file cheap.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from codectx.retriever.tokens import TokenCounter
@@ -20,38 +21,37 @@ class Cut:
     last_line: int  # last document line included
 
 
-def cut_prefix(lines: list[str], line: int, character: int, budget: int, counter: TokenCounter) -> Cut:
-    """The text before the cursor, whole lines back from it while within `budget` tokens."""
-    head = lines[line][:character]
-    used = counter.count(head)
-    parts = [head]
-    first = line
-    for row in range(line - 1, -1, -1):
-        piece = lines[row] + "\n"
+def _take_while_fits(
+    pieces: Iterable[tuple[int, str]], used: int, budget: int, counter: TokenCounter
+) -> tuple[list[str], int, int | None]:
+    """Whole lines `(row, text)` in order while the total stays within `budget` tokens: the texts
+    taken, the tokens used, and the last row taken (None: none fitted)."""
+    taken: list[str] = []
+    reached = None
+    for row, piece in pieces:
         cost = counter.count(piece)
         if used + cost > budget:
             break
-        parts.append(piece)
+        taken.append(piece)
         used += cost
-        first = row
-    return Cut("".join(reversed(parts)), used, first, line)
+        reached = row
+    return taken, used, reached
+
+
+def cut_prefix(lines: list[str], line: int, character: int, budget: int, counter: TokenCounter) -> Cut:
+    """The text before the cursor, whole lines back from it while within `budget` tokens."""
+    head = lines[line][:character]
+    earlier = ((row, lines[row] + "\n") for row in range(line - 1, -1, -1))
+    taken, used, first = _take_while_fits(earlier, counter.count(head), budget, counter)
+    return Cut("".join(reversed(taken)) + head, used, line if first is None else first, line)
 
 
 def cut_suffix(lines: list[str], line: int, character: int, budget: int, counter: TokenCounter) -> Cut:
     """The text after the cursor, whole lines forward while within `budget` tokens."""
     tail = lines[line][character:]
-    used = counter.count(tail)
-    parts = [tail]
-    last = line
-    for row in range(line + 1, len(lines)):
-        piece = "\n" + lines[row]
-        cost = counter.count(piece)
-        if used + cost > budget:
-            break
-        parts.append(piece)
-        used += cost
-        last = row
-    return Cut("".join(parts), used, line, last)
+    later = ((row, "\n" + lines[row]) for row in range(line + 1, len(lines)))
+    taken, used, last = _take_while_fits(later, counter.count(tail), budget, counter)
+    return Cut(tail + "".join(taken), used, line, line if last is None else last)
 
 
 def cut_to_tokens(text: str, budget: int, counter: TokenCounter, marker: str = "") -> tuple[str, int]:

@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from codectx.indexer.model import Chunk, Import
-from codectx.retriever.cursor import CursorInfo
+from codectx.retriever.cursor_info import CursorInfo
 from codectx.retriever.definitions import DefinitionResolver, local_types
 from codectx.retriever.deflists import (
     STRUCTURAL,
@@ -150,8 +150,7 @@ def similar_chunks(
     if dense and vector is not None:
         embedder = searcher.embedder()
         if embedder is not None:
-            nearest = getattr(searcher.store, "approx_vector_search", searcher.store.vector_search)
-            sources["dense"] = nearest(vector, depth, embedder.model_id)
+            sources["dense"] = searcher.store.approx_vector_search(vector, depth, embedder.model_id)
     chunks: dict[str, Chunk] = {}
     lists: dict[str, list[str]] = {}
     for name, hits in sources.items():
@@ -260,7 +259,7 @@ def gather_candidates(
             # Without the scope's vector (the budget is full of definitions), the words that the
             # definitions' heads share with the scope rank them instead (+0.02 recall@10 when
             # the name is not typed yet, on requests, click and flask).
-            lists["affinity"] = lexical_affinity_list(query, stable, AFFINITY_TOP)
+            lists["affinity"] = lexical_affinity_list(query, stable, AFFINITY_TOP, searcher.store.term_sets)
     weights = {
         "used": cfg.used_weight,
         "weak": cfg.used_weight * WEAK_SHARE,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from codectx.retriever.workspace import embedder_factory, open_store
+from codectx.retriever.opening import embedder_factory, open_store
 
 from codectx.clikit import add_index_dir, add_json, print_json, settings_for, stderr, workspace_root
 from codectx.errors import UsageError

@@ -27,12 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from codectx.indexer.model import Import
+from codectx.indexer.parsing.languages import language_for
 from codectx.retriever.budget import Cut, cut_prefix, cut_suffix, cut_to_tokens
 from codectx.retriever.candidates import Candidate, gather_candidates, merge_overlaps
-from codectx.retriever.cursor import CursorInfo, cursor_info
+from codectx.retriever.cursor_info import CursorInfo, cursor_info
 from codectx.retriever.errors import BadPosition, UnknownFile
 from codectx.retriever.search import HybridSearcher
-from codectx.retriever.snapshot import snapshot_of
+from codectx.retriever.snapshot import IndexSource, snapshot_of
 from codectx.retriever.tokens import TokenCounter, count_many, default_counter
 
 from codectx.settings import Settings
@@ -153,40 +154,34 @@ def check_position(lines: list[str], line: int, character: int) -> int:
     return min(character, len(lines[line]))
 
 
-def _language(path: str) -> str:
-    try:
-        from codectx.indexer.languages import language_for
-    except ImportError:
-        return ""
-    return language_for(path) or ""
-
-
-def current_imports(store: Any, settings: Settings, path: str, text: str, language: str) -> list[Import]:
+def current_imports(
+    store: IndexSource, settings: Settings, path: str, text: str, language: str
+) -> list[Import]:
     """The file's imports: from the index when it knows the file, else parsed from the text."""
     imports = snapshot_of(store).file_imports(path)
     if imports or not language:
         return imports
     try:
-        from codectx.indexer.parse import parse_file
+        from codectx.indexer.parsing.parse import parse_file
 
         return list(parse_file(path, text, language, settings, settings.root).imports)
     except Exception:  # unparsable text: fall back to name matching
         return []
 
 
-def _engine(store: Any, settings: Settings, embedder: Any) -> HybridSearcher:
+def _engine(store: IndexSource, settings: Settings, embedder: Any) -> HybridSearcher:
     """A searcher reused across requests on the same store and settings (its snapshot caches)."""
     snap = snapshot_of(store)
-    cached: HybridSearcher | None = getattr(snap, "context_searcher", None)
+    cached: HybridSearcher | None = snap.context_searcher
     if cached is None or cached.settings is not settings or cached.embedder() is not embedder:
         cached = HybridSearcher(snap, settings, embedder=embedder)
         snap.preload()  # completion asks again and again: keep chunks and imports in memory
-        snap.context_searcher = cached  # type: ignore[attr-defined]
+        snap.context_searcher = cached
     return cached
 
 
 def assemble_context(
-    store: Any,
+    store: IndexSource,
     settings: Settings,
     path: str,
     text: str,
@@ -212,7 +207,7 @@ def assemble_context(
     character = check_position(lines, line, character)
     counter = token_counter or default_counter()
     cfg = settings.retriever
-    language = _language(rel)
+    language = language_for(rel) or ""
 
     total = int(cfg.budget_tokens)
     prefix_avail = int(total * cfg.prefix_share)

@@ -24,9 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from codectx.indexer.model import Chunk, Definition
-from codectx.retriever.bm25 import term_set
 from codectx.retriever.callees import reachable_as_attribute, similar_code_callees
-from codectx.retriever.cursor import CursorInfo
+from codectx.retriever.cursor_info import CursorInfo
 from codectx.retriever.definitions import RESOLVED_LANGUAGES, DefinitionResolver, split_chain
 from codectx.retriever.receivers import receivers_in
 from codectx.retriever.search import HybridSearcher, chunk_for_definition
@@ -151,7 +150,8 @@ def definition_lists(
     # Ranked by how much their definition shares words with the enclosing scope, less the more
     # the rest of the file uses them.
     used_names = set(names)
-    scope_terms = term_set(scope_text)
+    term_sets = searcher.store.term_sets
+    scope_terms = term_sets.of(scope_text)
     elsewhere = occurrences_outside(file_text, scope_text)
     imported: list[tuple[float, int, Candidate]] = []
     for position, local in enumerate(n for n in resolver.by_name if n not in used_names):
@@ -163,7 +163,7 @@ def definition_lists(
             if chunk is None or overlaps(chunk.path, chunk.start_line, chunk.end_line, path, own):
                 continue
             head = f"{chunk.qualname} {chunk.signature} {chunk.doc}"
-            terms = term_set(head)
+            terms = term_sets.of(head)
             similarity = len(terms & scope_terms) / math.sqrt(len(terms) + 1)
             similarity -= USED_ELSEWHERE_PENALTY * math.log1p(max(0, elsewhere.get(local.encode(), 0)))
             cand = definition_candidate(
@@ -209,8 +209,7 @@ def receiver_list(
 ) -> list[Candidate]:
     """Definitions of what the rest of the workspace calls on the receivers in this scope
     (`ctx.` -> `Context.get_parameter_source`), by share of the receiver's uses."""
-    calls_of = getattr(searcher.store, "receiver_calls", None)
-    calls = calls_of() if calls_of is not None else None
+    calls = searcher.store.receiver_calls()
     if calls is None:
         return []
     scored: dict[tuple[str, int], list[Any]] = {}

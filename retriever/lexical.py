@@ -1,4 +1,4 @@
-"""An in-memory BM25 index over the chunks' full-text column, for long-lived processes.
+"""BM25 in memory: the chunks' full-text index for long-lived processes, and codectx's one BM25.
 
 LanceDB's full-text search costs 25-50 ms per query on a Django-size index,
 most of it fixed overhead; this index answers the same kind of query in a few
@@ -12,6 +12,9 @@ layout): a query gathers each term's slice and sums weights with `bincount`.
 Changes after the build go to a small second index; removed chunks are masked
 out of the main one; `needs_rebuild` says when the second index has grown
 enough that a fresh build pays off.
+
+The analysis is a parameter (`Analysis`): LanceDB's by default; `codectx eval`'s
+baseline scores identifier terms (retriever/terms.py) with the same BM25.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import math
 import re
 from array import array
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 
@@ -74,6 +77,17 @@ def term_counts(text: str) -> Counter[str]:
 
 
 @dataclass(frozen=True)
+class Analysis:
+    """How text becomes BM25 terms: `counts` for a document, `terms` for a query (distinct)."""
+
+    counts: Callable[[str], Counter[str]]
+    terms: Callable[[str], list[str]]
+
+
+LANCEDB = Analysis(term_counts, lambda query: list(dict.fromkeys(analyze(query))))
+
+
+@dataclass(frozen=True)
 class LexicalHit:
     key: str  # the document key given at build time (a chunk id)
     score: float
@@ -82,7 +96,9 @@ class LexicalHit:
 class _Segment:
     """BM25 postings for a fixed list of documents."""
 
-    def __init__(self, keys: Sequence[str], texts: Iterable[str]) -> None:
+    def __init__(
+        self, keys: Sequence[str], texts: Iterable[str], counts_of: Callable[[str], Counter[str]]
+    ) -> None:
         self.keys = list(keys)
         # A new term gets the next id on first lookup, without a Python-level branch per posting.
         vocab: defaultdict[str, int] = defaultdict()
@@ -92,7 +108,7 @@ class _Segment:
         tfs = array("i")
         lengths = np.zeros(len(self.keys), dtype=np.float32)
         for doc, text in enumerate(texts):
-            counts = term_counts(text)
+            counts = counts_of(text)
             lengths[doc] = counts.total()
             term_ids.extend(map(vocab.__getitem__, counts))
             tfs.extend(counts.values())
@@ -142,8 +158,9 @@ class _Segment:
 class LexicalIndex:
     """BM25 over documents keyed by id; supports removing and adding documents after the build."""
 
-    def __init__(self, items: Sequence[tuple[str, str]]) -> None:
-        self._main = _Segment([k for k, _ in items], (t for _, t in items))
+    def __init__(self, items: Sequence[tuple[str, str]], analysis: Analysis = LANCEDB) -> None:
+        self.analysis = analysis
+        self._main = _Segment([k for k, _ in items], (t for _, t in items), analysis.counts)
         self._where = {k: (0, i) for i, k in enumerate(self._main.keys)}
         self._delta: _Segment | None = None
         self._delta_items: dict[str, str] = {}
@@ -167,29 +184,58 @@ class LexicalIndex:
                 self._main.alive[where[1]] = False
             self._delta_items[key] = text
         items = list(self._delta_items.items())
-        self._delta = _Segment([k for k, _ in items], (t for _, t in items)) if items else None
+        if items:
+            self._delta = _Segment([k for k, _ in items], (t for _, t in items), self.analysis.counts)
+        else:
+            self._delta = None
 
-    def search(self, query: str, k: int) -> list[LexicalHit]:
-        terms = list(dict.fromkeys(analyze(query)))
-        if not terms or k <= 0:
-            return []
-        segments = [s for s in (self._main, self._delta) if s is not None]
+    def _segments(self) -> list[_Segment]:
+        return [s for s in (self._main, self._delta) if s is not None]
+
+    def _stats(self, terms: Sequence[str]) -> tuple[dict[str, float], float]:
+        """Each term's idf and the average document length, over the live documents."""
+        segments = self._segments()
         n_docs = len(self)
-        if n_docs == 0:
-            return []
         length = sum(float(s.lengths[s.alive].sum()) for s in segments)
-        avg = length / n_docs
         idf = {}
         for term in terms:
             df = sum(s.doc_freq(term) for s in segments)
             idf[term] = math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
+        return idf, length / n_docs
+
+    def search(self, query: str, k: int, exclude: Collection[str] = ()) -> list[LexicalHit]:
+        """The best `k` documents for a query, best first (equal scores by key); `exclude`: keys
+        left out."""
+        terms = self.analysis.terms(query)
+        if not terms or k <= 0 or len(self) == 0:
+            return []
+        idf, avg = self._stats(terms)
+        want = k + len(exclude)
         hits: list[LexicalHit] = []
-        for segment in segments:
+        for segment in self._segments():
             scores = segment.scores(terms, idf, avg)
-            take = min(k, int(np.count_nonzero(scores)))
+            take = min(want, int(np.count_nonzero(scores)))
             if take == 0:
                 continue
             top = np.argpartition(-scores, take - 1)[:take]
             hits.extend(LexicalHit(segment.keys[i], float(scores[i])) for i in top)
+        if exclude:
+            hits = [h for h in hits if h.key not in exclude]
         hits.sort(key=lambda h: (-h.score, h.key))
         return hits[:k]
+
+    def score_text(self, query: str, text: str) -> float:
+        """The score any text would get as a document of this index (`codectx eval` hides a
+        docstring and asks where the rest would rank)."""
+        terms = self.analysis.terms(query)
+        if not terms or len(self) == 0:
+            return 0.0
+        counts = self.analysis.counts(text)
+        idf, avg = self._stats(terms)
+        norm = K1 * (1 - B + B * counts.total() / max(avg, 1e-9))
+        total = 0.0
+        for term in terms:
+            tf = counts.get(term, 0)
+            if tf:
+                total += idf[term] * tf * (K1 + 1) / (tf + norm)
+        return total

@@ -12,7 +12,7 @@ import math
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from codectx.retriever.bm25 import term_set
+from codectx.retriever.terms import TermSets
 
 if TYPE_CHECKING:
     from codectx.retriever.candidates import Candidate
@@ -41,18 +41,21 @@ def fuse_definitions(lists: dict[str, list[Candidate]], weights: dict[str, float
     return list(fused.values())
 
 
-def lexical_affinity_list(scope_text: str, lists: dict[str, list[Candidate]], top: int) -> list[Candidate]:
+def lexical_affinity_list(
+    scope_text: str, lists: dict[str, list[Candidate]], top: int, term_sets: TermSets | None = None
+) -> list[Candidate]:
     """The definition candidates ordered by the words their heads (name, signature, first lines)
     share with the scope: identifiers and their parts, each weighted by how rare it is among the
     candidates (a word most of them have counts little). Candidates sharing no word are left
     out. For a scope that is not embedded; no index access."""
-    scope = term_set(scope_text)
+    term_sets = term_sets or TermSets()  # the snapshot's, which keeps the heads' terms
+    scope = term_sets.of(scope_text)
     pool: dict[tuple[str, int], tuple[Candidate, frozenset[str]]] = {}
     for cands in lists.values():
         for cand in cands:
             key = (cand.path, cand.start_line)
             if key not in pool:
-                pool[key] = (cand, term_set(_head(cand)))
+                pool[key] = (cand, term_sets.of(_head(cand)))
     df: dict[str, int] = {}
     for _cand, terms in pool.values():
         for term in terms:
@@ -81,8 +84,7 @@ def affinity_list(
     """The definition candidates ordered by how close their vectors are to the scope's (the
     index's own chunk vectors: no embedding beyond the scope query, which is cached)."""
     embedder = searcher.embedder()
-    rows_of = getattr(searcher.store, "dense_rows", None)
-    loaded = rows_of(embedder.model_id) if rows_of is not None and embedder is not None else None
+    loaded = searcher.store.dense_rows(embedder.model_id) if embedder is not None else None
     if loaded is None:
         return []
     matrix, row_of = loaded

@@ -15,9 +15,8 @@ class that defines most of them (`ctx` -> `Context`), so a common member name
 
 from __future__ import annotations
 
-import json
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +37,14 @@ class MemberUse:
 
 class ReceiverCalls:
     """Receiver name -> member name -> uses, in total and per file (updated per changed file)."""
+
+    @classmethod
+    def of_files(cls, chains: Mapping[str, Sequence[str]]) -> ReceiverCalls:
+        """Counted from each file's attribute chains (`IndexReader.reference_chains`)."""
+        calls = cls()
+        for path, used in chains.items():
+            calls.set_file(path, used)
+        return calls
 
     def __init__(self) -> None:
         self.total: dict[str, Counter[str]] = {}
@@ -122,20 +129,6 @@ class ReceiverCalls:
         n = sum(counts.values())
         ranked = sorted(((c, m) for m, c in counts.items() if c >= MIN_USES), key=lambda x: (-x[0], x[1]))
         return [MemberUse(receiver, m, c / n) for c, m in ranked[:top]]
-
-
-def receiver_calls_from_rows(rows: Iterable[dict[str, Any]]) -> ReceiverCalls:
-    """Build from the files table's (path, references JSON) rows."""
-    calls = ReceiverCalls()
-    for row in rows:
-        calls.set_file(row["path"], chains_of(row.get("references")))
-    return calls
-
-
-def chains_of(raw: str | None) -> list[str]:
-    if not raw:
-        return []
-    return [d["chain"] for d in json.loads(raw) if d.get("chain")]
 
 
 def receivers_in(names: Sequence[str]) -> list[str]:

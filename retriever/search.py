@@ -7,7 +7,7 @@ answers, and says so). Identifier-like queries (`send_request`,
 lexical side, where embeddings are weak.
 
 The dense score of a chunk mixes two cosines: with its body vector and with
-its name vector (symbol words and signature; see `indexer.embedder.name_text`),
+its name vector (symbol words and signature; see `indexer.embedding.embedder.name_text`),
 weighted by `retriever.name_weight`. A prose query often says what a
 function is called more than what its body looks like; on `codectx eval`'s
 natural-language tasks (requests, click, flask) the mix lifted recall@10 from
@@ -16,19 +16,19 @@ natural-language tasks (requests, click, flask) the mix lifted recall@10 from
 
 from __future__ import annotations
 
-import fnmatch
 import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from codectx.indexer.embedder import name_model_id
+from codectx.indexer.embedding.embedder import name_model_id
 from codectx.indexer.model import Chunk, Definition
-from codectx.retriever.bm25 import split_identifier
+from codectx.indexer.parsing.identifiers import split_identifier
+from codectx.indexer.storage.pathglob import path_glob
 from codectx.retriever.errors import BadRequest
 from codectx.retriever.fusion import weighted_rrf
-from codectx.retriever.snapshot import snapshot_of
+from codectx.retriever.snapshot import IndexSource, snapshot_of
 
 from codectx.settings import Settings
 
@@ -150,7 +150,7 @@ def _matches(chunk: Chunk, languages: Sequence[str] | None, glob: str | None) ->
         return False
     if not glob:
         return True
-    return fnmatch.fnmatch(chunk.path, glob) or fnmatch.fnmatch(chunk.path, f"{glob.rstrip('/')}/*")
+    return path_glob(glob).matches(chunk.path)
 
 
 class HybridSearcher:
@@ -158,7 +158,7 @@ class HybridSearcher:
 
     def __init__(
         self,
-        store: Any,
+        store: IndexSource,
         settings: Settings,
         embedder: QueryEmbedder | None = None,
         embedder_factory: Callable[[], QueryEmbedder] | None = None,
@@ -234,8 +234,7 @@ class HybridSearcher:
 
     def _matrix_rows(self, model_id: str) -> _Rows | None:
         """The snapshot's matrix for `model_id` with its hash -> row map (both rebuilt together)."""
-        rows_of = getattr(self.store, "dense_rows", None)
-        loaded = rows_of(model_id) if rows_of is not None else None
+        loaded = self.store.dense_rows(model_id)
         return _Rows(*loaded) if loaded is not None else None
 
     def dense_hits(self, vector: Any, k: int, model_id: str) -> list[DenseHit]:

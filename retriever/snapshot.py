@@ -5,66 +5,46 @@ costs ~10 ms, so the symbol table, per-file imports and per-file chunks are
 cached here (`preload` reads all of them in two scans, for long-lived
 processes). When a table's version moves (checked at most once per
 `CHECK_INTERVAL_S`) only the files whose record changed are re-read, so a
-re-index (didSave) is seen within that interval.
+re-index (didSave) is seen within that interval. The vectors are held by a
+`VectorCache` (retriever/vectorcache.py), the in-memory full-text index is a
+`LexicalIndex` (retriever/lexical.py); every read goes through the store's
+typed `IndexReader` API.
 """
 
 from __future__ import annotations
 
-import gc
-import json
 import threading
 import time
-from dataclasses import fields
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeAlias
 
 from codectx.indexer.model import Chunk, Definition, Import
+from codectx.indexer.storage.fulltext import query_text
+from codectx.indexer.storage.reader import IndexReader
+from codectx.indexer.storage.tables import ChunkHit, StoredChunk
 from codectx.retriever.lexical import LexicalIndex
-from codectx.retriever.receivers import ReceiverCalls, chains_of, receiver_calls_from_rows
+from codectx.retriever.receivers import ReceiverCalls
+from codectx.retriever.terms import TermSets
+from codectx.retriever.vectorcache import VectorCache
+
+from codectx.tuning import query_threads, settle_heap
 
 CHECK_INTERVAL_S = 1.0
 SYNC_LEXICAL_CHUNKS = 5000  # up to this many chunks, preload builds the full-text index at once
 MAX_FILES_CACHED = 2048
-APPROX_MIN_ROWS = 20_000  # from this many vectors, context's similar-code search scans a projection
-APPROX_DIMS = 96
-APPROX_POOL = 256  # candidates of the projected pass that get an exact cosine
 
 
-def _versions(store: Any, method: str = "table_versions") -> tuple[Any, ...]:
-    versions = getattr(store, method, None)
-    if versions is None:
-        return ()
+def _versions(read: Callable[[], tuple[Any, ...]]) -> tuple[Any, ...]:
     try:
-        return tuple(versions())
+        return tuple(read())
     except Exception:
         return ()
-
-
-def settle_heap() -> None:
-    """Keep Python's cyclic garbage collector out of completion requests, once the index is loaded.
-
-    A process that preloads a Django-size index holds ~200k long-lived container objects, and
-    every full collection walked them all: 26 pauses of 58 ms on average (113 ms at most) in one
-    `bench/bench_retriever.py` latency run, which made up its slowest requests (context p95
-    57 ms; 42 ms without them). So what is loaded now moves to the permanent generation
-    (`gc.freeze`: still freed by reference counting when the index changes; the index's objects
-    hold no reference cycles), and full collections come after `FULL_EVERY` collections of the
-    middle generation instead of Python's 10. Only long-lived processes preload (the language
-    server, `--batch` modes); the setting is process-wide, and young garbage is collected as often
-    as before.
-    """
-    gc.freeze()
-    young, middle, full = gc.get_threshold()
-    if full < FULL_EVERY:
-        gc.set_threshold(young, middle, FULL_EVERY)
-
-
-FULL_EVERY = 1000
 
 
 class IndexSnapshot:
     """Cached reads of one store; safe to share between threads."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: IndexReader) -> None:
         self.store = store
         self._lock = threading.Lock()
         self._versions: tuple[Any, ...] = ()
@@ -74,9 +54,7 @@ class IndexSnapshot:
         self._imports: dict[str, list[Import]] = {}
         self._chunks: dict[str, list[Chunk]] = {}
         self._progress: tuple[int, int] | None = None
-        self._dense: dict[str, tuple[list[str], Any]] = {}
-        self._dense_rows: dict[str, tuple[Any, dict[str, int]]] = {}
-        self._projections: dict[str, tuple[Any, Any, Any]] = {}
+        self.vectors = VectorCache(store)
         self._by_hash: dict[str, Chunk] = {}
         self._stamps: dict[str, float] = {}
         self._loaded = False  # every file's chunks and imports are in memory
@@ -84,33 +62,29 @@ class IndexSnapshot:
         self._by_id: dict[str, Chunk] = {}
         self._lexical_thread: threading.Thread | None = None
         self._receivers: ReceiverCalls | None = None
+        self.context_searcher: Any = None  # retriever/context.py's searcher over this snapshot
+        self.term_sets = TermSets()  # definition heads' terms, compared with each scope
 
     def refresh(self, force: bool = False) -> None:
         now = time.monotonic()
         if not force and now - self._checked < CHECK_INTERVAL_S:
             return
-        versions = _versions(self.store)
-        vectors = _versions(self.store, "vector_versions")
+        versions = _versions(self.store.table_versions)
+        vectors = _versions(self.store.vector_versions)
         with self._lock:
             self._checked = now
             if vectors != self._vector_versions:
                 # Vectors fill in after the lexical commit: the next dense request reloads them.
                 self._vector_versions = vectors
-                reload_meta = getattr(self.store, "reload_meta", None)
-                if reload_meta is not None:
-                    reload_meta()  # the model id may be new too
+                self.store.reload_meta()  # the model id may be new too
                 self._progress = None
-                self._dense = {}
-                self._dense_rows = {}
-                self._projections = {}
+                self.vectors.clear()
             if not force and versions and versions == self._versions:
                 return
             self._versions = versions
             self._by_name = None
             self._progress = None
-            self._dense = {}
-            self._dense_rows = {}
-            self._projections = {}
+            self.vectors.clear()
             if self._loaded and not force:
                 self._reload_changed()
             else:
@@ -123,24 +97,19 @@ class IndexSnapshot:
                 self._receivers = None
 
     def _files(self) -> dict[str, tuple[float, list[Import]]]:
-        rows = self.store.rows("files", ["path", "indexed_at", "imports"])
-        return {r["path"]: (float(r["indexed_at"] or 0.0), _imports_from_json(r["imports"])) for r in rows}
+        return {p: (f.indexed_at, f.imports) for p, f in self.store.imports_by_file().items()}
 
     def _chunks_of(
         self, paths: list[str] | None, texts: dict[str, str] | None = None
     ) -> dict[str, list[Chunk]]:
         """Chunks of some files (all when None); with `texts`, also their full-text column by id."""
-        names = [f.name for f in fields(Chunk)]
-        columns = [*names, "search"] if texts is not None else names
         out: dict[str, list[Chunk]] = {p: [] for p in paths or []}
-        batches = [None] if paths is None else [paths[i : i + 500] for i in range(0, len(paths), 500)]
-        for batch in batches:
-            where = None if batch is None else "path IN (" + ", ".join(_sql(p) for p in batch) + ")"
-            for row in self.store.rows("chunks", columns, where):
-                chunk = Chunk(**{n: row[n] for n in names})
-                out.setdefault(row["path"], []).append(chunk)
-                if texts is not None:
-                    texts[chunk.id] = row["search"] or ""
+        stored: list[StoredChunk] = self.store.chunks_of_files(paths, search_text=texts is not None)
+        for item in stored:
+            chunk = item.chunk
+            out.setdefault(chunk.path, []).append(chunk)
+            if texts is not None:
+                texts[chunk.id] = item.search_text
         for chunks in out.values():
             chunks.sort(key=lambda c: (c.start_line, c.start_byte))
         return out
@@ -152,13 +121,11 @@ class IndexSnapshot:
         full-text search for this process: seconds on a Django-size index, so on a background
         thread unless `wait` or the index is small (LanceDB answers meanwhile).
         """
-        if not hasattr(self.store, "rows"):
-            return
         # The full-text column comes with the one chunk scan, for the index built below.
         texts: dict[str, str] | None = {} if lexical and self._lexical is None else None
         versions = self._versions
         if not self._loaded:
-            versions = _versions(self.store)
+            versions = _versions(self.store.table_versions)
             files = self._files()
             chunks = self._chunks_of(None, texts)
             with self._lock:
@@ -193,23 +160,21 @@ class IndexSnapshot:
 
     def _warm_projection(self) -> None:
         """Load the vectors and their projection now rather than on the first completion."""
-        model_id = getattr(self.store, "model_id", None)
+        model_id = self.store.model_id
         if not isinstance(model_id, str) or not model_id:
             return
         try:
-            loaded = self.dense_matrix(model_id)
-            if loaded is not None and len(loaded[0]) >= APPROX_MIN_ROWS:
-                self._projection(model_id, loaded[1])
+            self.vectors.warm(model_id)
         except Exception:  # the store changed under us: the first request loads it
             return
 
     def _build_receivers(self) -> ReceiverCalls | None:
         """Count what every file calls on each receiver name (one scan of the files table)."""
-        if self._receivers is not None or not hasattr(self.store, "rows"):
+        if self._receivers is not None:
             return self._receivers
-        versions = _versions(self.store)
+        versions = _versions(self.store.table_versions)
         try:
-            calls = receiver_calls_from_rows(self.store.rows("files", ["path", "references"]))
+            calls = ReceiverCalls.of_files(self.store.reference_chains())
         except Exception:  # the store changed under us: the next request tries again
             return None
         with self._lock:
@@ -254,10 +219,9 @@ class IndexSnapshot:
                 (versions, texts), seed = seed, None
                 index = LexicalIndex(list(texts.items()))
             else:
-                versions = _versions(self.store)
+                versions = _versions(self.store.table_versions)
                 try:
-                    rows = self.store.rows("chunks", ["id", "search"])
-                    index = LexicalIndex([(r["id"], r["search"] or "") for r in rows])
+                    index = LexicalIndex(list(self.store.search_texts().items()))
                 except Exception:  # the store changed under us: try again
                     continue
             self.refresh(force=False)
@@ -288,12 +252,11 @@ class IndexSnapshot:
             for path in gone:
                 self._receivers.drop_file(path)
             if changed:
-                where = "path IN (" + ", ".join(_sql(p) for p in changed[:500]) + ")"
                 if len(changed) > 500:
                     self._receivers = None  # a branch switch: rebuilt on next use or warm-up
                 else:
-                    for row in self.store.rows("files", ["path", "references"], where):
-                        self._receivers.set_file(row["path"], chains_of(row["references"]))
+                    for path, chains in self.store.reference_chains(changed).items():
+                        self._receivers.set_file(path, chains)
         if self._lexical is not None and texts is not None:
             self._lexical.update(stale, list(texts.items()))
             if self._lexical.needs_rebuild():
@@ -307,12 +270,8 @@ class IndexSnapshot:
         self._stamps = {p: stamp for p, (stamp, _i) in files.items()}
 
     def _load_symbols(self) -> dict[str, list[Definition]]:
-        rows = getattr(self.store, "rows", None)
         table: dict[str, list[Definition]] = {}
-        if rows is None:
-            return table
-        for row in rows("symbols"):
-            d = Definition(**row)
+        for d in self.store.all_symbols():
             table.setdefault(d.name, []).append(d)
             if d.qualname and d.qualname != d.name:
                 table.setdefault(d.qualname, []).append(d)
@@ -324,8 +283,6 @@ class IndexSnapshot:
         self.refresh()
         table = self._by_name
         if table is None:
-            if not hasattr(self.store, "rows"):
-                return list(self.store.symbols_named(name))
             table = self._load_symbols()
             with self._lock:
                 self._by_name = table
@@ -371,112 +328,45 @@ class IndexSnapshot:
 
     def dense_matrix(self, model_id: str) -> tuple[list[str], Any] | None:
         """All vectors of a model as one normalized matrix (hashes, matrix), loaded once per index version."""
-        found = self._dense.get(model_id)
-        if found is not None:
-            return found
-        bulk = getattr(self.store, "vector_matrix", None)
-        found = bulk(model_id) if bulk is not None else None
-        if found is None:
-            return None
-        with self._lock:
-            self._dense[model_id] = found
-        return found
+        return self.vectors.matrix(model_id)
 
     def dense_rows(self, model_id: str) -> tuple[Any, dict[str, int]] | None:
         """The model's matrix and each chunk hash's row in it (built once per loaded matrix)."""
-        loaded = self.dense_matrix(model_id)
-        if loaded is None:
-            return None
-        hashes, matrix = loaded
-        found = self._dense_rows.get(model_id)
-        if found is None or found[0] is not matrix:
-            found = (matrix, {h: i for i, h in enumerate(hashes)})
-            with self._lock:
-                self._dense_rows[model_id] = found
-        return found
+        return self.vectors.rows(model_id)
 
-    def vector_search(self, vector: Any, k: int, model_id: str, **kwargs: Any) -> list[Any]:
+    def vector_search(self, vector: Any, k: int, model_id: str, **kwargs: Any) -> list[ChunkHit]:
         """Nearest chunks by cosine: an exact scan of the in-memory matrix (~10x faster than a
-        LanceDB query at 50k rows); falls back to the store's own search."""
+        LanceDB query at 50k rows); falls back to the store's own search (filters, no vectors)."""
         self.refresh()
-        loaded = None if kwargs else self.dense_matrix(model_id)
-        if loaded is None:
+        found = None if kwargs else self.vectors.nearest(vector, k, model_id)
+        if found is None:
             return list(self.store.vector_search(vector, k, model_id, **kwargs))
-        import numpy as np
+        return self._hits(found)
 
-        hashes, matrix = loaded
-        if not hashes or k <= 0:
-            return []
-        query = np.asarray(vector, dtype=np.float32).ravel()
-        sims = matrix @ query
-        take = min(len(hashes), k)
-        top = np.argpartition(-sims, take - 1)[:take]
-        top = top[np.argsort(-sims[top], kind="stable")]
-        return self._hits(hashes, [int(i) for i in top], [float(sims[i]) for i in top])
-
-    def approx_vector_search(self, vector: Any, k: int, model_id: str) -> list[Any]:
-        """Nearest chunks, for completion context on large indexes: a first pass over the vectors
-        projected on their top principal axes, then exact cosines for the best few hundred.
-
-        The exact scan reads every vector (~65 MB at 44k chunks: 6-20 ms here, the more under
-        load); the first pass reads a quarter of that. Small indexes are scanned exactly.
-        """
+    def approx_vector_search(self, vector: Any, k: int, model_id: str) -> list[ChunkHit]:
+        """Nearest chunks for completion context: approximate on large indexes (vectorcache.py)."""
         self.refresh()
-        loaded = self.dense_matrix(model_id)
-        if loaded is None or len(loaded[0]) < APPROX_MIN_ROWS or k <= 0:
-            return self.vector_search(vector, k, model_id)
-        import numpy as np
+        found = self.vectors.approx_nearest(vector, k, model_id)
+        if found is None:
+            return list(self.store.vector_search(vector, k, model_id))
+        return self._hits(found)
 
-        hashes, matrix = loaded
-        basis, projected = self._projection(model_id, matrix)
-        query = np.asarray(vector, dtype=np.float32).ravel()
-        coarse = projected @ (query @ basis)
-        pool = min(len(hashes), max(APPROX_POOL, 8 * k))
-        found = np.argpartition(-coarse, pool - 1)[:pool]
-        found.sort()  # a fixed order for the exact pass, so equal cosines break ties by row
-        sims = matrix[found] @ query
-        order = np.argsort(-sims, kind="stable")[:k]
-        return self._hits(hashes, [int(found[i]) for i in order], [float(sims[i]) for i in order])
-
-    def _projection(self, model_id: str, matrix: Any) -> tuple[Any, Any]:
-        """The top principal axes of a model's vectors (uncentred: cosines are dot products) and
-        every vector projected on them; computed once per loaded matrix (~1 s at 44k chunks)."""
-        found = self._projections.get(model_id)
-        if found is not None and found[0] is matrix:
-            return found[1], found[2]
-        import numpy as np
-
-        _values, vectors = np.linalg.eigh(matrix.T @ matrix)
-        basis = np.ascontiguousarray(vectors[:, ::-1][:, :APPROX_DIMS], dtype=np.float32)
-        projected = np.ascontiguousarray(matrix @ basis)
-        with self._lock:
-            self._projections[model_id] = (matrix, basis, projected)
-        return basis, projected
-
-    def _hits(self, hashes: list[str], rows: list[int], scores: list[float]) -> list[Any]:
-        """Chunk hits for matrix rows, best first (chunks missing from memory read by hash)."""
-        wanted = [hashes[i] for i in rows]
-        missing = [h for h in wanted if h not in self._by_hash]
+    def _hits(self, scored: list[tuple[str, float]]) -> list[ChunkHit]:
+        """Chunk hits for (content hash, score) pairs, best first (chunks missing from memory read
+        by hash)."""
+        missing = [h for h, _score in scored if h not in self._by_hash]
         if missing:
             found = self.store.chunks_with_hashes(missing)
             with self._lock:
                 self._by_hash.update(found)
-        from codectx.indexer.store import ChunkHit
+        return [ChunkHit(self._by_hash[h], score) for h, score in scored if h in self._by_hash]
 
-        return [
-            ChunkHit(self._by_hash[h], score)
-            for h, score in zip(wanted, scores, strict=True)
-            if h in self._by_hash
-        ]
-
-    def fts_search(self, query: str, k: int, *args: Any, **kwargs: Any) -> Any:
+    def fts_search(self, query: str, k: int, *args: Any, **kwargs: Any) -> list[ChunkHit]:
         """Full-text search: the in-memory index when built and unfiltered, else the store's."""
         self.refresh()
         lexical = self._lexical
         if lexical is None or args or kwargs:
             return self.store.fts_search(query, k, *args, **kwargs)
-        from codectx.indexer.store import ChunkHit
-        from codectx.indexer.textsearch import query_text
 
         by_id = self._by_id
         return [
@@ -484,54 +374,16 @@ class IndexSnapshot:
         ]
 
 
-def _sql(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
+# What the retriever's entry points take: an index reader, or a snapshot already made of one.
+IndexSource: TypeAlias = IndexReader | IndexSnapshot
 
 
-def _imports_from_json(raw: str | None) -> list[Import]:
-    if not raw:
-        return []
-    return [
-        Import(
-            module=d["module"],
-            names=tuple((n, a) for n, a in d.get("names", ())),
-            alias=d.get("alias", ""),
-            resolved=d.get("resolved", ""),
-            line=d.get("line", 0),
-        )
-        for d in json.loads(raw)
-    ]
-
-
-_blas_limited = False
-
-
-def _one_blas_thread() -> None:
-    """Use one BLAS thread in a process that answers queries. Its products are matrix-vector
-    (memory-bound: a second thread gains little), and idle BLAS threads spin for milliseconds
-    after each call, taking the core the query encoder and the next step need (context p95 on
-    Django 68.6 -> 53.3 ms with this alone, 40.9 ms with the encoder's own pool not spinning)."""
-    global _blas_limited
-    if _blas_limited:
-        return
-    _blas_limited = True
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return
-    threadpool_limits(1, user_api="blas")
-
-
-def snapshot_of(store: Any) -> IndexSnapshot:
-    """The shared snapshot of a store (one per store object)."""
+def snapshot_of(store: IndexSource) -> IndexSnapshot:
+    """The shared snapshot of a store (one per store object, kept in its `views`)."""
     if isinstance(store, IndexSnapshot):
         return store
-    snap: IndexSnapshot | None = getattr(store, "_codectx_snapshot", None)
+    snap: IndexSnapshot | None = store.views.get("snapshot")
     if snap is None:
-        _one_blas_thread()
-        snap = IndexSnapshot(store)
-        try:
-            store._codectx_snapshot = snap
-        except AttributeError:
-            pass
+        query_threads()  # in a process tuned for queries (codectx/tuning.py)
+        snap = store.views.setdefault("snapshot", IndexSnapshot(store))
     return snap

@@ -107,7 +107,7 @@ class LocalTokenCounter:
 
 def _bundled_tokenizer() -> Path:
     """The bundled embedding model's tokenizer, which ships with codectx (no torch extra needed)."""
-    from codectx.indexer.bundled import BUNDLED_DIR
+    from codectx.indexer.embedding.bundled import BUNDLED_DIR
 
     return BUNDLED_DIR / "tokenizer.json"
 

@@ -6,7 +6,7 @@ import itertools
 import re
 
 import pytest
-from codectx.indexer.parse import (
+from codectx.indexer.parsing.parse import (
     UnsupportedLanguage,
     count_errors,
     has_syntax_errors,

@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 
 import pytest
-from codectx.indexer.chunker import content_hash
 from codectx.indexer.model import ParsedFile
-from codectx.indexer.parse import parse_file
+from codectx.indexer.parsing.chunker import content_hash
+from codectx.indexer.parsing.parse import parse_file
 
 from codectx.settings import load_settings
 

@@ -122,7 +122,7 @@ def test_a_symlink_to_a_secret_file_is_never_indexed_retrieved_or_sent(
         listed = _codectx(["search", "GITHUB_TOKEN", str(ws), "--lexical", "--json", "--show"], ws)
         assert SECRET not in listed.stdout and "envlink" not in listed.stdout, run
         assert "cfg/credentials" not in listed.stdout
-    from codectx.indexer.discovery import discover
+    from codectx.indexer.walk.discovery import discover
 
     found = discover(ws, load_settings(ws, environ={}))
     skipped = {s.path: s.reason for s in found.skipped}

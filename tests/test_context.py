@@ -177,7 +177,7 @@ def test_a_file_missing_from_the_index_and_broken_code_still_work(tmp_path: Path
 def test_vectors_present_but_context_dense_off_still_answers(tmp_path: Path) -> None:
     """With `context_dense = false` the scope is never embedded, even where the index has vectors:
     similar code comes from full text alone and the answer keeps its retrieved items."""
-    from codectx.indexer.embedder import Embedder
+    from codectx.indexer.embedding.embedder import Embedder
 
     root = copy_repo("python", tmp_path)
     settings, store = build_index(root, embed=True, **LEXICAL)

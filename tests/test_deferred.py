@@ -1,4 +1,5 @@
-"""LanceDB's import skips its unused REST client and override checks, and both still work."""
+"""LanceDB's import skips its unused REST client and override checks when an entry point asks, and both
+still work."""
 
 from __future__ import annotations
 
@@ -6,12 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from codectx.indexer.deferred import mark_override
+from codectx.tuning import mark_override
 
 PROBE = """
 import sys
-import codectx.indexer.store as store
-from codectx.indexer.deferred import CLIENT, is_deferred
+from codectx.tuning import CLIENT, is_deferred, light_lancedb_import
+light_lancedb_import()
+import codectx.indexer.storage.store as store
 client = sys.modules[CLIENT]
 api_loaded = any(name.startswith(CLIENT + ".api") for name in sys.modules)
 print("deferred" if is_deferred(client) and not api_loaded else "loaded")
@@ -48,7 +50,9 @@ def test_mark_override_marks_like_typing_override() -> None:
 
 MODELS = """
 import pydantic
-import codectx.indexer.store
+from codectx.tuning import light_lancedb_import
+light_lancedb_import()
+import codectx.indexer.storage.store
 import lance_namespace
 print("restored", "defer_build" not in pydantic.BaseModel.model_config)
 model = lance_namespace.ListTablesResponse

@@ -7,7 +7,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from codectx.indexer.discovery import DiscoveryError, discover, discover_files, is_never_index, read_source
+from codectx.indexer.walk.content import read_source
+from codectx.indexer.walk.discovery import (
+    DiscoveryError,
+    discover,
+    discover_files,
+    is_never_index,
+)
 
 from codectx.settings import load_settings
 

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from codectx.indexer import embedder as embedder_module
-from codectx.indexer.embedder import (
+from codectx.indexer.embedding import backends
+from codectx.indexer.embedding import embedder as embedder_module
+from codectx.indexer.embedding.embedder import (
     BUNDLED_DIR,
     MAX_CHARS,
     Embedder,
@@ -189,7 +190,7 @@ def test_missing_packages_say_what_to_install(monkeypatch: pytest.MonkeyPatch) -
         Embedder(backend="torch").embed_query("anything")
     monkeypatch.setitem(sys.modules, "torch", None)
     with pytest.raises(EmbedderError, match=r"codectx-local\[torch\]"):
-        embedder_module._TorchBackend(BUNDLED_DIR, 1)
+        backends.TorchBackend(BUNDLED_DIR, 1)
 
 
 def test_fast_tokenizer_matches_transformers_and_queries_are_cut(
@@ -197,13 +198,13 @@ def test_fast_tokenizer_matches_transformers_and_queries_are_cut(
 ) -> None:
     """The ONNX path reads tokenizer.json directly (no transformers import); it must tokenize
     exactly like the transformers tokenizer the model was exported with."""
-    from codectx.indexer.embedder import _auto_tokenizer
+    from codectx.indexer.embedding.backends import auto_tokenizer
 
     onnx = Embedder(backend="onnx-int8", batch_size=2, cache_dir=tmp_path_factory.mktemp("tok-cache"))
     impl = onnx._load()
     assert impl.tokenizer is None  # the bundled tokenizer.json, read by `tokenizers`
     texts = [*TEXTS, "", "Héllo wörld 日本語 \u200b tabs\tand\r\nnewlines", "y" * 5000]
-    reference = _auto_tokenizer(bundled_torch_folder())
+    reference = auto_tokenizer(bundled_torch_folder())
     for limit in (256, 16):
         ours = impl._tokenize(texts, limit)  # type: ignore[attr-defined]
         theirs = reference(texts, padding=True, truncation=True, max_length=limit, return_tensors="np")
@@ -256,7 +257,7 @@ def test_killed_builds_leave_no_scratch_behind_for_long(tmp_path: Path) -> None:
     import os
     import time
 
-    from codectx.indexer.onnxbuild import _drop_stale_builds
+    from codectx.indexer.embedding.onnxbuild import _drop_stale_builds
 
     old, fresh, other = tmp_path / "build-old", tmp_path / "build-fresh", tmp_path / "bundled-abc"
     for folder in (old, fresh, other):

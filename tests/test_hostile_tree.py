@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from codectx.indexer.pipeline import index_workspace
 from codectx.indexer.report import ProgressEvent
-from codectx.indexer.store import IndexStore
+from codectx.indexer.storage.store import IndexStore
 
 from codectx.settings import load_settings
 

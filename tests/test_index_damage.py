@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from codectx.indexer.store import IndexStore
+from codectx.indexer.storage.store import IndexStore
 
 from codectx.cli import main
 
@@ -231,7 +231,7 @@ def test_damage_ends_in_a_working_index_after_one_run(
 
 @pytest.fixture(scope="module")
 def embedder() -> Any:
-    from codectx.indexer.embedder import Embedder
+    from codectx.indexer.embedding.embedder import Embedder
 
     return Embedder(backend="torch", batch_size=16)
 

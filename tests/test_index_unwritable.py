@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from codectx.indexer import pipeline
+from codectx.indexer import stages
 from codectx.indexer.errors import IndexUnwritable
 from codectx.indexer.pipeline import index_workspace
-from codectx.indexer.store import IndexStore
+from codectx.indexer.storage.store import IndexStore
 
 from codectx.cli import main
 from codectx.settings import load_settings
@@ -145,7 +145,7 @@ def _settings(root: Path, tmp_path: Path, index_dir: Path) -> Any:
 
 @pytest.fixture(scope="module")
 def embedder() -> Any:
-    from codectx.indexer.embedder import Embedder
+    from codectx.indexer.embedding.embedder import Embedder
 
     return Embedder(backend="torch", batch_size=8)
 
@@ -161,7 +161,7 @@ def test_full_disk_while_embedding_keeps_the_batches_committed(
 ) -> None:
     root = tmp_path / "ws"
     make_workspace(root, n=12)  # 72 functions: several batches of 16
-    monkeypatch.setattr(pipeline, "EMBED_COMMIT", 16)
+    monkeypatch.setattr(stages, "EMBED_COMMIT", 16)
     index_dir = small_disk / "idx"
     settings = _settings(root, tmp_path, index_dir)
     filler = small_disk / "filler"
@@ -196,7 +196,7 @@ def test_enospc_at_the_write_layer_keeps_the_batches_committed(
 
     root = tmp_path / "ws"
     make_workspace(root, n=12)
-    monkeypatch.setattr(pipeline, "EMBED_COMMIT", 16)
+    monkeypatch.setattr(stages, "EMBED_COMMIT", 16)
     index_dir = tmp_path / "idx"
     settings = _settings(root, tmp_path, index_dir)
     real_add = lancedb.table.LanceTable.add
@@ -231,7 +231,7 @@ def test_full_disk_during_the_lexical_commit_is_recovered_by_the_next_run(
 
     root = tmp_path / "ws"
     make_workspace(root, n=10)
-    monkeypatch.setattr(pipeline, "COMMIT_FILES", 3)
+    monkeypatch.setattr(stages, "COMMIT_FILES", 3)
     index_dir = tmp_path / "idx"
     settings = _settings(root, tmp_path, index_dir)
     real_add = lancedb.table.LanceTable.add

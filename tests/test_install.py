@@ -52,7 +52,7 @@ def test_fresh_venv_install_offline_without_torch(tmp_path: Path) -> None:
         names = set(z.namelist())
         metadata = z.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
-    assert "codectx/indexer/model-data/all-MiniLM-L6-v2/tokenizer.json" in names
+    assert "codectx/indexer/embedding/model-data/all-MiniLM-L6-v2/tokenizer.json" in names
     assert "codectx/lsp/codectx.lua" in names  # the Neovim config file rides along, harmlessly
     assert "Name: codectx-local" in metadata and "License-Expression: Apache-2.0" in metadata
     requires = [line for line in metadata.splitlines() if line.startswith("Requires-Dist:")]

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from codectx.indexer.manifest import Manifest, quick_check
 from codectx.indexer.pipeline import index_paths
+from codectx.indexer.walk.manifest import Manifest, quick_check
 
 from codectx.cli import main
 from codectx.settings import load_settings
@@ -123,8 +123,8 @@ def test_quick_path_does_not_load_lancedb(tree: Path, capsys: pytest.CaptureFixt
 
 
 def test_a_real_run_reuses_the_checks_walk_only_while_it_matches_the_index(tree: Path) -> None:
-    from codectx.indexer.manifest import check_workspace
     from codectx.indexer.pipeline import index_workspace
+    from codectx.indexer.walk.manifest import check_workspace
 
     settings = load_settings(tree.resolve(), environ={})
     index_workspace(tree.resolve(), settings, embed=False)
@@ -147,7 +147,7 @@ def test_a_real_run_reuses_the_checks_walk_only_while_it_matches_the_index(tree:
 def test_the_manifest_lists_exactly_the_index_records(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A complete run writes the manifest from the records it read and wrote, without re-reading
     the files table: after edits, additions and deletions it must still match that table."""
-    from codectx.indexer.store import IndexStore
+    from codectx.indexer.storage.store import IndexStore
 
     settings = load_settings(tree.resolve(), {"index.embed": False})
     index_dir = settings.index_dir()
@@ -172,9 +172,9 @@ def test_the_manifest_lists_exactly_the_index_records(tree: Path, capsys: pytest
 def test_a_run_after_the_check_trusts_the_manifest_only_while_it_is_untouched(
     tree: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from codectx.indexer.manifest import check_workspace
     from codectx.indexer.pipeline import index_workspace
-    from codectx.indexer.store import IndexStore
+    from codectx.indexer.storage.store import IndexStore
+    from codectx.indexer.walk.manifest import check_workspace
 
     root = tree.resolve()
     settings = load_settings(root, environ={})

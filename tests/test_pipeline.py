@@ -7,11 +7,11 @@ import os
 from pathlib import Path
 
 import pytest
-from codectx.indexer.embedder import Embedder
+from codectx.indexer.embedding.embedder import Embedder
 from codectx.indexer.errors import IndexLocked
-from codectx.indexer.lock import IndexLock
 from codectx.indexer.pipeline import ProgressEvent, index_paths, index_workspace
-from codectx.indexer.store import IndexStore
+from codectx.indexer.storage.lock import IndexLock
+from codectx.indexer.storage.store import IndexStore
 
 from codectx.settings import load_settings
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from codectx.indexer.store import IndexStore
+from codectx.indexer.storage.store import IndexStore
 
 pytestmark = pytest.mark.slow
 
@@ -71,7 +71,7 @@ def snapshot(index_dir: Path) -> dict[str, object]:
 def test_kill_during_embedding_then_rerun_equals_clean_build(tmp_path: Path) -> None:
     root = tmp_path / "ws"
     make_tree(root, 100)
-    # Killed once the first batch of vectors is committed (pipeline.EMBED_COMMIT = 256).
+    # Killed once the first batch of vectors is committed (stages.EMBED_COMMIT = 256).
     code, out = run_index(root, kill_on=progress_at("embed", 300))
     assert code == -signal.SIGKILL, out
     store = IndexStore.open(root / ".codectx")
@@ -98,7 +98,7 @@ def test_kill_during_parse_and_commit_then_rerun_equals_clean_build(tmp_path: Pa
     # Touch every file so that the second run rewrites them all, and kill it midway.
     for path in root.rglob("*.py"):
         path.write_text(path.read_text().replace("Handle case", "Process case"))
-    # Killed after the first lexical commit (pipeline.COMMIT_FILES = 400), during the second batch.
+    # Killed after the first lexical commit (stages.COMMIT_FILES = 400), during the second batch.
     code, out = run_index(root, "--no-embed", kill_on=progress_at("commit", 400))
     assert code == -signal.SIGKILL, out
     store = IndexStore.open(root / ".codectx")

@@ -11,12 +11,13 @@ import re
 from pathlib import Path
 
 import pytest
-from codectx.indexer.chunker import _is_trivial
-from codectx.indexer.discovery import SourceFile, decode_source, discover, sniff
-from codectx.indexer.manifest import Manifest
-from codectx.indexer.parse import parse_file
-from codectx.indexer.reading import NotIndexed, read_discovered
-from codectx.indexer.walkcache import WalkRecord
+from codectx.indexer.parsing.chunker import _is_trivial
+from codectx.indexer.parsing.parse import parse_file
+from codectx.indexer.walk.content import decode_source, sniff
+from codectx.indexer.walk.discovery import SourceFile, discover
+from codectx.indexer.walk.manifest import Manifest
+from codectx.indexer.walk.reading import NotIndexed, read_discovered
+from codectx.indexer.walk.walkrecord import WalkRecord
 
 from codectx.settings import load_settings
 
@@ -151,7 +152,7 @@ def test_a_walk_record_of_the_wrong_shape_is_missing_with_a_reason(tmp_path: Pat
 
 
 def test_a_walk_record_with_damaged_entries_is_listed_afresh(tmp_path: Path) -> None:
-    from codectx.indexer.walkcache import discover_cached
+    from codectx.indexer.walk.walkrecord import discover_cached
 
     root = tmp_path / "ws"
     root.mkdir()

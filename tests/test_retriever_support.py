@@ -30,7 +30,7 @@ def build_index(root: Path, embed: bool = False, **overrides: Any) -> tuple[Sett
         from codectx.indexer.pipeline import index_workspace
     except ImportError:
         pytest.skip("the indexer pipeline (codectx.indexer.pipeline) is not available yet")
-    from codectx.indexer.store import IndexStore
+    from codectx.indexer.storage.store import IndexStore
 
     values: dict[str, Any] = {
         "index.index_dir": str(root / ".codectx"),

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import pytest
 from codectx.indexer.model import Chunk
-from codectx.retriever.bm25 import BM25, ChunkBM25, split_identifier, tokenize
+from codectx.indexer.parsing.identifiers import split_identifier
 from codectx.retriever.budget import cut_prefix, cut_suffix, cut_to_tokens
 from codectx.retriever.candidates import Candidate, merge_overlaps
-from codectx.retriever.cursor import fallback_cursor_info
-from codectx.retriever.eval import first_sentence, strip_doc
+from codectx.retriever.cursor_info import fallback_cursor_info
+from codectx.retriever.eval import IDENTIFIER_TERMS, ChunkBM25, first_sentence, strip_doc
 from codectx.retriever.fusion import weighted_rrf
+from codectx.retriever.lexical import LexicalIndex
 from codectx.retriever.search import fts_terms, is_identifier_query, symbol_names
+from codectx.retriever.terms import tokenize
 from codectx.retriever.tokens import ApproxTokenCounter, LocalTokenCounter, default_counter
 
 
@@ -51,7 +54,8 @@ def test_weighted_rrf_zero_weight_drops_a_list_and_is_deterministic() -> None:
 
 
 def test_identifier_splitting_and_tokens() -> None:
-    assert split_identifier("sendHTTPRequest_v2") == ["send", "http", "request", "v", "2"]
+    # The one splitter (the index's): digits stay with the word they end.
+    assert split_identifier("sendHTTPRequest_v2") == ["send", "http", "request", "v2"]
     terms = tokenize("def parse_config(path): return loadFile(path)")
     assert "parse_config" in terms and "parse" in terms and "config" in terms
     assert "loadfile" in terms and "load" in terms and "file" in terms
@@ -59,11 +63,14 @@ def test_identifier_splitting_and_tokens() -> None:
 
 
 def test_bm25_ranks_the_matching_document_first_and_excludes() -> None:
-    bm25 = BM25(["open the database file", "send a request over http", "close the database"])
+    texts = ["open the database file", "send a request over http", "close the database"]
+    bm25 = LexicalIndex([(str(n), t) for n, t in enumerate(texts)], IDENTIFIER_TERMS)
     hits = bm25.search("send http request", k=3)
-    assert hits[0].index == 1
-    assert all(h.index != 1 for h in bm25.search("send http request", k=3, exclude=[1]))
+    assert hits[0].key == "1"
+    assert all(h.key != "1" for h in bm25.search("send http request", k=3, exclude={"1"}))
     assert bm25.score_text("database", "database database") > bm25.score_text("database", "nothing here")
+    # A text scored as a document gets what the same text indexed gets.
+    assert bm25.score_text("send http request", texts[1]) == pytest.approx(hits[0].score, rel=1e-5)
 
 
 def test_chunk_bm25_matches_identifier_parts() -> None:

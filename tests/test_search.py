@@ -77,6 +77,31 @@ def test_language_and_glob_filters(tmp_path: Path) -> None:
     assert searcher.search("connect", k=10, languages=["go"]).results == []
 
 
+def test_glob_is_gitignore_style_and_lang_is_checked_on_the_command_line(tmp_path: Path) -> None:
+    root = copy_repo("python", tmp_path)
+    build_index(root)
+
+    def paths(*args: str) -> set[str]:
+        done = codectx(
+            "search", "format url port client", ".", "-k", "50", "--json", "--lexical", *args, cwd=root
+        )
+        assert done.returncode == 0, done.stderr
+        return {r["path"] for r in json.loads(done.stdout)["results"]}
+
+    everything = paths()
+    assert {"pkg/client.py", "pkg/util/helpers.py"} <= everything
+    assert paths("--glob", "pkg/*.py") == {
+        p for p in everything if p.count("/") == 1 and p.startswith("pkg/")
+    }
+    assert "pkg/util/helpers.py" in paths("--glob", "pkg/**/*.py")
+    assert paths("--glob", "!pkg/**") == {p for p in everything if not p.startswith("pkg/")} != set()
+    assert paths("--glob", "helpers.py") == {"pkg/util/helpers.py"}
+    typo = codectx("search", "client", ".", "--lexical", "--lang", "pyhton", cwd=root)
+    assert typo.returncode == 2 and "unknown language" in typo.stderr and "python" in typo.stderr
+    assert "Traceback" not in typo.stderr
+    assert paths("--lang", "Python") == everything
+
+
 def test_search_cli_json_fields_and_errors(tmp_path: Path) -> None:
     root = copy_repo("python", tmp_path)
     build_index(root)
@@ -97,7 +122,7 @@ def test_search_on_missing_and_empty_index(tmp_path: Path) -> None:
     (tmp_path / "ws" / ".git").mkdir(parents=True)
     done = codectx("search", "anything", "ws", cwd=tmp_path)
     assert done.returncode != 0 and "codectx index" in done.stderr and "Traceback" not in done.stderr
-    from codectx.indexer.store import IndexStore
+    from codectx.indexer.storage.store import IndexStore
 
     IndexStore.open(tmp_path / "ws" / ".codectx", create=True)
     empty = codectx("search", "anything", "ws", cwd=tmp_path)
@@ -193,6 +218,6 @@ def test_context_cli_explain_json_stdin_and_batch(tmp_path: Path) -> None:
 
 
 def _embedder(settings: object) -> object:
-    from codectx.retriever.workspace import embedder_factory
+    from codectx.retriever.opening import embedder_factory
 
     return embedder_factory(settings)  # type: ignore[arg-type]

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from codectx.indexer.embedder import Embedder, name_model_id, name_text
+from codectx.indexer.embedding.embedder import Embedder, name_model_id, name_text
 from codectx.indexer.model import Chunk
 from codectx.indexer.pipeline import ProgressEvent, index_workspace
-from codectx.indexer.store import IndexStore, vectors_table_name
+from codectx.indexer.storage.store import IndexStore, vectors_table_name
 from codectx.retriever.search import HybridSearcher
 
 from codectx.settings import Settings, load_settings

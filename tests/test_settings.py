@@ -143,3 +143,33 @@ def test_config_show_cli(tmp_path: Path) -> None:
     )
     assert bad.returncode == 2
     assert "codectx: error:" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_config_show_prints_toml_that_reads_back_with_the_same_values(tmp_path: Path) -> None:
+    import tomllib
+
+    _write(tmp_path / ".codectx.toml", '[retriever]\nk = 4\n[index]\nexclude = ["gen/**", "a \\"b\\""]\n')
+    out = subprocess.run(
+        [sys.executable, "-m", "codectx", "config", "show", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    shown = tomllib.loads(out.stdout)
+    settings = load_settings(tmp_path, environ={})
+    for section, values in settings.as_dict().items():
+        for key, value in values.items():
+            if value is None:
+                assert key not in shown[section] and f"# {key} = (unset)" in out.stdout
+            elif key != "api_key":
+                assert shown[section][key] == (list(value) if isinstance(value, tuple) else value), key
+    assert shown["retriever"]["k"] == 4 and "None" not in out.stdout and "True" not in out.stdout
+
+
+def test_the_no_backend_message_names_the_config_file_that_is_read(tmp_path: Path, monkeypatch) -> None:
+    from codectx.backend.errors import BackendNotConfigured
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "elsewhere"))
+    message = str(BackendNotConfigured())
+    assert str(tmp_path / "elsewhere" / "codectx" / "config.toml") in message
+    assert "~/.config" not in message

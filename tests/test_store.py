@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from codectx.indexer.errors import IndexNotFound, IndexSchemaMismatch
 from codectx.indexer.model import Chunk, Definition, Import, Reference
-from codectx.indexer.store import JOURNAL_FILE, FileData, FileRecord, IndexStore, filter_sql
-from codectx.indexer.textsearch import split_identifier
+from codectx.indexer.parsing.identifiers import split_identifier
+from codectx.indexer.storage.store import JOURNAL_FILE, FileData, FileRecord, IndexStore, filter_sql
 
 
 def chunk(path: str, text: str, symbol: str = "", language: str = "python", start: int = 0) -> Chunk:
@@ -101,7 +101,7 @@ def test_fts_filters_by_language_and_glob(store: IndexStore) -> None:
     assert {h.chunk.path for h in store.fts_search("uid", 5, languages=["python"])} == {"src/users.py"}
     assert store.fts_search("mail", 5, path_glob="src/**") == []
     assert [h.chunk.path for h in store.fts_search("mail", 5, path_glob="web/*.go")] == ["web/mail.go"]
-    assert store.fts_search("mail", 5, where="language = 'python'") == []
+    assert store.fts_search("mail", 5, languages=["python"]) == []
 
 
 def test_fts_after_index_build_sees_later_writes(store: IndexStore) -> None:
@@ -112,7 +112,7 @@ def test_fts_after_index_build_sees_later_writes(store: IndexStore) -> None:
 
 def test_glob_translation_escapes_sql_wildcards() -> None:
     sql = filter_sql(path_glob="a_b/*.py")
-    assert sql is not None and "a\\_b/%.py" in sql
+    assert sql is not None and "a\\_b/%.py%" in sql
     assert filter_sql() is None
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codectx.indexer.parse import parse_file, parse_source
-from codectx.indexer.symbols import definitions, identifiers_near
+from codectx.indexer.parsing.parse import parse_file, parse_source
+from codectx.indexer.parsing.symbols import definitions, identifiers_near
 
 from codectx.settings import load_settings
 

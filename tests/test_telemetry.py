@@ -187,7 +187,8 @@ def test_the_embedder_used_as_a_library_switches_onnx_telemetry_off_too(scenario
 
     env = sandbox_env(scenario["sandbox"])
     code = (
-        "from codectx.indexer.embedder import Embedder\nfrom codectx.settings import load_settings\n"
+        "from codectx.indexer.embedding.embedder import Embedder\n"
+        "from codectx.settings import load_settings\n"
         "e = Embedder.from_settings(load_settings(None, environ={}))\n"
         "print(e.backend, len(e.embed_query('x')))\n"
     )

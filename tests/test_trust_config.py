@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from codectx.indexer.owner import MARKER
+from codectx.indexer.storage.owner import MARKER
 from codectx.lsp.config import build_settings
 
 from codectx.settings import load_settings, user_config_path

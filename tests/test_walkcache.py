@@ -9,9 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from codectx.indexer.discovery import Discovery, discover
-from codectx.indexer.manifest import fingerprint
-from codectx.indexer.walkcache import RACY_NS, REJUDGE_BATCH, WALK_FILE, discover_cached
+from codectx.indexer.walk.discovery import Discovery, discover
+from codectx.indexer.walk.manifest import fingerprint
+from codectx.indexer.walk.walkrecord import RACY_NS, REJUDGE_BATCH, WALK_FILE, discover_cached
 
 from codectx.settings import Settings, load_settings
 
@@ -301,7 +301,7 @@ def test_missing_index_folder_or_workspace(tmp_path: Path) -> None:
     found = discover_cached(root, settings, tmp_path / "no-index", fingerprint(settings))
     assert [f.path for f in found.files] == ["a.py"]
     assert not (tmp_path / "no-index").exists()
-    from codectx.indexer.discovery import DiscoveryError
+    from codectx.indexer.walk.discovery import DiscoveryError
 
     with pytest.raises(DiscoveryError, match="does not exist"):
         discover_cached(tmp_path / "gone", settings, tmp_path, fingerprint(settings))

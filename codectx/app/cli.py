@@ -24,6 +24,7 @@ from codectx.app.index import (
     open_index,
     read_document,
     relative_path,
+    search_filters,
 )
 from codectx.app.session import WorkspaceSession
 from codectx.clikit import (
@@ -95,7 +96,12 @@ def _register_search(sub: argparse._SubParsersAction) -> None:  # type: ignore[t
     p.add_argument("path", nargs="?", help="workspace folder (default: the current one)")
     p.add_argument("-k", type=int, metavar="N", help="number of results (default: retriever.k = 10)")
     p.add_argument("--lang", action="append", metavar="L", help="only this language (repeatable)")
-    p.add_argument("--glob", metavar="G", help="only paths matching this glob, e.g. 'src/**/*.py'")
+    p.add_argument(
+        "--glob",
+        metavar="G",
+        help="only paths matching this gitignore-style glob: 'src/*.py' (one folder), 'src/**/*.py', "
+        "'*.go' (any depth), '!tests/**' (everything but tests)",
+    )
     p.add_argument("--show", action="store_true", help="include each result's text")
     p.add_argument("--lexical", action="store_true", help="skip the vector search (no model load)")
     p.add_argument(
@@ -123,7 +129,8 @@ def _search(args: argparse.Namespace) -> int:
     session = WorkspaceSession(
         settings, index=index, embedder=lambda: load_embedder(settings), preload_search=bool(args.batch)
     )
-    languages = [x for item in (args.lang or []) for x in item.split(",") if x] or None
+    # A misspelt language or a malformed glob is a usage error before anything is searched.
+    languages, _ = search_filters([x for item in (args.lang or []) for x in item.split(",")], args.glob)
     dense = not args.lexical
     if args.batch:
         for number, record in _jsonl(args.batch):

@@ -205,16 +205,7 @@ class Completer:
             built.prompt.text, stop=stop, stream=True, model=model, extra=extra
         )
         prepared, audit_id = self.client.dry_run("/v1/completions", body, built.sources, status=status)
-        sent = SentRequest(
-            "dry-run",
-            path,
-            prepared.endpoint,
-            prepared.content,
-            built.items,
-            list(prepared.findings),
-            audit_id,
-            built.prompt.text,
-        )
+        sent = SentRequest.of("dry-run", path, prepared, built.items, audit_id, built.prompt.text)
         self.remember(sent)
         if on_sent is not None:
             on_sent(sent)
@@ -305,17 +296,7 @@ class Completer:
 
 
 def _sent(kind: str, path: str, stream: TextStream, built: BuiltPrompt) -> SentRequest:
-    prepared = stream.prepared
-    return SentRequest(
-        kind,
-        path,
-        prepared.endpoint if prepared is not None else "",
-        prepared.content if prepared is not None else b"",
-        built.items,
-        list(prepared.findings) if prepared is not None else [],
-        stream.audit_id,
-        built.prompt.text,
-    )
+    return SentRequest.of(kind, path, stream.prepared, built.items, stream.audit_id, built.prompt.text)
 
 
 _CONTEXT_LIMIT = re.compile(r"maximum context length is (\d+)")

@@ -9,30 +9,39 @@ checks that the concrete ones have it, here, where they are returned).
 The heavy modules (LanceDB, tree-sitter, onnxruntime) are imported inside the functions, at
 first use: importing codectx.app costs nothing, and the language server pays for them in a
 worker thread while it warms up (`warm_imports`), never on its event loop.
+
+It is longer than most modules (~500 lines) for that reason: it is the one door, and most of it
+is the Protocols that describe what comes through; the lookups for tool clients (MCP) are its
+last section.
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Callable, Mapping, Sequence
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, cast
+
+from codectx.errors import UsageError
 
 # The retriever's request errors, re-exported for the shell commands.
 from codectx.retriever.errors import BadRequest as BadRequest
 from codectx.retriever.errors import UnknownFile as UnknownFile
 from codectx.settings import Settings
 
-if TYPE_CHECKING:  # the concrete type, for a cast below only
+if TYPE_CHECKING:  # concrete types, for annotations and a cast only
+    from codectx.indexer.storage.reader import IndexReader
     from codectx.retriever.context import RecentEdit
 
 log = logging.getLogger(__name__)
 
 # What the language server imports ahead of the first request (LanceDB and parsers take seconds).
 HEAVY_MODULES = (
-    "codectx.indexer.store",
-    "codectx.indexer.parse",
+    "codectx.indexer.storage.store",
+    "codectx.indexer.parsing.parse",
     "codectx.retriever.context",
 )
 
@@ -56,17 +65,14 @@ class DefinitionSite(Protocol):
     def end_line(self) -> int: ...
 
 
-class Store(Protocol):
-    """An open index (codectx.indexer.store.IndexStore); the app hands it to the retriever, and asks
-    it for definitions by name."""
-
-    def symbols_named(self, name: str) -> Sequence[DefinitionSite]: ...
-    def symbols_in_file(self, path: str) -> Sequence[DefinitionSite]: ...
-    def file_records(self) -> Mapping[str, Any]: ...  # indexed workspace paths -> their record
+# An open index: the storage's typed reader (codectx.indexer.storage.reader). The app hands it to
+# the retriever and asks it for definitions by name; named here only for types, so importing
+# codectx.app does not import LanceDB.
+Store: TypeAlias = "IndexReader"
 
 
 class QueryEmbedder(Protocol):
-    """Turns a query into a vector (codectx.indexer.embedder.Embedder)."""
+    """Turns a query into a vector (codectx.indexer.embedding.embedder.Embedder)."""
 
     @property
     def model_id(self) -> str: ...
@@ -102,17 +108,8 @@ class RankedPiece(ContextPiece, Protocol):
     def as_dict(self, text: bool = True) -> dict[str, Any]: ...
 
 
-class RecentRegion(Protocol):
+class RecentRegion(ContextPiece, Protocol):
     """A region the user edited lately (codectx.retriever.context.RecentEdit; make one with `recent_edit`)."""
-
-    @property
-    def path(self) -> str: ...
-    @property
-    def start_line(self) -> int: ...
-    @property
-    def end_line(self) -> int: ...
-    @property
-    def text(self) -> str: ...
 
 
 class ContextBudget(Protocol):
@@ -204,6 +201,8 @@ class IndexRun(Protocol):
     def vectors_pending(self) -> int: ...  # chunks still without a vector
     @property
     def warnings(self) -> Sequence[str]: ...
+    @property
+    def quick(self) -> bool: ...  # nothing had changed: answered from the manifest, no table touched
 
 
 ProgressCallback = Callable[..., None]
@@ -214,7 +213,7 @@ ProgressCallback = Callable[..., None]
 
 def open_index(settings: Settings, require_chunks: bool = True) -> Store:
     """The workspace's index for a command; IndexNotFound / EmptyIndex name the command to build it."""
-    from codectx.retriever.workspace import open_store
+    from codectx.retriever.opening import open_store
 
     store: Store = open_store(settings, require_chunks)
     return store
@@ -222,7 +221,7 @@ def open_index(settings: Settings, require_chunks: bool = True) -> Store:
 
 def open_existing(index_dir: Path) -> Store:
     """An index that is already there (never created here); CodectxError while there is none."""
-    from codectx.indexer.store import IndexStore
+    from codectx.indexer.storage.store import IndexStore
 
     store: Store = IndexStore.open(index_dir, create=False)
     return store
@@ -230,7 +229,7 @@ def open_existing(index_dir: Path) -> Store:
 
 def load_embedder(settings: Settings) -> QueryEmbedder:
     """The embedding model of these settings, loaded now (seconds)."""
-    from codectx.indexer.embedder import Embedder
+    from codectx.indexer.embedding.embedder import Embedder
 
     embedder: QueryEmbedder = Embedder.from_settings(settings)
     return embedder
@@ -257,7 +256,7 @@ def warm_imports() -> list[str]:
 
 def document_root(file: Path, root: str | Path | None = None) -> Path:
     """The workspace of a document named on the command line (its real path must be inside)."""
-    from codectx.retriever.workspace import document_root as find
+    from codectx.retriever.opening import document_root as find
 
     found: Path = find(file, root)
     return found
@@ -265,7 +264,7 @@ def document_root(file: Path, root: str | Path | None = None) -> Path:
 
 def relative_path(root: Path, path: str | Path) -> str:
     """A user-given path as a POSIX path relative to the workspace root (inside it, or UnknownFile)."""
-    from codectx.retriever.workspace import relative_path as rel
+    from codectx.retriever.opening import relative_path as rel
 
     posix: str = rel(root, path)
     return posix
@@ -273,7 +272,7 @@ def relative_path(root: Path, path: str | Path) -> str:
 
 def read_document(path: Path) -> str:
     """A document's text; clear errors for folders, binary and huge files."""
-    from codectx.retriever.workspace import read_document as read
+    from codectx.retriever.opening import read_document as read
 
     text: str = read(path)
     return text
@@ -282,7 +281,7 @@ def read_document(path: Path) -> str:
 def language_for(path: str) -> str | None:
     """The language of a workspace path by its name; None when codectx does not parse it."""
     try:
-        from codectx.indexer.languages import language_for as lookup
+        from codectx.indexer.parsing.languages import language_for as lookup
     except ImportError:
         return None
     language: str | None = lookup(path)
@@ -294,7 +293,7 @@ def enclosing_definition(
 ) -> tuple[int, int] | None:
     """(first line, last line) of the innermost definition around a position, or None."""
     try:
-        from codectx.retriever.cursor import cursor_info
+        from codectx.retriever.cursor_info import cursor_info
 
         scope = cursor_info(text, language, line, character).enclosing
     except Exception:  # no parser for it, or a parse failure: the caller uses nearby lines
@@ -304,7 +303,7 @@ def enclosing_definition(
 
 def has_syntax_errors(text: str, language: str) -> bool:
     """Whether tree-sitter finds syntax errors; raises when there is no grammar for `language`."""
-    from codectx.indexer.parse import has_syntax_errors as check
+    from codectx.indexer.parsing.parse import has_syntax_errors as check
 
     return bool(check(text, language))
 
@@ -351,7 +350,10 @@ def searcher(
     """Hybrid search over `store`; the embedder is asked for only when a query needs vectors."""
     from codectx.retriever.search import HybridSearcher
 
-    engine: Searcher = HybridSearcher(store, settings, embedder_factory=embedder, preload=preload)  # type: ignore[arg-type, unused-ignore]
+    # The retriever types its factory as never answering None; the app's answers None when vectors
+    # are off, which the searcher handles (it then searches lexically).
+    factory: Any = embedder
+    engine: Searcher = HybridSearcher(store, settings, embedder_factory=factory, preload=preload)
     return engine
 
 
@@ -376,3 +378,149 @@ def index_folder(
     else:
         report = index_workspace(root, settings, progress=progress, embedder=shared, lock_wait_s=2.0)
     return report
+
+
+# ---- lookups for tool clients (MCP): definitions at a position, references, index figures ---------
+
+
+@dataclass(frozen=True)
+class DefinitionMatch:
+    """A definition the name at a position refers to, and how it was resolved (import, same-file,
+    name, ...: retriever.definitions.CONFIDENCE, best first)."""
+
+    site: DefinitionSite
+    used_as: str  # the identifier or chain as written at the position
+    how: str
+
+
+@dataclass(frozen=True)
+class ReferenceSite:
+    """One use of an identifier (0-based line and column); `chain` is the attribute chain ending at
+    it ("self.session.send"), "" for a bare name."""
+
+    path: str
+    line: int
+    column: int
+    name: str
+    chain: str
+
+
+class IndexFigures(Protocol):
+    """What an index holds (codectx.indexer.store.IndexStats)."""
+
+    @property
+    def files(self) -> int: ...
+    @property
+    def chunks(self) -> int: ...
+    @property
+    def symbols(self) -> int: ...
+    @property
+    def vectors_done(self) -> int: ...
+    @property
+    def vectors_pending(self) -> int: ...
+    @property
+    def last_indexed(self) -> float | None: ...
+    @property
+    def model_id(self) -> str | None: ...
+
+
+_NAME_CHARS = re.compile(r"[\w$]")
+
+
+def chain_at(line_text: str, character: int) -> str:
+    """The identifier chain that ends with the word under a 0-based character ("self.session" with
+    the cursor on `session` of `self.session.send()`), "" when there is no word there."""
+    at = min(max(character, 0), len(line_text))
+    if at == len(line_text) or not _NAME_CHARS.match(line_text[at]):
+        if at > 0 and _NAME_CHARS.match(line_text[at - 1]):
+            at -= 1  # just after a word: that word
+        else:
+            return ""
+    end = at
+    while end < len(line_text) and _NAME_CHARS.match(line_text[end]):
+        end += 1
+    start = at
+    while start > 0 and (_NAME_CHARS.match(line_text[start - 1]) or line_text[start - 1] in ".:>-"):
+        start -= 1
+    return line_text[start:end].lstrip(".:>-")
+
+
+def definitions_at(
+    store: NameLookup, path: str, text: str, line: int, character: int
+) -> list[DefinitionMatch]:
+    """Definitions of the name at a 0-based (line, character) of `path` (its text `text`), resolved
+    through the file's imports and scope like completion context is, best first."""
+    from codectx.retriever.definitions import DefinitionResolver, local_types
+
+    rows = text.split("\n")
+    chain = chain_at(rows[line], character) if 0 <= line < len(rows) else ""
+    if not chain:
+        return []
+    concrete: Any = store
+    resolver = DefinitionResolver(
+        concrete, path, language_for(path) or "", concrete.file_imports(path), local_types(text)
+    )
+    return [DefinitionMatch(r.definition, r.used_as, r.how) for r in resolver.resolve(chain)]
+
+
+def references_to(store: Store, name: str, *, limit: int, candidates: int = 400) -> list[ReferenceSite]:
+    """Uses of `name` (its last part when qualified: `Session.send` -> `send`) in the files whose
+    chunks full-text search finds for it (the best `candidates` chunks), at most `limit`, by path
+    and line. By name: a use of another `send` counts too."""
+    short = re.split(r"[.:>]", name.strip())[-1]
+    if not short:
+        return []
+    concrete: Any = store
+    paths = list(dict.fromkeys(hit.chunk.path for hit in concrete.fts_search(short, candidates)))
+    found: list[ReferenceSite] = []
+    for path in sorted(paths):
+        for ref in concrete.file_references(path):
+            if ref.name == short:
+                found.append(ReferenceSite(path, int(ref.line), int(ref.column), ref.name, ref.chain))
+                if len(found) >= limit:
+                    return found
+    return found
+
+
+class NameLookup(Protocol):
+    """What definition lookups read: an open index, or its in-memory snapshot (`in_memory`)."""
+
+    def symbols_named(self, name: str) -> Sequence[DefinitionSite]: ...
+    def file_imports(self, path: str) -> Sequence[Any]: ...
+
+
+def in_memory(store: Store) -> NameLookup:
+    """The store's shared in-memory copy of its small tables (symbols, imports; the retriever's
+    snapshot, the one a preloading searcher uses): name lookups of long-lived sessions in
+    microseconds instead of a LanceDB scan each."""
+    from codectx.retriever.snapshot import snapshot_of
+
+    snapshot: NameLookup = snapshot_of(store)
+    return snapshot
+
+
+def index_figures(store: Store) -> IndexFigures:
+    """Files, chunks, symbols and vectors of an open index (reads the chunk table: ~tens of ms)."""
+    concrete: Any = store
+    figures: IndexFigures = concrete.stats()
+    return figures
+
+
+def search_filters(languages: Sequence[str] | None, glob: str | None) -> tuple[list[str] | None, str | None]:
+    """Search filters checked once for every surface: a language no file can have and a malformed
+    glob are `UsageError`s naming the value (and the nearest known languages)."""
+    import difflib
+
+    from codectx.indexer.parsing.languages import known_languages
+    from codectx.indexer.storage.pathglob import path_glob
+
+    names = [name.strip().lower() for name in languages or () if name.strip()]
+    known = known_languages()
+    for name in names:
+        if name not in known:
+            near = difflib.get_close_matches(name, sorted(known), n=3)
+            hint = f"; did you mean {', '.join(near)}?" if near else f"; known: {', '.join(sorted(known))}"
+            raise UsageError(f"unknown language {name!r}{hint}")
+    if glob:
+        path_glob(glob)
+    return names or None, glob or None

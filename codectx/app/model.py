@@ -56,15 +56,5 @@ class ServedModel:
     ) -> tuple[str, SentRequest]:
         """(the answer's text, what was sent) of one chat request through the privacy gate."""
         result = await self.client.chat(messages, sources=list(sources), model=model)
-        prepared = result.prepared
-        sent = SentRequest(
-            kind,
-            path,
-            prepared.endpoint if prepared is not None else "",
-            prepared.content if prepared is not None else b"",
-            items,
-            list(prepared.findings) if prepared is not None else [],
-            result.audit_id,
-            "",
-        )
+        sent = SentRequest.of(kind, path, result.prepared, items, result.audit_id)
         return result.text, sent

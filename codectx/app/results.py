@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from codectx.backend.prompts import FimPrompt
-from codectx.backend.transport import Finding
+from codectx.backend.transport import Finding, Prepared
 
 
 @dataclass
@@ -28,6 +28,23 @@ class SentRequest:
     findings: Sequence[Finding]  # the gate's redactions (never a value)
     audit_id: str | None
     prompt: str = ""
+
+    @classmethod
+    def of(
+        cls,
+        kind: str,
+        path: str,
+        prepared: Prepared | None,
+        items: list[dict[str, Any]],
+        audit_id: str | None,
+        prompt: str = "",
+    ) -> SentRequest:
+        """The record of a request as the gate prepared it (None: it failed before the gate)."""
+        if prepared is None:
+            return cls(kind, path, "", b"", items, [], audit_id, prompt)
+        return cls(
+            kind, path, prepared.endpoint, prepared.content, items, list(prepared.findings), audit_id, prompt
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {

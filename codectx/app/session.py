@@ -13,13 +13,17 @@ redaction of each request's pieces, and the last request it sent (for "show cont
     prose = await session.explain("pkg/mod.py", text, first_line, last_line)
     hits = session.search("parse the config")                        # blocking: a worker thread
     sites = session.definitions("Session.send")                       # blocking
+    found = session.definitions_at("pkg/mod.py", 12, 8)                # blocking; resolved via imports
+    uses = session.references("send")                                  # blocking
+    figures = session.index_figures()                                  # blocking
     lines = session.read_file("pkg/mod.py", 10, 40)                   # blocking; redacted
     await session.aclose()
 
 Which methods block and which await is in their type: `context`, `search`, `definitions`,
-`read_file` and `warm_up_gate`
-use the CPU and the disk (call them off an event loop); the `async` ones talk to the model
-server and are cancellable (cancelling closes the stream, so vLLM aborts the request).
+`definitions_at`, `references`, `index_figures`, `read_file`, `warm_up_gate` and what
+`session.handout` does (tool results' redaction and audit: codectx.app.handout) use the CPU and
+the disk (call them off an event loop); the `async` ones talk to the model server and are
+cancellable (cancelling closes the stream, so vLLM aborts the request).
 """
 
 from __future__ import annotations
@@ -33,15 +37,24 @@ from codectx.app import explain as explaining
 from codectx.app import refactor as refactoring
 from codectx.app.completion import Completer
 from codectx.app.files import read_confined
+from codectx.app.handout import Handout
 from codectx.app.index import (
     AssembledContext,
+    DefinitionMatch,
     DefinitionSite,
+    IndexFigures,
+    NameLookup,
     QueryEmbedder,
     RecentRegion,
+    ReferenceSite,
     SearchAnswer,
     Searcher,
     Store,
     assemble,
+    definitions_at,
+    in_memory,
+    index_figures,
+    references_to,
     searcher,
 )
 from codectx.app.model import ServedModel
@@ -89,6 +102,7 @@ class WorkspaceSession:
         self.redaction = RequestRedaction(settings, self.client.gate, read_open)
         self.model = ServedModel(settings, self.client)
         self.completer = Completer(settings, self.model, self.redaction, self._remember)
+        self.handout = Handout(settings, self.redaction)  # what a tool client (MCP) is handed
         self.last: SentRequest | None = None  # what the last model request sent (or would have)
         self._preload = preload_search
         self._searcher: tuple[Store, Searcher] | None = None
@@ -128,7 +142,24 @@ class WorkspaceSession:
     def definitions(self, name: str) -> list[DefinitionSite]:
         """Where `name` (a short name such as `send`, or a qualified one such as `Session.send`) is
         defined in the workspace, by path and line."""
-        return list(self._store().symbols_named(name))
+        return list(self._names().symbols_named(name))
+
+    def definitions_at(
+        self, path: str, line: int, character: int, *, text: str | None = None
+    ) -> list[DefinitionMatch]:
+        """Definitions of the name at a 0-based (line, character) of the workspace file `path`
+        (confined, never-send refused; `text`: the document's unsaved text), best first."""
+        whole = self.read_file(path, redact=False)  # confined, never-send refused; stays here
+        document = whole.text if text is None else text
+        return definitions_at(self._names(), whole.path, document, line, character)
+
+    def references(self, name: str, limit: int = 100) -> list[ReferenceSite]:
+        """Where `name` (its last part when qualified) is used in the workspace, by name."""
+        return references_to(self._store(), name, limit=limit)
+
+    def index_figures(self) -> IndexFigures:
+        """How much the index holds: files, chunks, symbols, vectors done and pending."""
+        return index_figures(self._store())
 
     def read_file(
         self, path: str, start_line: int | None = None, end_line: int | None = None, *, redact: bool = True
@@ -143,6 +174,11 @@ class WorkspaceSession:
         if store is None:
             raise NoIndex("no index is ready yet; indexing runs in the background (see progress)")
         return store
+
+    def _names(self) -> NameLookup:
+        """Where names are looked up: the in-memory snapshot in a long-lived (preloading) session."""
+        store = self._store()
+        return in_memory(store) if self._preload else store
 
     def warm_up_gate(self) -> None:
         """The privacy gate compiles its rules and loads its key on first use (about a second)."""

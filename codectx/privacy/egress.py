@@ -300,6 +300,14 @@ class EgressGate:
         entry["status"] = status
         return str(self._append(entry, prepared)["id"])
 
+    def handed_out(self, prepared: PreparedRequest, call: dict[str, Any]) -> str:
+        """The one entry of bytes handed to a local tool client (an MCP agent, which sends them to its
+        model): written, fsynced, before the bytes are returned. `call` names the tool call that
+        asked (its arguments already redacted). Returns the entry's id."""
+        entry = self._entry(prepared)
+        entry.update(method="TOOL", sent=True, status="returned to the tool client", call=call)
+        return str(self._append(entry, prepared)["id"])
+
 
 class _Walker:
     """Recursively sanitise, anonymise and redact every string in a JSON-like body."""

@@ -1,13 +1,23 @@
-"""Egress policy: which files may never contribute to a request.
+"""The never-index / never-send policy: the files whose content codectx never indexes nor sends.
 
-The never-send list is the indexer's never-index list (secret-bearing files
-such as .env, *.pem, id_rsa, credentials*.json, plus `index.never_index`)
-and the user's `privacy.never_send` globs, all in gitignore syntax.
+One policy for both: the indexer's discovery skips these files ("secret-file"), and the egress
+gate refuses a request that carries any of them, so a file the index should not hold can never
+reach the model server by another way (an open editor buffer, a path given on the command line).
+The patterns, in gitignore syntax (a pattern without "/" matches a file name at any depth):
+
+- `SECRET_FILES`: files that hold credentials (.env, *.pem, id_rsa, credentials*.json, ...);
+- the user's `index.never_index` (may come from the workspace's .codectx.toml: it can only add)
+  and `privacy.never_send` (user level only).
+
+Both lists can only add: a negated pattern (`!x`) refuses nothing less (it is left out), so no
+setting or ignore file can make a listed file indexable or sendable. Patterns that do not compile
+are left out too (discovery warns about those in `index.never_index`).
 """
 
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pathspec
@@ -15,13 +25,8 @@ import pathspec
 if TYPE_CHECKING:
     from codectx.settings import Settings
 
-try:
-    from codectx.indexer.discovery import NEVER_INDEX as _INDEXER_NEVER_INDEX
-except ImportError:  # the indexer is optional for the privacy package; keep the send path safe without it
-    _INDEXER_NEVER_INDEX = ()
-
-# Our own copy: the floor, whatever the indexer's list holds.
-BUILTIN_NEVER_SEND: tuple[str, ...] = (
+# Files that hold credentials. Add to it rather than remove: it is the floor of both lists.
+SECRET_FILES: tuple[str, ...] = (
     ".env", ".env.*", "*.env", ".envrc", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore",
     "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".npmrc", ".pypirc", ".netrc", "_netrc", ".pgpass",
     ".git-credentials", ".htpasswd", "*.tfstate", "*.tfstate.*", "*.tfvars", "*.tfvars.json", "*.kdbx",
@@ -31,16 +36,61 @@ BUILTIN_NEVER_SEND: tuple[str, ...] = (
 )  # fmt: skip
 
 
-def never_send_patterns(settings: Settings | None) -> tuple[str, ...]:
-    patterns = list(dict.fromkeys((*BUILTIN_NEVER_SEND, *_INDEXER_NEVER_INDEX)))
+def policy_patterns(settings: Settings | None) -> tuple[str, ...]:
+    """Every pattern in force: the built-in list, then `index.never_index`, then `privacy.never_send`."""
+    patterns = list(SECRET_FILES)
     if settings is not None:
         patterns += list(settings.index.never_index) + list(settings.privacy.never_send)
-    return tuple(patterns)
+    return tuple(dict.fromkeys(patterns))
+
+
+@dataclass(frozen=True)
+class SecretFilePolicy:
+    """The compiled policy: `refuses` for the walk's hot path, `pattern_for` to say why."""
+
+    patterns: tuple[str, ...]  # the positive, valid patterns, in order
+    any_of: pathspec.GitIgnoreSpec  # all of them in one spec
+    each: tuple[tuple[str, pathspec.GitIgnoreSpec], ...]
+
+    def refuses(self, path: str) -> bool:
+        """True if a workspace-relative path is never indexed or sent."""
+        norm = _norm(path)
+        return bool(norm) and self.any_of.match_file(norm)
+
+    def pattern_for(self, path: str) -> str | None:
+        """The first pattern a workspace-relative path matches, or None if it may be indexed and sent."""
+        norm = _norm(path)
+        if not norm or not self.any_of.match_file(norm):
+            return None
+        return next((p for p, spec in self.each if spec.match_file(norm)), self.patterns[0])
 
 
 @functools.lru_cache(maxsize=32)
-def _specs(patterns: tuple[str, ...]) -> tuple[tuple[str, pathspec.GitIgnoreSpec], ...]:
-    return tuple((p, pathspec.GitIgnoreSpec.from_lines([p])) for p in patterns)
+def compiled(patterns: tuple[str, ...]) -> SecretFilePolicy:
+    each: list[tuple[str, pathspec.GitIgnoreSpec]] = []
+    for pattern in patterns:
+        if pattern.lstrip().startswith("!"):
+            continue  # a negation would allow what an earlier pattern refuses
+        try:
+            each.append((pattern, pathspec.GitIgnoreSpec.from_lines([pattern])))
+        except Exception:  # not a valid pattern (`\`, `[z-a]`): it matches nothing
+            continue
+    kept = tuple(p for p, _spec in each)
+    return SecretFilePolicy(kept, pathspec.GitIgnoreSpec.from_lines(kept), tuple(each))
+
+
+def policy_for(settings: Settings | None) -> SecretFilePolicy:
+    return compiled(policy_patterns(settings))
+
+
+def is_never_index(path: str, settings: Settings | None = None) -> bool:
+    """True if a workspace-relative path is a file whose content is never indexed or sent."""
+    return policy_for(settings).refuses(path)
+
+
+def never_send_match(path: str, settings: Settings | None) -> str | None:
+    """The policy pattern a workspace-relative path matches, or None if it may be sent."""
+    return policy_for(settings).pattern_for(path)
 
 
 def _norm(path: str) -> str:
@@ -48,14 +98,3 @@ def _norm(path: str) -> str:
     while path.startswith("./"):
         path = path[2:]
     return path.lstrip("/")
-
-
-def never_send_match(path: str, settings: Settings | None) -> str | None:
-    """The never-send glob a workspace-relative path matches, or None if it may be sent."""
-    norm = _norm(path)
-    if not norm:
-        return None
-    for pattern, spec in _specs(never_send_patterns(settings)):
-        if spec.match_file(norm):
-            return pattern
-    return None

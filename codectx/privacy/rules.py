@@ -9,6 +9,7 @@ entry, so a log says which rules scanned each request.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import tomllib
 from dataclasses import dataclass, field
@@ -68,13 +69,24 @@ class RuleSet:
 
         One RE2 set pass finds every keyword present, overlapping or not.
         """
-        present = frozenset(self.keyword_set.Match(data) or ())
-        return [
-            (i, rule)
-            for i, rule in enumerate(self.rules)
-            if (strict or not rule.strict)
-            and (not rule.keywords or not present.isdisjoint(self.keyword_ids[i]))
-        ]
+        always, by_keyword = self._by_keyword
+        chosen = set(always)
+        for keyword in self.keyword_set.Match(data) or ():
+            chosen.update(by_keyword.get(keyword, ()))
+        return [(i, self.rules[i]) for i in sorted(chosen) if strict or not self.rules[i].strict]
+
+    @functools.cached_property
+    def _by_keyword(self) -> tuple[tuple[int, ...], dict[int, tuple[int, ...]]]:
+        """(rules without keywords, keyword id -> the rules it selects): `candidates` then looks only
+        at the keywords present instead of testing every rule (~470) on every scanned string, which
+        was most of the cost of redacting many small strings (an MCP answer: 1.6 ms a string)."""
+        always = tuple(i for i, rule in enumerate(self.rules) if not rule.keywords)
+        selects: dict[int, list[int]] = {}
+        for i, rule in enumerate(self.rules):
+            if rule.keywords:
+                for keyword in self.keyword_ids[i]:
+                    selects.setdefault(keyword, []).append(i)
+        return always, {k: tuple(v) for k, v in selects.items()}
 
 
 def _compile(pattern: str | bytes, where: str) -> Any:

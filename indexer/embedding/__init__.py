@@ -1,0 +1,1 @@
+"""Chunk and query embeddings, computed locally (README.md)."""

@@ -1,0 +1,37 @@
+"""The files of an index folder besides LanceDB's tables, and how codectx writes them.
+
+An index folder holds `meta.json` (schema version, model id, last run), `db/` (LanceDB), a
+`.gitignore` of `*`, the lock file (indexer/storage/lock.py), the `.codectx-index` marker
+(indexer/storage/owner.py), the last complete run's `manifest.json` and the last walk's
+`walk.json` (indexer/walk/), and, only while a write is in progress, `journal.json`. The names
+live here, apart from the store, so that the quick "up to date" check reads them without
+importing LanceDB.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+JOURNAL_FILE = "journal.json"  # the store's record of a write in progress
+META_FILE = "meta.json"  # the store's schema version and model
+# The index's on-disk schema (checked against meta.json by the store).
+SCHEMA_VERSION = 1
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON durably: a temp file, fsynced, renamed over `path`."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=1)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError:  # a full disk: no half-written temp file left behind
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise

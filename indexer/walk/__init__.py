@@ -1,0 +1,1 @@
+"""The workspace walk and freshness: discovery, ignore rules, the walk record, the manifest (README.md)."""

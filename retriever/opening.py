@@ -1,0 +1,147 @@
+"""Opening what a retriever command needs: settings, the index, the embedder, file paths.
+
+The I/O edge of the retriever: CLI commands (and tools like the benchmark)
+call these; the search and context logic only receive the opened objects.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from codectx.retriever.errors import EmptyIndex, UnknownFile
+
+from codectx.settings import Settings
+
+MAX_DOCUMENT_BYTES = 5_000_000
+
+
+@dataclass
+class Opened:
+    root: Path
+    settings: Settings
+    store: Any
+
+
+def document_root(file: Path, root: str | Path | None = None) -> Path:
+    """The workspace of a document, which must hold the document's real path.
+
+    With `root` (the user named it: `--root`), that folder. Otherwise the nearest folder above
+    the document as named (a symlink is not followed to find it) that holds .git, .codectx.toml
+    or an index; without any, the current folder when the document is inside it (unless that
+    is / or the home folder). A document in no workspace, or whose real path leaves it (a
+    symlink to /etc/passwd inside a repository), is refused naming both: codectx reads and
+    sends only what is inside the workspace.
+    """
+    given = Path(os.path.abspath(file.expanduser()))
+    if root is not None:
+        found = Path(root).expanduser().resolve()
+        if not found.is_dir():
+            raise UnknownFile(f"--root {root}: not a folder")
+    else:
+        marked = _marked_workspace(given.parent) or _current_workspace(given)
+        if marked is None:
+            raise UnknownFile(
+                f"{file} is not inside a workspace (no .git, .codectx.toml or index in the folders above "
+                f"it, and it is not under the current folder {Path.cwd()}); name the workspace with "
+                "--root DIR to use a file there"
+            )
+        found = marked
+    confined(found, given)
+    return found
+
+
+def _marked_workspace(start: Path) -> Path | None:
+    for folder in [start, *start.parents]:
+        if (folder / ".git").exists() or (folder / ".codectx.toml").exists():
+            return folder.resolve()
+        if (folder / ".codectx" / "meta.json").exists():
+            return folder.resolve()
+    return None
+
+
+def _current_workspace(given: Path) -> Path | None:
+    cwd = Path(os.path.abspath(Path.cwd()))
+    if cwd in (Path("/"), Path(os.path.abspath(Path.home()))):
+        return None  # never the whole disk or the home folder by accident
+    if given == cwd or cwd in given.parents:
+        return cwd.resolve()
+    return None
+
+
+def confined(root: Path, path: Path) -> Path:
+    """`path`'s real path, or UnknownFile when it is outside `root` (naming both)."""
+    real = Path(os.path.realpath(path))
+    real_root = Path(os.path.realpath(root))
+    if real != real_root and real_root not in real.parents:
+        shown = f"{path} (a link to {real})" if real != Path(os.path.abspath(path)) else str(path)
+        raise UnknownFile(
+            f"{shown} is outside the workspace {real_root}; codectx reads and sends only files inside the "
+            "workspace (name another with --root DIR)"
+        )
+    return real
+
+
+def open_store(settings: Settings, require_chunks: bool = True) -> Any:
+    """The workspace's index; IndexNotFound (from the indexer) names the command to build it."""
+    from codectx.indexer.storage.store import IndexStore
+
+    store = IndexStore.open(settings.index_dir())
+    if require_chunks:
+        count = store.chunk_count()
+        if not count:
+            raise EmptyIndex(
+                f"the index at {settings.index_dir()} holds no chunks; run `codectx index` in the "
+                "workspace (or check that it contains source files codectx understands)"
+            )
+    return store
+
+
+def embedder_factory(settings: Settings) -> Any:
+    """A callable loading the query embedder once, when first needed."""
+
+    def make() -> Any:
+        from codectx.indexer.embedding.embedder import Embedder
+
+        return Embedder.from_settings(settings)
+
+    return make
+
+
+def relative_path(root: Path, path: str | Path) -> str:
+    """A path given by the user, as a POSIX path relative to the workspace root.
+
+    The name as given (a symlink's own name) when it lies in the root, else its real path's;
+    either way the real path must be inside the root (UnknownFile naming both otherwise).
+    """
+    candidate = Path(path).expanduser()
+    if not candidate.is_absolute():
+        candidate = Path.cwd() / candidate
+    lexical = Path(os.path.abspath(candidate))
+    real = confined(root, lexical)
+    root_resolved = Path(os.path.realpath(root))
+    for base in (Path(os.path.abspath(root)), root_resolved):
+        try:
+            return lexical.relative_to(base).as_posix()
+        except ValueError:
+            continue
+    return real.relative_to(root_resolved).as_posix()
+
+
+def read_document(path: Path) -> str:
+    """A document's text for context assembly; clear errors for what cannot be one."""
+    if not path.exists():
+        raise UnknownFile(f"{path}: no such file")
+    if path.is_dir():
+        raise UnknownFile(f"{path}: is a folder, not a file")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UnknownFile(f"{path}: cannot read ({exc.strerror})") from None
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise UnknownFile(f"{path}: too large for completion context ({len(data)} bytes)")
+    if b"\0" in data[:8192]:
+        raise UnknownFile(f"{path}: looks binary")
+    return data.decode("utf-8", errors="replace")

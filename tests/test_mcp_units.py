@@ -1,0 +1,123 @@
+"""The MCP server's pure pieces: loopback addresses, agents' paths, the name at a position."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codectx.app.index import chain_at
+from codectx.errors import UsageError
+from codectx.mcp.server import loopback_address
+from codectx.mcp.workspaces import PathRefused, Roots, Workspace, root_names
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("127.0.0.1:8765", ("127.0.0.1", 8765)),
+        ("localhost:80", ("127.0.0.1", 80)),
+        ("[::1]:9", ("::1", 9)),
+        ("8123", ("127.0.0.1", 8123)),
+        ("127.0.0.2:5000", ("127.0.0.2", 5000)),
+    ],
+)
+def test_loopback_addresses(spec: str, expected: tuple[str, int]) -> None:
+    assert loopback_address(spec) == expected
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "0.0.0.0:1",
+        "10.0.0.1:80",
+        "[::]:80",
+        "host.local:80",
+        "127.0.0.1:0",
+        "127.0.0.1:70000",
+        "127.0.0.1:http",
+    ],
+)
+def test_other_addresses_are_refused(spec: str) -> None:
+    with pytest.raises(UsageError):
+        loopback_address(spec)
+
+
+def _roots(names: list[str]) -> Roots:
+    dummy: Any = None
+    return Roots([Workspace(n, Path("/w") / n, dummy, dummy, dummy, threading.Lock()) for n in names])
+
+
+def test_one_root_paths() -> None:
+    roots = _roots(["api"])
+    ws, rel = roots.locate("./src//app.py")
+    assert (ws.name, rel) == ("api", "src/app.py")
+    assert roots.shown(ws, rel) == "src/app.py"
+    for bad in ("", "/etc/passwd", "C:/x", "src/../../x", "..", ".", "a/../b"):
+        with pytest.raises(PathRefused):
+            roots.locate(bad)
+
+
+def test_several_roots_paths_start_with_the_root_name() -> None:
+    roots = _roots(["api", "web"])
+    ws, rel = roots.locate("web/src/main.ts")
+    assert (ws.name, rel) == ("web", "src/main.ts")
+    assert roots.shown(ws, rel) == "web/src/main.ts"
+    with pytest.raises(PathRefused, match="root's name"):
+        roots.locate("src/main.ts")
+    assert roots.named("web").name == "web" and roots.named(None).name == "api"
+    with pytest.raises(UsageError, match="the roots are: api, web"):
+        roots.named("db")
+
+
+def test_root_names_are_unique() -> None:
+    assert root_names([Path("/a/app"), Path("/b/app"), Path("/c/web")]) == ["app", "app-2", "web"]
+
+
+@pytest.mark.parametrize(
+    ("line", "character", "chain"),
+    [
+        ("    self.session.send(x)", 11, "self.session"),
+        ("    self.session.send(x)", 19, "self.session.send"),
+        ("x = Foo::bar()", 10, "Foo::bar"),
+        ("a.b", 3, "a.b"),
+        ("   ", 1, ""),
+        ("f(x, y)", 5, "y"),
+    ],
+)
+def test_chain_at(line: str, character: int, chain: str) -> None:
+    assert chain_at(line, character) == chain
+
+
+def test_read_code_cuts_at_its_line_limit_and_says_where_to_go_on(tmp_path: Path) -> None:
+    import json
+
+    from codectx.app.cli import NoIndexSource
+    from codectx.app.session import WorkspaceSession
+    from codectx.mcp.tools import Limits, Tools
+    from codectx.settings import load_settings
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "long.py").write_text("".join(f"x{i} = {i}\n" for i in range(1, 13)))
+    settings = load_settings(root, {})
+    session = WorkspaceSession(settings, index=NoIndexSource(), embedder=lambda: None)
+    dummy: Any = None
+    tools = Tools(
+        Roots([Workspace("ws", root, settings, dummy, session, threading.Lock())]), Limits(max_read_lines=5)
+    )
+
+    def read(*args: Any) -> dict[str, Any]:
+        return json.loads(tools.read_code("long.py", *args).text)  # type: ignore[no-any-return]
+
+    first = read()
+    assert (first["start_line"], first["end_line"], first["truncated"]) == (1, 5, True)
+    assert first["text"] == "x1 = 1\nx2 = 2\nx3 = 3\nx4 = 4\nx5 = 5" and "line 6" in first["notes"][0]
+    exact = read(6, 10)
+    assert (exact["end_line"], "truncated" in exact) == (10, False) and exact["text"].startswith("x6 = 6")
+    tail = read(11)
+    assert (tail["end_line"], "truncated" in tail, tail["text"]) == (13, False, "x11 = 11\nx12 = 12\n")
+    asked_more = read(2, 12)
+    assert (asked_more["end_line"], asked_more["truncated"]) == (6, True)
