@@ -18,7 +18,7 @@ VLLM_STAMP := $(VLLM_VENV)/.installed
 PROMETHEUS_DEB := 2.42.0+ds-5+deb12u1
 PROMTOOL := $(abspath .tools)/promtool/usr/bin/promtool
 
-.PHONY: promtool bench-burst wheelhouse nvim-check vsix vscode-env vscode-ext-deps node24 venv run test test-fast lint format bench bench-index bench-hostile bench-retriever bench-embedder bench-redact bench-backend bench-lsp bench-devset bench-mcp mcp-inspector vllm-env clean help
+.PHONY: promtool bench-burst wheelhouse nvim-check vsix vscode-env vscode-ext-deps node24 venv run test test-fast lint format bench bench-index bench-hostile bench-retriever bench-embedder bench-redact bench-backend bench-lsp bench-chat bench-devset bench-mcp mcp-inspector vllm-env clean help
 
 help:
 	@echo "make run    - index this repository on the embedded defaults and show a search"
@@ -103,7 +103,7 @@ format: venv
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-bench: bench-index bench-hostile bench-retriever bench-embedder bench-redact bench-backend bench-lsp bench-mcp
+bench: bench-index bench-hostile bench-retriever bench-embedder bench-redact bench-backend bench-lsp bench-chat bench-mcp
 
 bench-index: venv
 	$(PY) bench/bench_index.py
@@ -187,6 +187,9 @@ $(TOOLS)/.mcp-inspector-$(MCP_INSPECTOR_VERSION): $(NODE24)
 
 bench-lsp: venv vllm-env
 	CODECTX_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python $(PY) bench/bench_lsp.py
+
+bench-chat: venv vllm-env
+	CODECTX_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python $(PY) bench/bench_chat.py
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) .codectx build *.egg-info

@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "codectx.privacy.cli",
     "codectx.backend.cli",
     "codectx.app.complete_cli",
+    "codectx.app.chat_cli",  # ask, chat
     "codectx.lsp.cli",
     "codectx.mcp.cli",
 )

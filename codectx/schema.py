@@ -176,6 +176,13 @@ SCHEMA: dict[str, dict[str, Key]] = {
         ),
         "total_timeout_s": Key("float", 30.0, "Time allowed for a whole request.", min=0.01),
         "max_tokens": Key("int", 128, "Largest completion, in tokens.", min=1, max=32768),
+        "chat_max_tokens": Key(
+            "int",
+            1024,
+            "Largest chat answer, in tokens: kept free in the model's window (at most a quarter of it).",
+            min=16,
+            max=32768,
+        ),
         "temperature": Key("float", 0.2, "Sampling temperature.", min=0, max=2),
         "retries": Key("int", 2, "Retries on connect errors and 429/503 before any token.", min=0, max=10),
         "breaker_interval_s": Key(

@@ -98,6 +98,7 @@ class BackendSettings(_Section):
     first_byte_timeout_s: float
     total_timeout_s: float
     max_tokens: int
+    chat_max_tokens: int
     temperature: float
     retries: int
     breaker_interval_s: float

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codectx.lsp import actions, commands, completion, custom, health, inline, lifecycle, observe
+from codectx.lsp import actions, chat, commands, completion, custom, health, inline, lifecycle, observe
 from codectx.lsp.server import CodectxServer
 
 from codectx.settings import cache_dir
@@ -25,5 +25,6 @@ def build_server(answers_dir: Path | None = None) -> CodectxServer:
     actions.register(server)
     commands.register(server)
     custom.register(server)
+    chat.register(server)
     health.register(server)
     return server

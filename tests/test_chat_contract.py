@@ -1,9 +1,8 @@
 """docs/chat-protocol.md from a plain LSP client: the contract both editors are written to.
 
-The server is the one tests/chat_standin.py's `server_command()` picks (for now the temporary
-stand-in; `CODECTX_CHAT_SERVER=real` runs these same checks against `codectx lsp`), so the stand-in
-the editor tests use is held to the written protocol, and the real server meets the same checks
-when it replaces it: deltas before the response and the result authoritative, one running turn per
+The server is the one tests/chat_scenario.py's `server_command()` picks (`codectx lsp` unless
+CODECTX_CHAT_SERVER names another command), with a loopback model server whose answers the scenario
+fixes. The checks: deltas before the response and the result authoritative, one running turn per
 conversation, both ways of cancelling giving a result, the error codes, a refused never-send
 mention, mention completion, applyBlock's whole-file `newText`, list/get/export/delete, the context
 sent per turn.
@@ -21,7 +20,7 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from tests import chat_standin
+from tests import chat_scenario
 from tests.lsp_helpers import (
     apply_text_edits,
     capabilities,
@@ -42,7 +41,7 @@ async def chat_session(tmp: Path, root: Path) -> AsyncIterator[Any]:
 
     lsp: Any = make_test_lsp_client()
     lsp.chat_events = []
-    backend = chat_standin.real_mode_backend(root)
+    backend = chat_scenario.real_mode_backend(root)
 
     @lsp.feature("codectx/chat/delta")
     def _delta(params: Any) -> None:
@@ -52,8 +51,8 @@ async def chat_session(tmp: Path, root: Path) -> AsyncIterator[Any]:
     def _notice(params: Any) -> None:
         lsp.chat_events.append(("notice", plain(params)))
 
-    env = {"CODECTX_STANDIN_DELTA_MS": "20", "XDG_STATE_HOME": str(tmp / "state")}
-    await lsp.start_io(*chat_standin.server_command(), env=server_env(tmp, env), cwd=str(root))
+    env = {"XDG_STATE_HOME": str(tmp / "state")}
+    await lsp.start_io(*chat_scenario.server_command(), env=server_env(tmp, env), cwd=str(root))
     try:
         options = {"backend": {"url": backend.url}, "index": {"embed": False}} if backend else None
         await asyncio.wait_for(
@@ -108,14 +107,14 @@ async def test_a_turn_streams_cites_and_applies(tmp_path: Path, repo: Path) -> N
         result = await call(
             lsp,
             "codectx/chat/send",
-            {"conversationId": cid, "message": chat_standin.QUESTION, "uri": report},
+            {"conversationId": cid, "message": chat_scenario.QUESTION, "uri": report},
         )
         # Every delta came before the response; together they are the authoritative text.
         deltas = deltas_of(lsp, cid)
         assert len(deltas) >= 3
         assert {d["turnId"] for d in deltas} == {result["turnId"]}
         assert "".join(d["text"] for d in deltas) == result["text"]
-        assert result["text"] == chat_standin.answer_for(chat_standin.QUESTION, repo)
+        assert result["text"] == chat_scenario.answer_for(chat_scenario.QUESTION, repo)
         assert result["cancelled"] is False and result["conversationId"] == cid
         assert {"notices", "auditId", "contextTokens", "budgetTokens"} <= set(result)
         # Citations: real files at real lines (0-based, endLine inclusive); `def scale` is lines 8-10.
@@ -126,7 +125,7 @@ async def test_a_turn_streams_cites_and_applies(tmp_path: Path, repo: Path) -> N
         # The answer's code block, with the path its info string names.
         (block,) = result["blocks"]
         assert block["index"] == 0 and block["language"] == "python" and block["path"] == "calc/ops.py"
-        assert chat_standin.NOTE in block["text"] and "```" not in block["text"]
+        assert chat_scenario.NOTE in block["text"] and "```" not in block["text"]
 
         # applyBlock: the whole file after the edit; the edit changes only that file.
         before = (repo / "calc" / "ops.py").read_text("utf-8")
@@ -137,8 +136,8 @@ async def test_a_turn_streams_cites_and_applies(tmp_path: Path, repo: Path) -> N
             {"conversationId": cid, "turnId": result["turnId"], "blockIndex": 0, "uri": ops_uri},
         )
         new = applied["newText"]
-        assert f"def scale(values, factor):\n    {chat_standin.NOTE}\n" in new
-        assert new.replace(f"    {chat_standin.NOTE}\n", "", 1) == before
+        assert f"def scale(values, factor):\n    {chat_scenario.NOTE}\n" in new
+        assert new.replace(f"    {chat_scenario.NOTE}\n", "", 1) == before
         # One file changed (pygls's client decodes objects as namedtuples: a URI key is renamed).
         (changes,) = applied["edit"]["changes"].values()
         edits = [
@@ -169,10 +168,10 @@ async def test_a_turn_streams_cites_and_applies(tmp_path: Path, repo: Path) -> N
         assert [c["conversationId"] for c in listed] == [cid] and listed[0]["turns"] == 1
         got = await call(lsp, "codectx/chat/get", {"conversationId": cid})
         assert [t["role"] for t in got["turns"]] == ["user", "assistant"]
-        assert got["turns"][0]["text"] == chat_standin.QUESTION
+        assert got["turns"][0]["text"] == chat_scenario.QUESTION
         assert got["turns"][1]["turnId"] == result["turnId"] and got["turns"][1]["text"] == result["text"]
         markdown = (await call(lsp, "codectx/chat/export", {"conversationId": cid}))["markdown"]
-        assert chat_standin.QUESTION in markdown and "calc/ops.py" in markdown
+        assert chat_scenario.QUESTION in markdown and "calc/ops.py" in markdown
         assert (await call(lsp, "codectx/chat/delete", {"conversationId": cid}))["deleted"] is True
         assert (await call(lsp, "codectx/chat/delete", {"conversationId": cid}))["deleted"] is False
         assert (await call(lsp, "codectx/chat/list", {}))["conversations"] == []
@@ -181,13 +180,13 @@ async def test_a_turn_streams_cites_and_applies(tmp_path: Path, repo: Path) -> N
 
 
 async def test_cancel_both_ways_gives_a_result(tmp_path: Path, repo: Path) -> None:
-    long_answer = chat_standin.answer_for(chat_standin.LONG_QUESTION, repo)
+    long_answer = chat_scenario.answer_for(chat_scenario.LONG_QUESTION, repo)
     async with chat_session(tmp_path, repo) as lsp:
         cid = (await call(lsp, "codectx/chat/start", {}))["conversationId"]
         assert (await call(lsp, "codectx/chat/cancel", {"conversationId": cid}))["cancelled"] is False
 
         # codectx/chat/cancel; meanwhile a second send in the same conversation is refused.
-        params = {"conversationId": cid, "message": chat_standin.LONG_QUESTION}
+        params = {"conversationId": cid, "message": chat_scenario.LONG_QUESTION}
         running = asyncio.ensure_future(call(lsp, "codectx/chat/send", params))
         await wait_for(lambda: deltas_of(lsp, cid), timeout=60)
         busy = await refused(lsp, "codectx/chat/send", {"conversationId": cid, "message": "and?"})
@@ -213,7 +212,7 @@ async def test_refusals_errors_and_mentions(tmp_path: Path, repo: Path) -> None:
     async with chat_session(tmp_path, repo) as lsp:
         cid = (await call(lsp, "codectx/chat/start", {}))["conversationId"]
         result = await call(
-            lsp, "codectx/chat/send", {"conversationId": cid, "message": chat_standin.REFUSED_QUESTION}
+            lsp, "codectx/chat/send", {"conversationId": cid, "message": chat_scenario.REFUSED_QUESTION}
         )
         notices = [e for k, e in lsp.chat_events if k == "notice"]
         assert any(n["kind"] == "refused" and ".env" in n["message"] for n in notices), notices

@@ -2,8 +2,8 @@
 
 tests/nvim/chat_init.lua plays the scenario (ask, stream, citations in the quickfix list, a refused
 `@file:.env`, apply a code block after its diff, stop, new, resume, export, context sent) and writes
-what it saw as JSON. The server is chosen by tests/chat_standin.py's `server_command()`: for now the
-temporary stand-in; `CODECTX_CHAT_SERVER=real` runs the same test against `codectx lsp`.
+what it saw as JSON. The server is chosen by tests/chat_scenario.py's `server_command()`: `codectx lsp`
+with a loopback model server whose answers the scenario fixes.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests import chat_standin
+from tests import chat_scenario
 from tests.lsp_helpers import REPO_ROOT, make_repo, server_env
 from tests.test_nvim import nvim_binary
 
@@ -33,16 +33,16 @@ def run_chat(tmp: Path, root: Path, settings: dict[str, Any]) -> dict[str, Any]:
             "XDG_DATA_HOME": str(tmp / "nvim-data"),
             "XDG_CONFIG_HOME": str(tmp / "nvim-config"),
             "CODECTX_NVIM_PLUGIN_ROOT": str(REPO_ROOT),
-            "CODECTX_NVIM_CMD": json.dumps(chat_standin.server_command()),
+            "CODECTX_NVIM_CMD": json.dumps(chat_scenario.server_command()),
             "CODECTX_NVIM_FILE": str(root / "calc" / "report.py"),
             "CODECTX_NVIM_INIT": json.dumps(settings),
             "CODECTX_NVIM_OUT": str(out),
             "CODECTX_CHAT_QUESTIONS": json.dumps(
                 {
-                    "question": chat_standin.QUESTION,
-                    "long": chat_standin.LONG_QUESTION,
-                    "refused": chat_standin.REFUSED_QUESTION,
-                    "note": chat_standin.NOTE,
+                    "question": chat_scenario.QUESTION,
+                    "long": chat_scenario.LONG_QUESTION,
+                    "refused": chat_scenario.REFUSED_QUESTION,
+                    "note": chat_scenario.NOTE,
                     "block_path": "calc/ops.py",
                 }
             ),
@@ -67,7 +67,7 @@ def test_chat_buffer_stream_citations_apply_stop_resume(tmp_path: Path) -> None:
     (root / ".env").write_text("API_TOKEN=do-not-send-this\n", encoding="utf-8")
     ops = root / "calc" / "ops.py"
     ops_before = ops.read_text("utf-8")
-    backend = chat_standin.real_mode_backend(root)
+    backend = chat_scenario.real_mode_backend(root)
     settings: dict[str, Any] = {"index": {"embed": False}}
     if backend is not None:
         settings["backend"] = {"url": backend.url}
@@ -77,8 +77,8 @@ def test_chat_buffer_stream_citations_apply_stop_resume(tmp_path: Path) -> None:
         if backend is not None:
             backend.stop()
     notes = [n["msg"] for n in result["notes"]]
-    question, note = chat_standin.QUESTION, chat_standin.NOTE
-    expected = chat_standin.answer_for(question, root).rstrip("\n").split("\n")
+    question, note = chat_scenario.QUESTION, chat_scenario.NOTE
+    expected = chat_scenario.answer_for(question, root).rstrip("\n").split("\n")
 
     # The chat: answer above, question below, in one column on the right.
     assert result["layout"]["answer_row"] < result["layout"]["input_row"] and result["layout"]["same_col"]
@@ -128,7 +128,7 @@ def test_chat_buffer_stream_citations_apply_stop_resume(tmp_path: Path) -> None:
     stopped = result["stopped_answer"]
     tail = stopped[stopped.index("## codectx", len(stopped) - stopped[::-1].index("## You") - 1) :]
     assert "> [stopped]" in tail
-    full = chat_standin.answer_for(chat_standin.LONG_QUESTION, root).count("\n")
+    full = chat_scenario.answer_for(chat_scenario.LONG_QUESTION, root).count("\n")
     assert 0 < sum(1 for line in tail if line.startswith("Part ")) < full
 
     # New conversation: an empty chat; list offers the first one and resumes it with its turns.

@@ -4,8 +4,8 @@ vscode-extension/e2e/chat.mjs drives the real editor: it opens the chat view, co
 @-mention, asks, watches the answer stream in, clicks a citation, discards and then applies a code
 block after its diff, sees a refused `@file:.env`, opens the context sent, stops a long answer,
 exports, and resumes and deletes a conversation. The chat server is chosen by
-tests/chat_standin.py's `server_command()`: for now the temporary stand-in;
-`CODECTX_CHAT_SERVER=real` runs the same test against `codectx lsp`. The .vsix is built by
+tests/chat_scenario.py's `server_command()`: `codectx lsp` with a loopback model server whose
+answers the scenario fixes. The .vsix is built by
 tests/test_vscode.py's fixtures (a temporary copy of vscode-extension/).
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import chat_standin
+from tests import chat_scenario
 from tests.lsp_helpers import make_repo
 from tests.test_vscode import CHROMIUM, CODE_SERVER, NODE, REPO, _env, vsix, workdir  # noqa: F401 (fixtures)
 
@@ -34,14 +34,14 @@ def test_chat_view_in_code_server(vsix: Path, workdir: Path, tmp_path: Path) -> 
     (root / ".env").write_text("API_TOKEN=do-not-send-this\n", encoding="utf-8")
     ops = root / "calc" / "ops.py"
     before = ops.read_text("utf-8")
-    question, note = chat_standin.QUESTION, chat_standin.NOTE
+    question, note = chat_scenario.QUESTION, chat_scenario.NOTE
     expect = tmp_path / "expect.json"
     expect.write_text(
         json.dumps(
             {
                 "question": question,
-                "long": chat_standin.LONG_QUESTION,
-                "refused": chat_standin.REFUSED_QUESTION,
+                "long": chat_scenario.LONG_QUESTION,
+                "refused": chat_scenario.REFUSED_QUESTION,
                 "note": note,
                 "blockPath": "calc/ops.py",
             }
@@ -49,8 +49,7 @@ def test_chat_view_in_code_server(vsix: Path, workdir: Path, tmp_path: Path) -> 
         encoding="utf-8",
     )
     env = _env()
-    env["CODECTX_STANDIN_DELTA_MS"] = "80"  # slow enough to see the answer grow
-    backend = chat_standin.real_mode_backend(root)
+    backend = chat_scenario.real_mode_backend(root)
     command = [
         str(NODE),
         "e2e/chat.mjs",
@@ -61,7 +60,7 @@ def test_chat_view_in_code_server(vsix: Path, workdir: Path, tmp_path: Path) -> 
         "--chromium",
         str(CHROMIUM),
         "--server",
-        json.dumps(chat_standin.server_command()),
+        json.dumps(chat_scenario.server_command()),
         "--workspace",
         str(root),
         "--expect",
@@ -114,8 +113,8 @@ def test_chat_view_in_code_server(vsix: Path, workdir: Path, tmp_path: Path) -> 
     assert "do-not-send-this" not in seen["refusedBody"]
     assert "calc/ops.py" in seen["context"]
     assert seen["stopState"] == "stopped"
-    full = len(chat_standin.answer_for(chat_standin.LONG_QUESTION, root))
+    full = len(chat_scenario.answer_for(chat_scenario.LONG_QUESTION, root))
     assert 0 < seen["stoppedLength"] < full
     assert question in seen["export"]
     assert any(question in h for h in seen["history"])
-    assert seen["resumed"] == [question, chat_standin.REFUSED_QUESTION, chat_standin.LONG_QUESTION]
+    assert seen["resumed"] == [question, chat_scenario.REFUSED_QUESTION, chat_scenario.LONG_QUESTION]

@@ -85,7 +85,7 @@ def _complete(args: argparse.Namespace) -> int:
     if not args.no_context:
         index = CommandIndex(settings, on_missing=_no_index_note)
         index.open_store()  # the note, if any, comes first
-    embedder = _NotedEmbedder(settings, enabled=not args.lexical)
+    embedder = NotedEmbedder(settings, enabled=not args.lexical)
     return asyncio.run(_run(args, settings, rel, text, index, embedder))
 
 
@@ -93,7 +93,7 @@ def _no_index_note(exc: Exception) -> None:
     stderr(f"codectx: note: no index context ({exc}); using only the code around the cursor")
 
 
-class _NotedEmbedder:
+class NotedEmbedder:
     """The query embedder, loaded at first need; a model that cannot load is noted once and the
     context is lexical (full text and symbol names still help)."""
 
@@ -152,7 +152,7 @@ async def _run(
     rel: str,
     text: str,
     index: IndexSource,
-    embedder: _NotedEmbedder,
+    embedder: NotedEmbedder,
 ) -> int:
     session = WorkspaceSession(settings, index=index, embedder=embedder, client=BackendClient(settings))
     async with session:

@@ -1,5 +1,5 @@
-"""One workspace's session: the single entry every surface calls (shell, language server, later chat
-and MCP).
+"""One workspace's session: the single entry every surface calls (shell, language server, chat
+(codectx.app.chat, over a session), later MCP).
 
 A session holds what a workspace's requests need: its settings, its index (through an
 `IndexSource`, so the language server can reopen the store after a reindex while the shell
@@ -265,7 +265,7 @@ class WorkspaceSession:
         """Ask the server once for its model and stop-token ids, and run the scanner once. No code."""
         await self.completer.warm_up()
 
-    # (chat goes here: one more method over the same model, redaction and index.)
+    # Chat is codectx.app.chat.ChatService: conversations whose turns run on a session.
 
     # ---- lifetime -----------------------------------------------------------------------------
 

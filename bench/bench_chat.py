@@ -1,0 +1,314 @@
+"""Chat benchmark: context recall, prefix-cache hit rate, codectx's own send-to-first-byte time.
+
+1. Context recall on requests, click and flask (pinned sdists downloaded at bench time): for
+   natural-language questions built from docstrings as `codectx eval` builds them (the first
+   sentence of each documented function), the gold function must be among the turn's context
+   items (codectx.app.chat_context, the default budget, no editor file). The docstrings are
+   hidden: the questions' gold functions are indexed from a copy of the sources with their
+   docstrings removed, so a question never finds its own words. Target >= 0.90.
+2. Prefix-cache hit rate over 5-turn conversations on the vLLM CPU engine (the generated model,
+   window 4096): vllm:prefix_cache_hits_total / queries_total over the conversations' requests.
+   Target >= 80 %.
+3. Send to first byte p95 on a Django-size index: from `ChatService.send` to the request's
+   arrival at a loopback server (context, redaction, prompt, gate, audit, send). Target <= 100 ms.
+
+    .venv/bin/python bench/bench_chat.py [--limit 150] [--skip-django] [--skip-engine]
+
+Prints a table and writes bench/results/chat-*.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+from common import DATA, fetch_sdist, machine, table, write_results  # type: ignore[import-not-found]  # noqa: E402
+
+QUALITY = {"requests": "2.32.3", "click": "8.1.7", "flask": "3.0.3"}
+DJANGO = "5.1.4"
+
+
+def index(root: Path, name: str, embed: bool) -> tuple[Any, Any]:
+    from codectx.indexer.pipeline import index_workspace
+    from codectx.indexer.storage.store import IndexStore
+
+    from codectx.settings import load_settings
+
+    index_dir = DATA / "index-chat" / name
+    settings = load_settings(root, {"index.index_dir": str(index_dir), "index.embed": embed})
+    started = time.perf_counter()
+    index_workspace(root, settings)
+    print(f"  indexed {name} in {time.perf_counter() - started:.1f} s", flush=True)
+    return settings, IndexStore.open(index_dir)
+
+
+def hidden_copy(src: Path, tasks: list[Any], work: Path) -> tuple[Path, dict[int, tuple[str, int, int]]]:
+    """A copy of `src` with each task's gold docstring removed; task number -> gold span there."""
+    from codectx.retriever.eval import strip_doc
+
+    dst = work / src.name
+    if dst.exists():
+        shutil.rmtree(dst)
+    shutil.copytree(src, dst)
+    by_file: dict[str, list[tuple[int, Any]]] = {}
+    for n, task in enumerate(tasks):
+        by_file.setdefault(task.gold.path, []).append((n, task.gold))
+    spans: dict[int, tuple[str, int, int]] = {}
+    for path, golds in by_file.items():
+        rows = (dst / path).read_text("utf-8", errors="replace").split("\n")
+        shift = 0
+        for n, gold in sorted(golds, key=lambda g: g[1].start_line):
+            old = gold.text.split("\n")
+            new = strip_doc(gold).text.split("\n")
+            start = gold.start_line + shift
+            if rows[start : start + len(old)] != old:
+                continue  # a chunk with a header line: not literally in the file, left as it is
+            rows[start : start + len(old)] = new
+            spans[n] = (path, start, start + len(new) - 1)
+            shift += len(new) - len(old)
+        (dst / path).write_text("\n".join(rows), encoding="utf-8")
+    return dst, spans
+
+
+def recall(name: str, version: str, limit: int, work: Path, embedder: Any) -> dict[str, Any]:
+    from codectx.retriever.eval import text_tasks
+
+    from codectx.app.chat_context import Gatherer, TurnInput
+    from codectx.app.cli import CommandIndex
+    from codectx.app.session import WorkspaceSession
+
+    src = Path(fetch_sdist(name, version))
+    _settings, store = index(src, name, embed=False)
+    tasks = text_tasks(list(store.all_chunks()), limit, seed=0)
+    root, spans = hidden_copy(src, tasks, work)
+    settings, _ = index(root, f"{name}-hidden", embed=embedder is not None)
+    session = WorkspaceSession(settings, index=CommandIndex(settings), embedder=lambda: embedder)
+    session.warm_up_gate()
+    hits = sizes = 0
+    misses: list[str] = []
+    times: list[float] = []
+    for n, task in enumerate(tasks):
+        if n not in spans:
+            continue
+        path, a, b = spans[n]
+        gatherer = Gatherer(
+            session,
+            session.client.gate,
+            session.redaction.pieces(),
+            settings.retriever.budget_tokens,
+            3.5,
+            set(),
+            root,
+        )
+        started = time.perf_counter()
+        got = gatherer.gather(TurnInput(task.query))
+        times.append((time.perf_counter() - started) * 1000)
+        sizes += len(got.pieces)
+        if any(p.path == path and p.start_line <= b and p.end_line >= a for p in got.pieces):
+            hits += 1
+        elif len(misses) < 5:
+            misses.append(f"{task.query!r} -> {path}:{a + 1}")
+    asked = sum(1 for n in range(len(tasks)) if n in spans)
+    print(f"  {name}: recall {hits}/{asked}", flush=True)
+    return {
+        "repo": name,
+        "questions": asked,
+        "recall": hits / max(asked, 1),
+        "items_mean": sizes / max(asked, 1),
+        "gather_ms_p50": statistics.median(times) if times else 0.0,
+        "misses": misses,
+    }
+
+
+async def prefix_hits(work: Path, questions: list[str]) -> dict[str, Any]:
+    import httpx
+    from codectx.backend.serve import build_plan, load_profiles, start_process, stop_process
+    from codectx.backend.testmodel import make_test_model
+
+    from codectx.app.chat import ChatService, TurnInput
+    from codectx.app.chat_store import ChatStore
+    from codectx.app.cli import CommandIndex
+    from codectx.app.session import WorkspaceSession
+    from codectx.settings import load_settings
+
+    python = os.environ.get("CODECTX_VLLM_PYTHON")
+    if not python or not Path(python).exists():
+        return {"skipped": "CODECTX_VLLM_PYTHON is not set (make bench-chat sets it)"}
+    model = make_test_model(work / "model").path
+    plan = build_plan(
+        load_profiles()["cpu-dev"],
+        python=python,
+        model=str(model),
+        port=_free_port(),
+        extra_args=["--max-model-len", "4096"],
+    )
+    (spec,) = plan.processes
+    proc = start_process(spec, work / "vllm.log")
+    try:
+        async with httpx.AsyncClient(trust_env=False, timeout=5) as http:
+            for _ in range(900):
+                if proc.poll() is not None:
+                    return {
+                        "skipped": f"vLLM exited while starting: {(work / 'vllm.log').read_text()[-600:]}"
+                    }
+                try:
+                    if (await http.get(spec.url + "/v1/models")).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                await asyncio.sleep(1)
+
+            async def counters() -> tuple[float, float]:
+                text = (await http.get(spec.url + "/metrics")).text
+
+                def total(name: str) -> float:
+                    return sum(float(x.rsplit(" ", 1)[1]) for x in text.splitlines() if x.startswith(name))
+
+                return total("vllm:prefix_cache_hits_total"), total("vllm:prefix_cache_queries_total")
+
+            root = Path(fetch_sdist("requests", QUALITY["requests"]))
+            settings = load_settings(
+                root,
+                {
+                    "backend.url": spec.url + "/v1",
+                    "index.index_dir": str(DATA / "index-chat" / "requests"),
+                    "backend.chat_max_tokens": 128,  # the answers' length does not change the hit rate
+                    # The test model's window is 4096 tokens: a per-turn budget that lets five turns fit
+                    # without compaction, as the default 2048 does in a 64K window.
+                    "retriever.budget_tokens": 384,
+                },
+            )
+            chat = ChatService(ChatStore(work / "chats"))
+            conversations, per_turn = 3, 5
+            h0, q0 = await counters()
+            async with WorkspaceSession(settings, index=CommandIndex(settings), embedder=lambda: None) as s:
+                for c in range(conversations):
+                    cid = chat.start().conversation_id
+                    for t in range(per_turn):
+                        await chat.send(s, cid, TurnInput(questions[(c * per_turn + t) % len(questions)]))
+            h1, q1 = await counters()
+    finally:
+        stop_process(proc)
+    return {
+        "conversations": conversations,
+        "turns": per_turn,
+        "hits": h1 - h0,
+        "queries": q1 - q0,
+        "hit_rate": (h1 - h0) / max(q1 - q0, 1),
+    }
+
+
+async def first_byte(questions: list[str], samples: int) -> dict[str, Any]:
+    sys.path.insert(0, str(HERE.parent))
+    from bench_retriever import placeholder_vectors  # type: ignore[import-not-found]
+
+    from codectx.app.chat import ChatService, TurnInput
+    from codectx.app.chat_store import ChatStore
+    from codectx.app.cli import CommandIndex
+    from codectx.app.index import load_embedder
+    from codectx.app.session import WorkspaceSession
+    from codectx.settings import load_settings
+    from tests.lsp_helpers import FixedBackend
+
+    root = Path(fetch_sdist("django", DJANGO))
+    settings, store = index(root, "django", embed=False)
+    embedder = load_embedder(settings)
+    placeholder_vectors(store, embedder.model_id)
+    backend = FixedBackend(chat=lambda body: "ok").start()
+    settings = load_settings(
+        root, {"backend.url": backend.url, "index.index_dir": str(DATA / "index-chat" / "django")}
+    )
+    chat = ChatService(ChatStore(DATA / "chat-bench-chats"))
+    times: list[float] = []
+    try:
+        async with WorkspaceSession(settings, index=CommandIndex(settings), embedder=lambda: embedder) as s:
+            cid = chat.start().conversation_id
+            await chat.send(s, cid, TurnInput("warm up"))  # imports, the gate's rules, the snapshot
+            for i in range(samples):
+                if i % 5 == 0:
+                    cid = chat.start().conversation_id
+                started = time.time()
+                await chat.send(s, cid, TurnInput(questions[i % len(questions)]))
+                times.append((backend.requests[-1]["time"] - started) * 1000)
+    finally:
+        backend.stop()
+    times.sort()
+    return {
+        "samples": len(times),
+        "p50_ms": times[len(times) // 2],
+        "p95_ms": times[int(0.95 * (len(times) - 1))],
+    }
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--limit", type=int, default=150, help="questions per repository")
+    parser.add_argument("--skip-django", action="store_true")
+    parser.add_argument("--skip-engine", action="store_true")
+    parser.add_argument("--skip-recall", action="store_true")
+    parser.add_argument("--lexical", action="store_true", help="no vectors for the recall run")
+    parser.add_argument("--samples", type=int, default=60)
+    args = parser.parse_args()
+    from codectx.retriever.eval import text_tasks
+
+    from codectx.app.index import load_embedder
+    from codectx.runtime import quiet_dependencies
+    from codectx.settings import load_settings
+
+    quiet_dependencies()
+    work = DATA / "chat-work"
+    work.mkdir(parents=True, exist_ok=True)
+    embedder = None if args.lexical or args.skip_recall else load_embedder(load_settings(None, {}))
+    results: dict[str, Any] = {"machine": machine(), "recall": []}
+    for name, version in {} if args.skip_recall else QUALITY.items():
+        results["recall"].append(recall(name, version, args.limit, work, embedder))
+    _s, store = index(Path(fetch_sdist("requests", QUALITY["requests"])), "requests", embed=False)
+    questions = [t.query for t in text_tasks(list(store.all_chunks()), 40, seed=1)]
+    if not args.skip_engine:
+        results["prefix_cache"] = asyncio.run(prefix_hits(work, questions))
+    if not args.skip_django:
+        results["first_byte"] = asyncio.run(first_byte(questions, args.samples))
+    rows = [
+        (f"context recall {r['repo']} ({r['questions']} q)", f"{r['recall']:.3f}", ">= 0.90")
+        for r in results["recall"]
+    ]
+    pc = results.get("prefix_cache", {})
+    if "hit_rate" in pc:
+        rows.append(
+            ("prefix-cache hit rate (5-turn conversations)", f"{pc['hit_rate'] * 100:.1f} %", ">= 80 %")
+        )
+    fb = results.get("first_byte")
+    if fb:
+        rows.append(("send to first byte p95, Django", f"{fb['p95_ms']:.1f} ms", "<= 100 ms"))
+        rows.append(("send to first byte p50, Django", f"{fb['p50_ms']:.1f} ms", ""))
+    print(table(rows))
+    print(f"results: {write_results('chat', results)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,338 @@
+"""Chat: multi-turn conversations about the workspace, one service for every surface.
+
+    chat = ChatService()                                   # conversations under the state folder
+    conv = chat.start("Reports")
+    result = await chat.send(session, conv.conversation_id, TurnInput("How does scale work?"),
+                             on_delta=print, on_notice=lambda kind, msg, turn_id: ...)
+    chat.cancel(conv.conversation_id)                      # closes the stream: vLLM aborts
+
+A turn: its context is gathered (codectx.app.chat_context, in a worker thread), each piece
+redacted with its own path; the history is fitted into the server's `max_model_len` with the
+answer's reserve kept (older turns summarised by the model through the same gate, or dropped,
+and the user told; the system prompt and the new turn are never dropped); the messages stream
+through the client (the privacy gate and the audit log, as for completions); placeholders the
+model repeats are put back in what the user sees, never in what later turns resend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from codectx.app import chat_prompt as prompt
+from codectx.app.chat_apply import apply_block
+from codectx.app.chat_context import Gatherer, Piece, Span, TurnInput
+from codectx.app.chat_model import (
+    UNTITLED,
+    Citation,
+    Conversation,
+    Turn,
+    TurnResult,
+    blocks_of,
+    markdown,
+    now,
+)
+from codectx.app.chat_store import ChatStore, UnknownConversation
+from codectx.app.chat_stream import OnDelta, Running, answer_tokens, context_budget, record_of, stream_answer
+from codectx.app.model import source_span
+from codectx.app.restore import restore_prose
+from codectx.app.session import WorkspaceSession
+from codectx.backend.errors import BackendError
+from codectx.errors import CodectxError, UsageError
+from codectx.privacy.pieces import Placeholders
+
+log = logging.getLogger(__name__)
+
+OnNotice = Callable[[str, str, "str | None"], None]  # (kind, message, turn id or None)
+MARGIN = 48  # tokens kept free beyond the estimate (the estimate is not exact)
+
+__all__ = ["ChatService", "TurnInput", "UnknownConversation", "apply_block"]
+
+
+class Busy(CodectxError):
+    """A turn of the conversation is still running."""
+
+
+@dataclass
+class _Fitted:
+    messages: list[dict[str, str]]
+    pieces: list[Piece]
+    content: str
+    notices: list[tuple[str, str]] = field(default_factory=list)
+
+
+class ChatService:
+    """Conversations (saved in a ChatStore) and the turns that run on a WorkspaceSession."""
+
+    def __init__(self, store: ChatStore | None = None) -> None:
+        self.store = store if store is not None else ChatStore()
+        self.running: dict[str, Running] = {}
+        self.placeholders: dict[str, Placeholders] = {}  # per conversation, this process only
+        # Tokens the server counted per estimated token, per model (learnt from each answer's usage):
+        # the estimate from characters per token is low on text unlike code.
+        self.token_factor: dict[str, float] = {}
+
+    # ---- conversations ----------------------------------------------------------------------
+
+    def start(self, title: str | None = None) -> Conversation:
+        return self.store.create(title)
+
+    def get(self, conversation_id: object) -> Conversation:
+        return self.store.get(conversation_id)
+
+    def conversations(self) -> list[Conversation]:
+        return self.store.all()
+
+    def delete(self, conversation_id: object) -> bool:
+        self.cancel(conversation_id)
+        return self.store.delete(conversation_id)
+
+    def export(self, conversation_id: object) -> str:
+        return markdown(self.store.get(conversation_id))
+
+    def record(self, conversation_id: object, turn_id: str) -> dict[str, Any]:
+        """What a turn sent (the fields of the language server's request record)."""
+        turn = self.store.get(conversation_id).turn(turn_id)
+        if turn is None or turn.role != "assistant" or not turn.record:
+            raise CodectxError(f"no answered turn {turn_id!r} in this conversation")
+        return turn.record
+
+    def cancel(self, conversation_id: object) -> bool:
+        """Stop the running turn (its stream is closed, so the engine aborts); False if none ran."""
+        running = self.running.get(str(conversation_id))
+        if running is None:
+            return False
+        running.stopped = True
+        if running.task is not None:
+            running.task.cancel()
+        return True
+
+    def apply(
+        self,
+        conversation_id: object,
+        turn_id: str,
+        index: int,
+        path: str,
+        text: str,
+        selection: tuple[int, int, int, int] | None,
+    ) -> tuple[str, list[str]]:
+        """(the whole file after applying block `index` of an answer, warnings); EditRefused when the
+        result does not parse."""
+        turn = self.store.get(conversation_id).turn(turn_id)
+        if turn is None or turn.role != "assistant" or not 0 <= index < len(turn.blocks):
+            raise CodectxError(f"turn {turn_id!r} has no code block {index!r}")
+        return apply_block(turn.blocks[index], path, text, selection)
+
+    # ---- a turn ---------------------------------------------------------------------------------
+
+    async def send(
+        self,
+        session: WorkspaceSession,
+        conversation_id: object,
+        turn: TurnInput,
+        *,
+        on_delta: OnDelta | None = None,
+        on_notice: OnNotice | None = None,
+        uri: str = "",
+    ) -> TurnResult:
+        conv = self.store.get(conversation_id)
+        cid = conv.conversation_id
+        if not turn.message.strip():
+            raise UsageError("the message is empty")
+        if cid in self.running:
+            raise Busy("a turn of this conversation is still running; stop it or wait for it")
+        running = self.running[cid] = Running()
+        try:
+            return await self._turn(session, conv, turn, running, on_delta, on_notice, uri)
+        finally:
+            self.running.pop(cid, None)
+
+    async def _turn(
+        self,
+        session: WorkspaceSession,
+        conv: Conversation,
+        turn: TurnInput,
+        running: Running,
+        on_delta: OnDelta | None,
+        on_notice: OnNotice | None,
+        uri: str,
+    ) -> TurnResult:
+        started = time.monotonic()
+        client = session.client
+        served = await session.model.chat_model("chat")
+        limit = await client.context_limit()
+        base_ratio = await client.chars_per_token() * 0.85
+        ratio = base_ratio / self.token_factor.get(served, 1.0)
+        reserve = answer_tokens(session.settings.backend.chat_max_tokens, limit)
+        budget = context_budget(session.settings.retriever.budget_tokens, limit, reserve)
+        pieces = session.redaction.pieces()
+        kept = prompt.kept_turns(conv)
+        users = [t for t in kept if t.role == "user"]
+        turn.previous = users[-1].text if users else ""
+        already: set[Span] = {
+            (c.path, c.start_line, c.end_line) for t in kept if t.role == "assistant" for c in t.citations
+        }
+        gatherer = Gatherer(
+            session,
+            client.gate,
+            pieces,
+            budget,
+            ratio,
+            already,
+            session.settings.root,
+            session.settings.privacy.scan_timeout_s,
+        )
+        gathered = await asyncio.to_thread(gatherer.gather, turn)
+        notices: list[str] = []
+
+        def tell(kind: str, message: str, turn_id: str | None) -> None:
+            notices.append(message)
+            if on_notice is not None:
+                on_notice(kind, message, turn_id)
+
+        for kind, message in gathered.notices:
+            tell(kind, message, None)
+        question = gatherer.redact(turn.message.strip(), "")
+        fitted = await self._fit(session, conv, question, gathered.pieces, limit, reserve, ratio, served)
+        n = conv.user_turns + 1
+        turn_id = f"a{n}"
+        for kind, message in fitted.notices:
+            tell(kind, message, None)
+        user = Turn(f"u{n}", "user", turn.message.strip(), sent=fitted.content)
+        known = self.placeholders.setdefault(conv.conversation_id, Placeholders())
+        if pieces is not None:
+            for token, original in pieces.placeholders.originals.items():
+                known.add(token, original)
+        sources = [source_span(p.path, p.start_line, p.end_line) for p in fitted.pieces]
+        context_ms = (time.monotonic() - started) * 1000
+        outcome = await stream_answer(
+            session, fitted.messages, sources, reserve, served, turn_id, known, running, on_delta
+        )
+        if outcome.error and not outcome.raw:
+            raise outcome.failure or CodectxError(outcome.error)
+        if outcome.usage[0] > 0:
+            estimated = prompt.estimate(fitted.messages, base_ratio)
+            self.token_factor[served] = max(1.0, outcome.usage[0] / max(estimated, 1))
+        if outcome.error:
+            tell("error", f"the model server failed during the answer: {outcome.error}", turn_id)
+        text = restore_prose(outcome.raw, known)
+        citations = [Citation(p.path, p.start_line, p.end_line, p.reason, p.symbol) for p in fitted.pieces]
+        answer = Turn(
+            turn_id,
+            "assistant",
+            text,
+            citations=citations,
+            blocks=blocks_of(text),
+            notices=list(notices),
+            cancelled=outcome.cancelled,
+            sent=outcome.raw,
+        )
+        tokens = sum(gatherer.cost(p.text) for p in fitted.pieces)
+        answer.record = record_of(turn, uri, answer, outcome, fitted.pieces, budget, tokens, served)
+        answer.record["timings"] = {"context_ms": round(context_ms, 1), **outcome.timings}
+        if n == 1 and conv.title == UNTITLED:
+            conv.title = turn.message.strip().split("\n", 1)[0][:60]
+        conv.turns += [user, answer]
+        conv.updated_at = now()
+        self.store.save(conv)
+        usage = outcome.usage
+        return TurnResult(
+            conv.conversation_id,
+            answer,
+            notices,
+            outcome.audit_id,
+            usage[0],
+            usage[1],
+            tokens,
+            budget,
+            outcome.error,
+        )
+
+    async def _fit(
+        self,
+        session: WorkspaceSession,
+        conv: Conversation,
+        question: str,
+        pieces: list[Piece],
+        limit: int | None,
+        reserve: int,
+        ratio: float,
+        served: str,
+    ) -> _Fitted:
+        """The messages of the new turn within the window: older turns compacted (a model summary),
+        else dropped; then the turn's own context cut from its end. Changes `conv` when it compacts."""
+        pieces = list(pieces)
+        notices: list[tuple[str, str]] = []
+
+        def build() -> _Fitted:
+            content = prompt.user_content(question, pieces)
+            messages = [*prompt.history(conv), {"role": "user", "content": content}]
+            return _Fitted(messages, list(pieces), content, notices)
+
+        fitted = build()
+        if limit is None:
+            return fitted
+        room = limit - reserve - MARGIN
+        for keep_last in (True, False):
+            if prompt.estimate(fitted.messages, ratio) <= room:
+                return fitted
+            count = prompt.older_turns(conv, keep_last)
+            if count == 0:
+                continue
+            first, last = conv.first_kept, conv.first_kept + count
+            summary = await self._summarise(session, conv, count, limit, ratio, served)
+            a, b = first // 2 + 1, max(first // 2 + 1, last // 2)
+            span = f"older turns {a}-{b} were" if b > a else f"older turn {a} was"
+            window = f"to fit the model's {limit}-token window"
+            if summary:
+                conv.summary, conv.first_kept = summary, last
+                notices.append(("compacted", f"{span} summarised {window}"))
+            else:
+                conv.first_kept = last
+                notices.append(("dropped", f"{span} dropped {window}"))
+            fitted = build()
+        cut = 0
+
+        def too_big() -> bool:
+            return prompt.estimate(fitted.messages, ratio) > room
+
+        # What goes first: implicit snippets (from the end), then the summary, then mentioned ones.
+        for implicit in (True, False):
+            while too_big() and any(_implicit(p) or not implicit for p in pieces):
+                drop = max(i for i, p in enumerate(pieces) if _implicit(p) or not implicit)
+                pieces.pop(drop)
+                cut += 1
+                fitted = build()
+            if implicit and too_big() and conv.summary:
+                conv.summary = ""
+                notices.append(("dropped", "the summary of older turns was dropped to fit the window"))
+                fitted = build()
+        if cut:
+            notices.append(("budget", f"{cut} context snippet(s) left out to fit the model's window"))
+        if prompt.estimate(fitted.messages, ratio) > room:
+            raise UsageError(f"the question is too long for the model's {limit}-token window")
+        return fitted
+
+    async def _summarise(
+        self, session: WorkspaceSession, conv: Conversation, count: int, limit: int, ratio: float, served: str
+    ) -> str:
+        """The model's summary of the first `count` kept turns, through the privacy gate; "" when
+        the request failed (the turns are then dropped)."""
+        answer = min(160, max(32, limit // 8))
+        room = int((limit - answer - MARGIN - 120) * ratio)
+        messages = prompt.summary_messages(conv, count, room)
+        try:
+            result = await session.client.chat(messages, model=served, max_tokens=answer)
+        except BackendError as exc:
+            log.info("chat: compaction failed, dropping older turns: %s", exc)
+            return ""
+        return result.text.strip() or "(no summary)"
+
+
+def _implicit(piece: Piece) -> bool:
+    """A snippet codectx chose (not one the user mentioned or selected)."""
+    return not (piece.reason.startswith("@") or piece.reason == "selection")

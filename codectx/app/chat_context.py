@@ -1,0 +1,424 @@
+"""A chat turn's context: what the question implies and what the user mentioned, within a budget.
+
+In order, while the turn's budget lasts: the @-mentions (`@file`, `@symbol`, `@folder`,
+`@codebase`, `@diff`, `@problems`), the editor's selection, the definition around the cursor,
+the definitions of the symbols the question and selection name (through the index's symbol
+table, as completions resolve them), a hybrid search with the question and the previous
+question, and the user's recent edits. Each snippet goes once per conversation (one already sent
+in a turn still in the window is not sent again), never from a never-send file (an `@file` of one
+is refused with a notice and never read), and redacted with its own path, the secrets found in
+its whole file. Blocking (disk, index, embedder): call it from a worker thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from codectx.app.chat_model import Mention
+from codectx.app.files import NeverSend
+from codectx.app.index import RecentRegion, enclosing_definition, language_for
+from codectx.errors import CodectxError
+from codectx.privacy.egress import EgressGate
+from codectx.privacy.pieces import PieceRedactor
+
+log = logging.getLogger(__name__)
+
+Span = tuple[str, int, int]  # (path, first line, last line), 0-based inclusive
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?")
+MAX_NAMES = 24  # identifiers of a question looked up in the symbol table
+SEARCH_K = 10
+ITEM_SHARE = 6  # an implicit item takes at most 1/6 of the budget (its head when longer)
+SITES_PER_WORD = 2  # definitions per plain word of the question
+DIFF_BYTES = 200_000
+
+
+class ChatSession(Protocol):
+    """What context gathering needs of a WorkspaceSession (kept narrow so it is easy to follow)."""
+
+    def search(self, query: str, k: int | None = None) -> Any: ...
+    def warm_up_gate(self) -> None: ...
+    def definitions(self, name: str) -> Sequence[Any]: ...
+    def read_file(
+        self, path: str, start_line: int | None = None, end_line: int | None = None, *, redact: bool = True
+    ) -> Any: ...
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One snippet of a turn's context as the model sees it (redacted)."""
+
+    path: str
+    start_line: int  # 0-based, inclusive
+    end_line: int
+    text: str
+    reason: str
+    symbol: str = ""
+
+    @property
+    def span(self) -> Span:
+        return (self.path, self.start_line, self.end_line)
+
+
+@dataclass
+class TurnInput:
+    """What the editor says about a turn beside the message."""
+
+    message: str
+    path: str | None = None  # the editor's current file, workspace-relative
+    text: str | None = None  # its text now (an open buffer's unsaved edits)
+    position: tuple[int, int] | None = None  # 0-based (line, character)
+    selection: tuple[int, int, int, int] | None = None  # (start line, char, end line, char)
+    mentions: list[Mention] = field(default_factory=list)
+    diagnostics: list[dict[str, Any]] = field(default_factory=list)  # LSP shape, for @problems
+    recent: Sequence[RecentRegion] = ()
+    previous: str = ""  # the conversation's previous question (for the search)
+
+
+@dataclass
+class Gathered:
+    pieces: list[Piece] = field(default_factory=list)
+    notices: list[tuple[str, str]] = field(default_factory=list)  # (kind, message)
+    tokens: int = 0
+    budget: int = 0
+
+
+class Gatherer:
+    """Collects one turn's pieces; `chars_per_token` prices them against `budget` tokens."""
+
+    def __init__(
+        self,
+        session: ChatSession,
+        gate: object,
+        pieces: PieceRedactor | None,
+        budget: int,
+        chars_per_token: float,
+        already: set[Span],
+        root: Any,
+        scan_timeout_s: float = 2.0,
+    ) -> None:
+        self.session = session
+        self.gate = gate
+        self.redactor = pieces
+        self.ratio = max(chars_per_token, 1.0)
+        self.already = already
+        self.root = root
+        self.out = Gathered(budget=budget)
+        self._files: dict[str, str | None] = {}
+        self._no_index = False
+        self.scan_timeout_s = scan_timeout_s
+
+    # ---- pricing and adding ------------------------------------------------------------------
+
+    def cost(self, text: str) -> int:
+        return int(len(text) / self.ratio) + 12  # the label and fence around it
+
+    def add(self, piece: Piece, explicit: bool = False, share: int = ITEM_SHARE) -> bool:
+        if self.sent_before(piece) or any(_inside(piece, p) for p in self.out.pieces):
+            return False
+        cap = max(self.out.budget // share, 96)
+        if not explicit and self.cost(piece.text) > cap:
+            piece = self.head(piece, cap)
+        cost = self.cost(piece.text)
+        left = self.out.budget - self.out.tokens
+        if cost > left:
+            if not explicit or left < 64:
+                if explicit:
+                    self.notice(
+                        "budget", f"{piece.reason} {piece.path}: left out, the context budget is spent"
+                    )
+                return False
+            piece = self.head(piece, left)
+            self.notice(
+                "budget",
+                f"{piece.reason} {piece.path}: cut to lines "
+                f"{piece.start_line + 1}-{piece.end_line + 1} to fit the context budget",
+            )
+            cost = self.cost(piece.text)
+        self.out.pieces.append(piece)
+        self.out.tokens += cost
+        return True
+
+    def head(self, piece: Piece, tokens: int) -> Piece:
+        """The first lines of a piece that fit `tokens` (a long function's signature and start)."""
+        keep = max(1, int((tokens - 12) * self.ratio))
+        lines = piece.text[:keep].split("\n")
+        lines = lines[:-1] if len(lines) > 1 else lines
+        last = piece.start_line + len(lines) - 1
+        return Piece(piece.path, piece.start_line, last, "\n".join(lines), piece.reason, piece.symbol)
+
+    def sent_before(self, piece: Piece) -> bool:
+        """Already in the conversation: the same start (a head, or the whole) or inside a sent span."""
+        return any(
+            path == piece.path
+            and (start == piece.start_line or start <= piece.start_line <= piece.end_line <= end)
+            for path, start, end in self.already
+        )
+
+    def notice(self, kind: str, message: str) -> None:
+        if (kind, message) not in self.out.notices:
+            self.out.notices.append((kind, message))
+
+    # ---- reading and redacting ---------------------------------------------------------------
+
+    def refusal(self, path: str) -> str | None:
+        return self.gate.refusal(path) if isinstance(self.gate, EgressGate) else None
+
+    def file_text(self, path: str, current: TurnInput | None = None) -> str | None:
+        if current is not None and current.path == path and current.text is not None:
+            return current.text
+        if path not in self._files:
+            try:
+                self._files[path] = self.session.read_file(path, redact=False).text
+            except CodectxError as exc:
+                log.info("chat context: %s", exc)
+                self._files[path] = None
+        return self._files[path]
+
+    def lines_piece(
+        self, path: str, text: str, first: int, last: int, reason: str, symbol: str = ""
+    ) -> Piece:
+        """Lines first..last of a file, redacted with the whole file around them."""
+        rows = text.split("\n")
+        last = min(last, len(rows) - 1)
+        start = sum(len(r) + 1 for r in rows[:first])
+        end = start + len("\n".join(rows[first : last + 1]))
+        body = text[start:end]
+        if self.redactor is not None:
+            self._fresh_deadline()
+            body = self.redactor.document(text, path, [(start, end)])[0]
+        return Piece(path, first, last, body, reason, symbol)
+
+    def redact(self, text: str, origin: str) -> str:
+        if self.redactor is None:
+            return text
+        self._fresh_deadline()
+        return self.redactor.echo(self.redactor.text(text, origin))
+
+    def _fresh_deadline(self) -> None:
+        """Each piece gets the scan's time limit (a turn gathers many, between index lookups)."""
+        if self.redactor is not None:
+            self.redactor.deadline = time.monotonic() + self.scan_timeout_s
+
+    # ---- the sources, in order ---------------------------------------------------------------
+
+    def gather(self, turn: TurnInput) -> Gathered:
+        self.session.warm_up_gate()  # the rules compile once (about a second), not inside a deadline
+        for mention in turn.mentions:
+            self.mention(mention, turn)
+        if turn.path and turn.text is not None and self.refusal(turn.path) is None:
+            self.around_cursor(turn)
+        identifiers, words = self.named(turn)
+        for name in identifiers:  # `parse_config`, `Session.send`, `camelCase`: surely symbols
+            self.symbol(name, "named in the question")
+        self.searched(" ".join(x for x in (turn.message, turn.previous) if x), "search", SEARCH_K)
+        for name in words:  # plain words ("scale") may be symbols too: after the search's hits
+            self.symbol(name, "named in the question", sites=SITES_PER_WORD)
+        for region in turn.recent:
+            if self.refusal(region.path) is None:
+                text = self.redact(region.text, region.path)
+                self.add(Piece(region.path, region.start_line, region.end_line, text, "recently edited"))
+        return self.out
+
+    def mention(self, m: Mention, turn: TurnInput) -> None:
+        if m.kind == "file":
+            self.mentioned_file(m.value, turn)
+        elif m.kind == "symbol":
+            if not self.symbol(m.value, "@symbol", explicit=True) and not self._no_index:
+                self.notice("error", f"@symbol {m.value}: no definition of that name in the index")
+        elif m.kind == "folder":
+            self.folder(m.value)
+        elif m.kind == "codebase":
+            self.searched(m.value, "@codebase", SEARCH_K + 2)
+        elif m.kind == "diff":
+            self.diff()
+        elif m.kind == "problems":
+            self.problems(turn)
+
+    def mentioned_file(self, path: str, turn: TurnInput) -> None:
+        path = path.strip()
+        path = path[2:] if path.startswith("./") else path
+        why = self.refusal(path)
+        if why is not None:
+            self.notice("refused", f"@file {path} refused: {why} (never-send file); it was not read")
+            return
+        try:
+            text = (
+                turn.text
+                if turn.path == path and turn.text is not None
+                else self.session.read_file(path, redact=False).text
+            )
+        except NeverSend as exc:
+            self.notice("refused", f"@file {path} refused: {exc}")
+            return
+        except CodectxError as exc:
+            self.notice("error", f"@file {path}: {exc}")
+            return
+        self.add(self.lines_piece(path, text, 0, max(0, len(text.splitlines()) - 1), "@file"), explicit=True)
+
+    def around_cursor(self, turn: TurnInput) -> None:
+        assert turn.path is not None and turn.text is not None
+        rows = turn.text.split("\n")
+        if turn.selection is not None:
+            l0, c0, l1, c1 = turn.selection
+            last = l1 - 1 if c1 == 0 and l1 > l0 else l1
+            self.add(self.lines_piece(turn.path, turn.text, l0, last, "selection"), explicit=True)
+            line, character = l0, c0
+        elif turn.position is not None:
+            line, character = turn.position
+        else:
+            return
+        line = max(0, min(line, len(rows) - 1))
+        scope = enclosing_definition(turn.text, language_for(turn.path), line, character)
+        if scope is None:
+            first, last, reason = max(0, line - 10), min(len(rows) - 1, line + 10), "around the cursor"
+        else:
+            first, last, reason = scope[0], scope[1], "enclosing scope"
+        self.add(self.lines_piece(turn.path, turn.text, first, last, reason), share=2)
+
+    def named(self, turn: TurnInput) -> tuple[list[str], list[str]]:
+        """(identifier-like names, plain words) of the question and selection, each once."""
+        words = [turn.message]
+        if turn.selection is not None and turn.text is not None:
+            rows = turn.text.split("\n")
+            words.append("\n".join(rows[turn.selection[0] : turn.selection[2] + 1]))
+        seen: list[str] = []
+        for word in _WORD.findall("\n".join(words)):
+            if len(word) >= 3 and word not in seen:
+                seen.append(word)
+        seen = seen[:MAX_NAMES]
+        code = [
+            w for w in seen if "_" in w or "." in w or (w[1:] != w[1:].lower() and w[1:] != w[1:].upper())
+        ]
+        return code, [w for w in seen if w not in code]
+
+    def symbol(self, name: str, reason: str, explicit: bool = False, sites: int = 3) -> bool:
+        try:
+            found_sites = list(self.session.definitions(name))
+            if not explicit:  # a plain word matching a variable or parameter is noise
+                found_sites = [d for d in found_sites if d.kind not in ("variable", "parameter", "field")]
+        except CodectxError:
+            self._note_no_index()
+            return False
+        found = False
+        for site in found_sites[:sites]:
+            if self.refusal(site.path) is not None:
+                continue
+            text = self.file_text(site.path)
+            if text is not None:
+                piece = self.lines_piece(site.path, text, site.start_line, site.end_line, reason, site.name)
+                found = self.add(piece, explicit) or found or site_in(piece.span, self)
+        return found
+
+    def searched(self, query: str, reason: str, k: int) -> None:
+        if not query.strip():
+            return
+        try:
+            answer = self.session.search(query, k)
+        except CodectxError:
+            self._note_no_index()
+            return
+        for hit in answer.results:
+            if self.refusal(hit.path) is not None:
+                continue
+            text = self.file_text(hit.path)
+            if text is None:
+                continue
+            piece = self.lines_piece(hit.path, text, hit.start_line, hit.end_line, reason, hit.symbol)
+            self.add(piece, explicit=reason == "@codebase")
+
+    def folder(self, value: str) -> None:
+        base = (self.root / value.strip().strip("/")).resolve() if self.root is not None else None
+        if base is None or not base.is_dir() or not base.is_relative_to(self.root.resolve()):
+            self.notice("error", f"@folder {value}: no such folder in the workspace")
+            return
+        files = sorted(p for p in base.rglob("*") if p.is_file() and language_for(p.name))
+        left_out = 0
+        for path in files:
+            rel = path.relative_to(self.root.resolve()).as_posix()
+            if self.refusal(rel) is not None or any(part.startswith(".") for part in rel.split("/")):
+                continue
+            text = self.file_text(rel)
+            if text is None or not self.add(
+                self.lines_piece(rel, text, 0, max(0, len(text.splitlines()) - 1), "@folder")
+            ):
+                left_out += text is not None
+        if left_out:
+            self.notice("budget", f"@folder {value}: {left_out} file(s) left out to fit the context budget")
+
+    def diff(self) -> None:
+        if self.root is None:
+            return
+        try:
+            done = subprocess.run(
+                ["git", "-C", str(self.root), "diff", "--no-color", "--no-ext-diff", "HEAD", "--"],
+                capture_output=True,
+                timeout=20,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            self.notice("error", f"@diff: git diff failed ({exc})")
+            return
+        if done.returncode != 0:
+            self.notice("error", f"@diff: {done.stderr.decode(errors='replace').strip()[:200] or 'no git'}")
+            return
+        text = done.stdout[:DIFF_BYTES].decode("utf-8", errors="replace")
+        if not text.strip():
+            self.notice("error", "@diff: the working tree has no changes")
+        for path, section, first, last in diff_sections(text):
+            if self.refusal(path) is not None:
+                self.notice("refused", f"@diff: the changes to {path} were left out (never-send file)")
+                continue
+            self.add(Piece(path, first, last, self.redact(section, path), "@diff"), explicit=True)
+
+    def problems(self, turn: TurnInput) -> None:
+        if not turn.path or not turn.diagnostics:
+            self.notice("error", "@problems: the editor sent no diagnostics for the current file")
+            return
+        if self.refusal(turn.path) is not None:
+            self.notice("refused", f"@problems: {turn.path} is a never-send file; its problems were left out")
+            return
+        rows, lines = [], []
+        for d in turn.diagnostics:
+            line = int(((d.get("range") or {}).get("start") or {}).get("line", 0))
+            severity = {1: "error", 2: "warning", 3: "info", 4: "hint"}.get(d.get("severity") or 1, "error")
+            rows.append(f"line {line + 1}: {severity}: {d.get('message', '')}")
+            lines.append(line)
+        text = self.redact("\n".join(rows), turn.path)
+        self.add(Piece(turn.path, min(lines), max(lines), text, "@problems"), explicit=True)
+
+    def _note_no_index(self) -> None:
+        if not self._no_index:
+            self._no_index = True
+            self.notice("budget", "no index yet: the context has the current file and mentions only")
+
+
+def site_in(span: Span, gatherer: Gatherer) -> bool:
+    """The definition was already sent earlier in the conversation (it counts as found)."""
+    return gatherer.sent_before(Piece(span[0], span[1], span[2], "", ""))
+
+
+def _inside(a: Piece, b: Piece) -> bool:
+    return a.path == b.path and b.start_line <= a.start_line and a.end_line <= b.end_line
+
+
+_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", re.M)
+
+
+def diff_sections(text: str) -> list[tuple[str, str, int, int]]:
+    """(path, section, first changed line, last) per file of a unified diff (0-based lines)."""
+    out = []
+    for section in re.split(r"(?m)^(?=diff --git )", text):
+        head = re.match(r"diff --git a/(\S+) b/(\S+)", section)
+        if not head:
+            continue
+        hunks = [(int(m.group(1)), int(m.group(2) or 1)) for m in _HUNK.finditer(section)]
+        first = max(0, hunks[0][0] - 1) if hunks else 0
+        last = max(first, hunks[-1][0] + hunks[-1][1] - 2) if hunks else 0
+        out.append((head.group(2), section.rstrip("\n"), first, last))
+    return out

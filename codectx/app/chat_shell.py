@@ -1,0 +1,167 @@
+"""The interactive `codectx chat` loop: line editing and history, rich rendering, slash commands.
+
+Questions are read with `input()` over readline (arrow keys, history kept in the state folder);
+on a terminal the answer is rendered as Markdown while it streams (rich's Live view), elsewhere
+it is written as plain text. Errors of a turn (a dead model server, a refused file) are printed
+and the loop goes on; nothing is lost, the conversation is saved after every turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.live import Live
+from rich.markdown import Markdown
+
+from codectx.app.chat import ChatService
+from codectx.app.chat_cli import HELP, run_turn
+from codectx.app.chat_model import TurnResult, markdown
+from codectx.errors import CodectxError
+
+if TYPE_CHECKING:
+    from codectx.app.chat_cli import Workspace
+
+
+class Shell:
+    def __init__(self, chat: ChatService, space: Workspace, conversation_id: str, history: Path) -> None:
+        self.chat = chat
+        self.space = space
+        self.cid = conversation_id
+        self.history = history
+        self.tty = sys.stdin.isatty() and sys.stdout.isatty()
+        self.out = Console(highlight=False, soft_wrap=not self.tty)
+        self.err = Console(stderr=True, highlight=False)
+
+    def run(self) -> int:
+        self._readline()
+        conv = self.chat.get(self.cid)
+        self.err.print(
+            f"[dim]codectx chat: {self.space.root} — conversation {self.cid}; /help for commands[/dim]"
+        )
+        for turn in conv.turns:  # a resumed conversation shows where it was
+            self.out.print(f"[bold]{'you' if turn.role == 'user' else 'codectx'}>[/bold] {turn.text}")
+        loop = asyncio.new_event_loop()
+        session = self.space.session()
+        try:
+            while True:
+                try:
+                    line = input("you> " if self.tty else "")
+                except EOFError:
+                    break
+                except KeyboardInterrupt:
+                    self.out.print()
+                    continue
+                line = line.strip()
+                if not line:
+                    continue
+                if line.startswith("/"):
+                    if not self.command(line):
+                        break
+                    continue
+                self.ask(loop, session, line)
+        finally:
+            loop.run_until_complete(session.aclose())
+            loop.close()
+            self._save_history()
+        return 0
+
+    def ask(self, loop: asyncio.AbstractEventLoop, session: Any, line: str) -> None:
+        text = ""
+        live = Live(Markdown(""), console=self.out, refresh_per_second=8) if self.tty else None
+
+        def delta(_turn: str, piece: str) -> None:
+            nonlocal text
+            text += piece
+            if live is not None:
+                live.update(Markdown(text))
+            else:
+                sys.stdout.write(piece)
+                sys.stdout.flush()
+
+        def notice(kind: str, message: str, _turn: str | None) -> None:
+            self.err.print(f"[yellow]\\[{kind}][/yellow] {message}")
+
+        try:
+            with live if live is not None else contextlib.nullcontext():
+                result = run_turn(
+                    self.chat,
+                    session,
+                    loop,
+                    self.cid,
+                    self.space.turn(line),
+                    on_delta=delta,
+                    on_notice=notice,
+                )
+                if live is not None:
+                    live.update(Markdown(result.turn.text))
+        except CodectxError as exc:
+            self.err.print(f"[red]codectx: error:[/red] {exc}")
+            return
+        if live is None and not result.turn.text.endswith("\n"):
+            sys.stdout.write("\n")
+        self.footer(result)
+
+    def footer(self, result: TurnResult) -> None:
+        if result.turn.cancelled:
+            self.err.print("[yellow]\\[stopped][/yellow]")
+        for c in result.turn.citations:
+            what = f"{c.reason}: {c.symbol}" if c.symbol else c.reason
+            self.out.print(f"[dim]  {c.path}:{c.start_line + 1}-{c.end_line + 1} ({what})[/dim]")
+        self.err.print(f"[dim]context {result.context_tokens}/{result.budget_tokens} tokens[/dim]")
+
+    def command(self, line: str) -> bool:
+        """Run a slash command; False to leave."""
+        name, _, rest = line.partition(" ")
+        rest = rest.strip()
+        try:
+            if name in ("/quit", "/exit"):
+                return False
+            if name == "/help":
+                self.out.print(HELP)
+            elif name == "/clear":
+                self.cid = self.chat.start().conversation_id
+                self.err.print(f"[dim]new conversation {self.cid}[/dim]")
+            elif name == "/file":
+                self.set_file(rest)
+            elif name == "/save":
+                target = Path(rest or f"codectx-chat-{self.cid}.md").expanduser()
+                target.write_text(markdown(self.chat.get(self.cid)) + "\n", encoding="utf-8")
+                self.err.print(f"saved to {target}")
+            else:
+                self.err.print(f"unknown command {name}; /help lists them")
+        except (CodectxError, OSError) as exc:
+            self.err.print(f"[red]codectx: error:[/red] {exc}")
+        return True
+
+    def set_file(self, rest: str) -> None:
+        if not rest:
+            self.space.path = self.space.line = None
+            self.err.print("no current file")
+            return
+        parts = rest.rsplit(" ", 1)
+        line = int(parts[1]) if len(parts) == 2 and parts[1].isdigit() else None
+        self.space.set_file(parts[0] if line is not None else rest, line)
+        self.err.print(f"current file: {self.space.path}" + (f" line {line}" if line else ""))
+
+    def _readline(self) -> None:
+        try:
+            import readline
+        except ImportError:  # no line editing on this platform: plain input() still works
+            return
+        with contextlib.suppress(OSError):
+            readline.read_history_file(self.history)
+        readline.set_history_length(1000)
+
+    def _save_history(self) -> None:
+        try:
+            import readline
+
+            self.history.parent.mkdir(parents=True, exist_ok=True)
+            readline.write_history_file(self.history)
+        except (ImportError, OSError):
+            pass

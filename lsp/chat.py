@@ -1,0 +1,265 @@
+"""Chat over LSP (docs/chat-protocol.md): thin handlers over codectx.app.chat.ChatService.
+
+Streaming is by notifications: `codectx/chat/delta` for answer text and `codectx/chat/notice` for
+refusals, compaction and budget notes, all sent before the `codectx/chat/send` response. A send is
+stopped by `codectx/chat/cancel` or `$/cancelRequest`; both give a result with `cancelled: true`
+and the text so far, and close the model stream (vLLM aborts the request). Each turn is also
+recorded in the request history, so `codectx.showContext` shows it like a completion.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+from codectx.lsp.custom import _params
+from codectx.lsp.errors import LspError
+from codectx.lsp.handlers import guarded, in_worker
+from codectx.lsp.positions import Codec, clamp, split_lines
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from codectx.app.chat import ChatService, TurnInput
+from codectx.app.chat_mentions import mention_items
+from codectx.app.chat_model import MENTION_KINDS, Mention, mentions_in, union
+from codectx.app.results import SentRequest
+
+if TYPE_CHECKING:
+    from codectx.lsp.folders import Folder
+    from codectx.lsp.server import CodectxServer
+
+DELTA = "codectx/chat/delta"
+NOTICE = "codectx/chat/notice"
+INDEX_WAIT_S = 60.0  # a turn waits this long for a first index that is being built
+
+
+class InvalidParams(JsonRpcException):
+    CODE = -32602
+
+
+def _need(args: dict[str, Any], *names: str) -> None:
+    for name in names:
+        if not isinstance(args.get(name), str):
+            raise InvalidParams(f"this chat request needs {{{', '.join(f'{n}: string' for n in names)}}}")
+
+
+def _conversation(params: Any) -> str:
+    """The `conversationId` of a request's params (InvalidParams when there is none)."""
+    args = _params(params)
+    _need(args, "conversationId")
+    return str(args["conversationId"])
+
+
+def _position(value: Any) -> types.Position | None:
+    try:
+        return types.Position(line=int(value["line"]), character=int(value["character"]))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _mentions(raw: Any) -> list[Mention]:
+    out = []
+    for m in raw or []:
+        if isinstance(m, dict) and m.get("kind") in MENTION_KINDS:
+            out.append(Mention(str(m["kind"]), str(m.get("value") or "")))
+    return out
+
+
+def register(server: CodectxServer) -> None:
+    chat = ChatService()
+
+    def folder_of(ls: CodectxServer, uri: str) -> Folder:
+        if uri:
+            with contextlib.suppress(Exception):
+                return ls.workspaces.locate(uri)[0]
+        return ls.workspaces.by_root()
+
+    def uri_of(folder: Folder) -> Any:
+        return lambda rel: (folder.root / rel).as_uri()
+
+    async def index_ready(folder: Folder) -> None:
+        """A turn right after the workspace opened waits for the first index (its symbols), which
+        the server starts when the client says it is initialized."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + INDEX_WAIT_S
+        while folder.settings.lsp.index_on_open and loop.time() < deadline:
+            first_run_pending = folder.runs == 0 and folder.state == "idle"
+            if not (first_run_pending or (folder.runs == 1 and folder.state == "indexing")):
+                return
+            await asyncio.sleep(0.05)
+
+    def where(ls: CodectxServer, args: dict[str, Any], turn: TurnInput) -> None:
+        """The editor's file, cursor and selection (converted from the client's encoding)."""
+        uri = str(args.get("uri") or "")
+        if not uri:
+            return
+        try:
+            _folder, _path, rel, text = ls.document(uri)
+        except Exception:  # outside the workspace, never-send, unreadable: no implicit file
+            return
+        lines = split_lines(text)
+        codec = Codec.of(ls.workspace.position_encoding)
+        turn.path, turn.text = rel, "\n".join(lines)
+        pos = _position(args.get("position"))
+        if pos is not None:
+            turn.position = clamp(lines, pos, codec)
+        sel = args.get("selection")
+        if isinstance(sel, dict):
+            a, b = _position(sel.get("start")), _position(sel.get("end"))
+            if a is not None and b is not None and (a.line, a.character) != (b.line, b.character):
+                turn.selection = (*clamp(lines, a, codec), *clamp(lines, b, codec))
+        turn.recent = ls.recent_edits(_folder, uri)
+
+    @server.feature("codectx/chat/start")
+    @guarded()
+    async def start(ls: CodectxServer, params: Any) -> dict[str, Any]:
+        title = _params(params).get("title")
+        return chat.start(title if isinstance(title, str) else None).summary_wire()
+
+    @server.feature("codectx/chat/send")
+    @guarded()
+    async def send(ls: CodectxServer, params: Any) -> dict[str, Any]:
+        args = _params(params)
+        _need(args, "conversationId", "message")
+        cid, message = args["conversationId"], args["message"]
+        chat.get(cid)  # an unknown conversation fails before anything else
+        uri = str(args.get("uri") or "")
+        folder = folder_of(ls, uri)
+        mentions = union(mentions_in(message), _mentions(args.get("mentions")))
+        turn = TurnInput(message, mentions=mentions, diagnostics=list(args.get("diagnostics") or []))
+        where(ls, args, turn)
+        await index_ready(folder)
+        session = ls.session(folder)
+        line, character = turn.position or (0, 0)
+        record = ls.history.start("chat", uri, turn.path or "", line, character)
+
+        def delta(turn_id: str, text: str) -> None:
+            ls.protocol.notify(DELTA, {"conversationId": cid, "turnId": turn_id, "text": text})
+
+        def notice(kind: str, text: str, turn_id: str | None) -> None:
+            payload: dict[str, Any] = {"conversationId": cid, "kind": kind, "message": text}
+            if turn_id:
+                payload["turnId"] = turn_id
+            ls.protocol.notify(NOTICE, payload)
+
+        try:
+            result = await chat.send(session, cid, turn, on_delta=delta, on_notice=notice, uri=uri)
+        except Exception as exc:
+            record.status, record.error = "error", str(exc)
+            raise
+        sent = result.turn.record
+        record.status = sent.get("status", "ok")
+        record.items = list(sent.get("items", []))
+        record.budget = dict(sent.get("budget", {}))
+        record.text = result.turn.text
+        record.model = str(sent.get("model", ""))
+        body = str(sent.get("payload", "")).encode()
+        record.remember(
+            SentRequest(
+                "chat",
+                turn.path or "",
+                str(sent.get("endpoint", "")),
+                body,
+                record.items,
+                [],
+                result.audit_id,
+            )
+        )
+        record.redactions = list(sent.get("redactions", []))
+        return result.wire(uri_of(folder))
+
+    @server.feature("codectx/chat/cancel")
+    @guarded()
+    async def cancel(ls: CodectxServer, params: Any) -> dict[str, Any]:
+        return {"cancelled": chat.cancel(_conversation(params))}
+
+    @server.feature("codectx/chat/list")
+    @guarded()
+    async def list_(ls: CodectxServer, params: Any) -> dict[str, Any]:
+        return {"conversations": [c.summary_wire() for c in chat.conversations()]}
+
+    @server.feature("codectx/chat/get")
+    @guarded()
+    async def get(ls: CodectxServer, params: Any) -> dict[str, Any]:
+        conv = chat.get(_conversation(params))
+        folder = folder_of(ls, "")
+        return {"conversation": conv.summary_wire(), "turns": [t.wire(uri_of(folder)) for t in conv.turns]}
+
+    @server.feature("codectx/chat/delete")
+    @guarded()
+    async def delete(ls: CodectxServer, params: Any) -> dict[str, Any]:
+        return {"deleted": chat.delete(_conversation(params))}
+
+    @server.feature("codectx/chat/export")
+    @guarded()
+    async def export(ls: CodectxServer, params: Any) -> dict[str, Any]:
+        return {"markdown": chat.export(_conversation(params))}
+
+    @server.feature("codectx/chat/context")
+    @guarded()
+    async def context(ls: CodectxServer, params: Any) -> dict[str, Any]:
+        args = _params(params)
+        _need(args, "conversationId", "turnId")
+        return chat.record(args["conversationId"], args["turnId"])
+
+    @server.feature("codectx/chat/mentions")
+    @guarded()
+    async def mentions(ls: CodectxServer, params: Any) -> dict[str, Any]:
+        args = _params(params)
+        uri = str(args.get("uri") or "")
+        folder = folder_of(ls, uri)
+        current = ""
+        if uri:
+            with contextlib.suppress(Exception):
+                current = ls.workspaces.locate(uri)[2]
+        kind = args.get("kind") if args.get("kind") in MENTION_KINDS else None
+        gate = ls.session(folder).client.gate
+        refusal = getattr(gate, "refusal", None)
+
+        def allowed(path: str) -> bool:
+            return refusal is None or refusal(path) is None
+
+        items = await in_worker(
+            mention_items,
+            folder.open_store(),
+            folder.root,
+            str(args.get("query") or ""),
+            kind,
+            current,
+            allowed,
+        )
+        return {"items": [i.wire() for i in items]}
+
+    @server.feature("codectx/chat/applyBlock")
+    @guarded()
+    async def apply_block(ls: CodectxServer, params: Any) -> dict[str, Any]:
+        args = _params(params)
+        _need(args, "conversationId", "turnId", "uri")
+        index = args.get("blockIndex")
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise InvalidParams("codectx/chat/applyBlock needs blockIndex: number")
+        uri = args["uri"]
+        _folder, _path, rel, text = ls.document(uri)
+        lines = split_lines(text)
+        selection = None
+        rng = args.get("range")
+        if isinstance(rng, dict):
+            a, b = _position(rng.get("start")), _position(rng.get("end"))
+            if a is None or b is None:
+                raise LspError("range needs {start, end} positions")
+            codec = Codec.of(ls.workspace.position_encoding)
+            selection = (*clamp(lines, a, codec), *clamp(lines, b, codec))
+        new, warnings = chat.apply(args["conversationId"], args["turnId"], index, rel, text, selection)
+        edit = {
+            "changes": {
+                uri: [{"range": {"start": {"line": 0, "character": 0}, "end": _end(text)}, "newText": new}]
+            }
+        }
+        return {"edit": edit, "newText": new, "warnings": warnings}
+
+
+def _end(text: str) -> dict[str, int]:
+    """The LSP position after the last character of `text` (utf-16 columns)."""
+    rows = text.split("\n")
+    return {"line": len(rows) - 1, "character": len(rows[-1].encode("utf-16-le")) // 2}

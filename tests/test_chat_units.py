@@ -1,0 +1,86 @@
+"""Chat's pure parts: mention syntax, code blocks, applying a block (tree-sitter checked), the store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from codectx.app.chat_apply import apply_block
+from codectx.app.chat_model import CodeBlock, Mention, blocks_of, mentions_in, union
+from codectx.app.chat_store import ChatStore, UnknownConversation
+from codectx.app.refactor import EditRefused
+
+SOURCE = (
+    "import os\n\n\ndef add(a, b):\n    return a + b\n\n\ndef scale(v, f):\n    return [x * f for x in v]\n"
+)
+
+
+def test_mentions_follow_the_protocols_text_syntax() -> None:
+    text = (
+        'see @file:src/a.py and (@symbol:parse_config) @folder:"my docs/" x@file:no @diff\n'
+        "@codebase:where is it read\n@problems @file:"
+    )
+    assert mentions_in(text) == [
+        Mention("file", "src/a.py"),
+        Mention("symbol", "parse_config"),
+        Mention("folder", "my docs/"),
+        Mention("diff"),
+        Mention("codebase", "where is it read"),
+        Mention("problems"),
+    ]
+    assert union([Mention("diff")], [Mention("diff"), Mention("file", "a")]) == [
+        Mention("diff"),
+        Mention("file", "a"),
+    ]
+
+
+def test_blocks_keep_their_language_and_path() -> None:
+    text = "a\n```python path=src/a.py\nx = 1\n```\nb\n```ts:web/b.ts\nlet y\n```\n```\nplain\n```\n"
+    assert blocks_of(text) == [
+        CodeBlock(0, "python", "x = 1", "src/a.py"),
+        CodeBlock(1, "ts", "let y", "web/b.ts"),
+        CodeBlock(2, "", "plain", ""),
+    ]
+
+
+def test_apply_replaces_the_same_named_definition_the_selection_or_appends() -> None:
+    block = CodeBlock(0, "python", "def scale(v, f):\n    # checked\n    return [x * f for x in v]", "m.py")
+    new, warnings = apply_block(block, "m.py", SOURCE, None)
+    assert new == SOURCE.replace("def scale(v, f):\n", "def scale(v, f):\n    # checked\n") and not warnings
+    other = CodeBlock(0, "python", "def mul(a, b):\n    return a * b", "elsewhere.py")
+    appended, warnings = apply_block(other, "m.py", SOURCE, None)
+    assert appended.startswith(SOURCE.rstrip("\n")) and appended.endswith(
+        "def mul(a, b):\n    return a * b\n"
+    )
+    assert warnings and "elsewhere.py" in warnings[0]
+    line = CodeBlock(0, "python", "return a - b", "")
+    replaced, _ = apply_block(line, "m.py", SOURCE, (4, 4, 4, 16))
+    assert "    return a - b\n" in replaced and "a + b" not in replaced
+
+
+def test_apply_refuses_a_result_that_does_not_parse() -> None:
+    broken = CodeBlock(0, "python", "def scale(v, f):\n    return [x * f for x in", "")
+    with pytest.raises(EditRefused, match="does not parse"):
+        apply_block(broken, "m.py", SOURCE, None)
+    # A file that was broken already may still be edited.
+    apply_block(broken, "m.py", SOURCE + "def (:\n", None)
+
+
+def test_store_round_trip_lists_newest_first_and_refuses_bad_ids(tmp_path: Path) -> None:
+    store = ChatStore(tmp_path / "chats")
+    first, second = store.create("one"), store.create(None)
+    second.updated_at = "9999"
+    store.save(second)
+    fresh = ChatStore(tmp_path / "chats")
+    assert [c.conversation_id for c in fresh.all()] == [second.conversation_id, first.conversation_id]
+    assert fresh.get(first.conversation_id).title == "one"
+    (tmp_path / "chats" / "0123456789ab.json").write_text("{not json", encoding="utf-8")
+    assert len(ChatStore(tmp_path / "chats").all()) == 2  # the damaged file is skipped
+    for bad in ("../../etc/passwd", "nope", "0123456789ab"):
+        with pytest.raises(UnknownConversation):
+            fresh.get(bad)
+    assert fresh.delete(first.conversation_id) and not fresh.delete(first.conversation_id)
+    assert json.loads((tmp_path / "chats" / f"{second.conversation_id}.json").read_text())["title"]
+    assert oct((tmp_path / "chats" / f"{second.conversation_id}.json").stat().st_mode & 0o777) == "0o600"
