@@ -99,7 +99,7 @@ def silent_server(work: Path) -> dict[str, object]:
     """`codectx complete` with the default settings against a server that accepts connections
     and never answers (tests/faultserver.py): the time until the message, and the message."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from tests import faultserver
+    from tests.support import faultserver
 
     server = faultserver.FaultServer(default=faultserver.stall_before_headers()).start()
     doc = work / "doc.py"

@@ -21,7 +21,7 @@ from codectx.app.session import WorkspaceSession
 from codectx.cli import main
 from codectx.privacy.errors import EgressBlocked
 from codectx.settings import load_settings
-from tests import faultserver as fs
+from tests.support import faultserver as fs
 
 DOC = "import os\n\n\ndef add(a, b):\n    \n\n\ndef other():\n    return 2\n"
 

@@ -21,7 +21,7 @@ from codectx.app.restore import restore_completion, restore_edit
 from codectx.app.session import WorkspaceSession
 from codectx.privacy.pieces import Placeholders
 from codectx.settings import load_settings
-from tests import faultserver as fs
+from tests.support import faultserver as fs
 
 GH = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
 PASSWORD = "Hunter2!Orchid_7319"

@@ -25,7 +25,8 @@ from codectx.backend.wire import ServerURLs, retry_after
 
 from codectx.privacy.egress import EgressGate, SourceSpan
 from codectx.settings import load_settings
-from tests.faultserver import RecordingGate
+from tests.support.faultserver import RecordingGate
+from tests.support.paths import REPO_ROOT
 
 SECRET = (
     "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
@@ -281,7 +282,7 @@ def test_retry_after_parsing() -> None:
 
 
 def test_only_transport_imports_httpx() -> None:
-    root = Path(__file__).resolve().parents[1]
+    root = REPO_ROOT
     offenders = []
     for folder in ("codectx", "indexer", "retriever", "backend", "lsp"):
         for path in (root / folder).rglob("*.py"):

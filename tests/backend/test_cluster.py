@@ -21,7 +21,7 @@ from codectx.backend.errors import BackendError
 from codectx.backend.serve import ProcessSpec
 
 from codectx.settings import Settings, load_settings
-from tests.vllm_engine import Engine, engine_plan, start, vllm_model, vllm_server, wait_ready
+from tests.support.vllm_engine import Engine, engine_plan, start, vllm_model, vllm_server, wait_ready
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 __all__ = ["vllm_model", "vllm_server"]
@@ -35,7 +35,7 @@ def cluster(
 ) -> Iterator[tuple[list[Engine], Engine]]:
     """[session engine, spare replica] behind vllm-router.
 
-    The session's engine (tests.vllm_engine) is the first replica, so only one
+    The session's engine (tests.support.vllm_engine) is the first replica, so only one
     more engine starts here, in parallel with it: CI pays one start-up, not two.
     """
     log_dir = tmp_path_factory.mktemp("cluster-logs")

@@ -29,9 +29,10 @@ from codectx.backend.preflight import flag_value
 from codectx.backend.serve import VLLM_VERSION, build_plan, load_profiles
 from prometheus_client import generate_latest
 
-from tests.vllm_engine import Engine, vllm_model, vllm_server  # noqa: F401
+from tests.support.paths import REPO_ROOT
+from tests.support.vllm_engine import Engine, vllm_model, vllm_server  # noqa: F401
 
-DEPLOY = Path(__file__).parents[1] / "backend" / "deploy"
+DEPLOY = REPO_ROOT / "backend" / "deploy"
 VALUES = yaml.safe_load((DEPLOY / "production-stack-values.yaml").read_text())
 RULES = yaml.safe_load((DEPLOY / "prometheus-rules.yaml").read_text())
 DASHBOARD = json.loads((DEPLOY / "grafana-dashboard.json").read_text())
@@ -40,7 +41,7 @@ SCALER = next(o for o in VALUES["extraObjects"] if o["kind"] == "ScaledObject")
 
 
 def promtool() -> str:
-    local = Path(__file__).parents[1] / ".tools" / "promtool" / "usr" / "bin" / "promtool"
+    local = REPO_ROOT / ".tools" / "promtool" / "usr" / "bin" / "promtool"
     found = os.environ.get("PROMTOOL") or shutil.which("promtool") or (str(local) if local.exists() else None)
     if not found or not Path(found).exists():
         pytest.skip("promtool not found: `make promtool` fetches it (Debian's prometheus package)")

@@ -27,7 +27,7 @@ from codectx.backend.errors import (
 )
 
 from codectx.settings import load_settings
-from tests import faultserver as fs
+from tests.support import faultserver as fs
 
 
 @pytest.fixture

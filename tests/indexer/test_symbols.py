@@ -8,8 +8,9 @@ from codectx.indexer.parsing.parse import parse_file, parse_source
 from codectx.indexer.parsing.symbols import definitions, identifiers_near
 
 from codectx.settings import load_settings
+from tests.support.paths import FIXTURES as TEST_FIXTURES
 
-FIXTURES = Path(__file__).parent / "fixtures" / "lang"
+FIXTURES = TEST_FIXTURES / "lang"
 CLIENT = (FIXTURES / "python" / "pkg" / "client.py").read_text()
 
 

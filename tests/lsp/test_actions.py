@@ -10,7 +10,7 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from tests.lsp_helpers import (
+from tests.support.lsp_helpers import (
     _SHARED_CACHE,
     FixedBackend,
     apply_text_edits,

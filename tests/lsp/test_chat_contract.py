@@ -21,8 +21,8 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from tests import chat_standin
-from tests.lsp_helpers import (
+from tests.support import chat_standin
+from tests.support.lsp_helpers import (
     apply_text_edits,
     capabilities,
     make_repo,

@@ -13,7 +13,7 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from tests.lsp_helpers import (
+from tests.support.lsp_helpers import (
     FIXED_COMPLETION,
     FixedBackend,
     apply_text_edits,

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
-from tests.faultserver import FaultServer, free_port, models, status
-from tests.lsp_helpers import (
+from tests.support.faultserver import FaultServer, free_port, models, status
+from tests.support.lsp_helpers import (
     FixedBackend,
     index_finished,
     lsp_session,

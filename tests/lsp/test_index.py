@@ -8,7 +8,7 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from tests.lsp_helpers import lsp_session, make_repo, open_doc, plain, progress_events, wait_for
+from tests.support.lsp_helpers import lsp_session, make_repo, open_doc, plain, progress_events, wait_for
 
 
 @pytest.fixture

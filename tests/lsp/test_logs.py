@@ -21,7 +21,7 @@ from codectx.lsp.logs import LspLogHandler, message_type
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from tests.lsp_helpers import index_finished, lsp_session, make_repo, server_env, wait_for
+from tests.support.lsp_helpers import index_finished, lsp_session, make_repo, server_env, wait_for
 
 ORT_SCRIPT = """
 import sys

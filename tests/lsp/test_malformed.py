@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.lsp_helpers import SERVER_COMMAND, make_repo, server_env
+from tests.support.lsp_helpers import SERVER_COMMAND, make_repo, server_env
 
 pytestmark = pytest.mark.slow
 

@@ -20,8 +20,8 @@ from pygls.exceptions import JsonRpcException
 
 from codectx.errors import ConfigError
 from codectx.settings import load_settings
-from tests.lsp_helpers import FixedBackend, lsp_session, make_repo, open_doc, wait_for
-from tests.vllm_engine import Engine, free_port, vllm_model, vllm_server  # noqa: F401
+from tests.support.lsp_helpers import FixedBackend, lsp_session, make_repo, open_doc, wait_for
+from tests.support.vllm_engine import Engine, free_port, vllm_model, vllm_server  # noqa: F401
 
 CURSOR = types.Position(line=16, character=4)
 

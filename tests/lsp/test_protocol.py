@@ -13,7 +13,7 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from tests.lsp_helpers import FixedBackend, lsp_session, make_repo, open_doc, wait_for
+from tests.support.lsp_helpers import FixedBackend, lsp_session, make_repo, open_doc, wait_for
 
 
 @pytest.fixture
@@ -203,7 +203,7 @@ async def test_tcp_mode_serves_lsp(tmp_path: Path, repo: Path) -> None:
     import psutil
     from pygls.lsp.client import LanguageClient
 
-    from tests.lsp_helpers import SERVER_COMMAND, capabilities, server_env
+    from tests.support.lsp_helpers import SERVER_COMMAND, capabilities, server_env
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -247,7 +247,7 @@ async def test_tcp_mode_serves_lsp(tmp_path: Path, repo: Path) -> None:
 def test_tcp_argument_errors_are_clear() -> None:
     import subprocess
 
-    from tests.lsp_helpers import SERVER_COMMAND
+    from tests.support.lsp_helpers import SERVER_COMMAND
 
     done = subprocess.run([*SERVER_COMMAND, "--tcp", "nonsense"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2

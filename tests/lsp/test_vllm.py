@@ -15,8 +15,8 @@ import psutil
 import pytest
 from lsprotocol import types
 
-from tests.lsp_helpers import lsp_session, make_repo, open_doc, plain, progress_events, wait_for
-from tests.vllm_engine import Engine, vllm_model, vllm_server  # noqa: F401
+from tests.support.lsp_helpers import lsp_session, make_repo, open_doc, plain, progress_events, wait_for
+from tests.support.vllm_engine import Engine, vllm_model, vllm_server  # noqa: F401
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from codectx.privacy.audit import AuditLog
-from tests import faultserver as fs
+from tests.support import faultserver as fs
 
 DOC = "import os\n\n\ndef add(a, b):\n    return a + b\n"
 

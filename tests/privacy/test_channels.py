@@ -33,9 +33,10 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
-from tests import faultserver as fs
+from tests.support import faultserver as fs
+from tests.support.paths import FIXTURES
 
-PLANTED = Path(__file__).resolve().parent / "fixtures" / "planted"
+PLANTED = FIXTURES / "planted"
 WINDOW = 12
 STEP = 5
 OUTSIDE_PER_LINE = 3  # positions outside the secret kept per line (first, middle, last of every 5th)
@@ -257,7 +258,7 @@ async def test_lsp_channels_leak_no_planted_secret(
     tmp_path: Path, repo: Path, capture: fs.FaultServer
 ) -> None:
     from codectx.cli import main
-    from tests.lsp_helpers import capabilities, lsp_session, open_doc
+    from tests.support.lsp_helpers import capabilities, lsp_session, open_doc
 
     assert main(["index", str(repo), "--no-embed"]) == 0
     secrets = planted()
@@ -369,7 +370,7 @@ async def test_lsp_channels_leak_no_planted_secret(
 
 # ---- a real engine behind the capture server -----------------------------------------------------------
 
-from tests.vllm_engine import Engine, vllm_model, vllm_server  # noqa: E402
+from tests.support.vllm_engine import Engine, vllm_model, vllm_server  # noqa: E402
 
 __all__ = ["vllm_model", "vllm_server"]  # fixtures, imported for pytest
 

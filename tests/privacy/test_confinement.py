@@ -24,7 +24,7 @@ from codectx.app.embedders import Embedders
 from codectx.privacy.egress import EgressGate, SourceSpan
 from codectx.privacy.errors import EgressBlocked
 from codectx.settings import load_settings
-from tests import faultserver as fs
+from tests.support import faultserver as fs
 
 SECRET = "ghp_" + "R8x2Lq9ZmW4tY7pK3vB6nC1dF5gH0jS8aE2u"
 CODE = "def add(a, b):\n    return a + b\n"

@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.paths import REPO_ROOT
+
+ROOT = REPO_ROOT
 PACKAGES = ("codectx", "indexer", "retriever", "backend", "lsp")
 NETWORK_MODULES = frozenset(
     {

@@ -23,8 +23,9 @@ from typing import Any
 import pytest
 
 from codectx.privacy.audit import AuditLog
+from tests.support.paths import REPO_ROOT
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+sys.path.insert(0, str(REPO_ROOT / "bench"))
 import random
 
 import secretgen

@@ -23,7 +23,7 @@ from codectx.backend.errors import BackendProtocolError
 
 from codectx.logsafe import PrivateFileHandler, SafeLogFilter, register_secret
 from codectx.settings import load_settings, user_config_path
-from tests import faultserver as fs
+from tests.support import faultserver as fs
 
 API_KEY = "sk-live-" + "Zq81NcVt3Lm9Xp2Rw7Ks"
 SECRET = "ghp_" + "R8x2Lq9ZmW4tY7pK3vB6nC1dF5gH0jS8aE2u"

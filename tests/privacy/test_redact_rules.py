@@ -11,8 +11,9 @@ import pytest
 
 from codectx.privacy.redact import Redactor
 from codectx.privacy.rules import default_rules
+from tests.support.paths import REPO_ROOT
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+sys.path.insert(0, str(REPO_ROOT / "bench"))
 import secretgen
 
 KEY = b"test-key-test-key-test-key-test!"

@@ -22,8 +22,9 @@ from typing import Any
 import pytest
 
 from codectx.runtime import TELEMETRY_OFF, child_environ, quiet_dependencies
+from tests.support.paths import REPO_ROOT, TESTS
 
-SCENARIO = Path(__file__).with_name("telemetry_scenario.py")
+SCENARIO = TESTS / "support" / "telemetry_scenario.py"
 CODE = 'import os\n\n\ndef add(a, b):\n    """Add two numbers."""\n    return a + b\n'
 
 
@@ -162,8 +163,8 @@ def test_a_model_server_child_keeps_telemetry_off_but_may_download() -> None:
 
 def test_the_socket_audit_hook_used_without_root_records_connections(tmp_path: Path) -> None:
     """The fallback of the network test (no `unshare`): the hook itself records what it must."""
-    sys.path.insert(0, str(SCENARIO.parent.parent))
-    from tests.telemetry_scenario import HOOK
+    sys.path.insert(0, str(REPO_ROOT))
+    from tests.support.telemetry_scenario import HOOK
 
     (tmp_path / "sitecustomize.py").write_text(HOOK)
     log = tmp_path / "connect.txt"
@@ -182,8 +183,8 @@ def test_the_socket_audit_hook_used_without_root_records_connections(tmp_path: P
 @pytest.mark.slow
 def test_the_embedder_used_as_a_library_switches_onnx_telemetry_off_too(scenario: dict[str, Any]) -> None:
     """A host that imports codectx without its CLI (no quiet_dependencies): the embedder still does it."""
-    sys.path.insert(0, str(SCENARIO.parent.parent))
-    from tests.telemetry_scenario import sandbox_env
+    sys.path.insert(0, str(REPO_ROOT))
+    from tests.support.telemetry_scenario import sandbox_env
 
     env = sandbox_env(scenario["sandbox"])
     code = (

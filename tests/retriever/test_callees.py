@@ -11,7 +11,7 @@ from codectx.retriever.context import assemble_context
 from codectx.retriever.rankdefs import fuse_definitions
 from codectx.retriever.snapshot import snapshot_of
 
-from tests.test_retriever_support import build_index
+from tests.support.indexes import build_index
 
 LEXICAL = {"retriever.context_dense": False}
 

@@ -10,7 +10,7 @@ from codectx.retriever.context import RecentEdit, assemble_context
 from codectx.retriever.errors import BadPosition, UnknownFile
 from codectx.retriever.tokens import ApproxTokenCounter, LocalTokenCounter
 
-from tests.test_retriever_support import build_index, copy_repo
+from tests.support.indexes import build_index, copy_repo
 
 LEXICAL = {"retriever.context_dense": False}
 

@@ -11,7 +11,7 @@ from codectx.retriever.context import assemble_context
 from codectx.retriever.deflists import occurrences_outside
 from codectx.retriever.rankdefs import lexical_affinity_list
 
-from tests.test_retriever_support import build_index
+from tests.support.indexes import build_index
 
 LEXICAL = {"retriever.context_dense": False}
 

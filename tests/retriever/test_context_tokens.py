@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 from codectx.retriever.tokens import LocalTokenCounter
 
-HERE = Path(__file__).resolve().parent.parent
+from tests.support.paths import REPO_ROOT
+
+HERE = REPO_ROOT
 
 
 def _sources() -> list[str]:

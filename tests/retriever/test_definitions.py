@@ -14,7 +14,7 @@ from codectx.retriever.context import assemble_context
 from codectx.retriever.definitions import DefinitionResolver, local_types
 from codectx.retriever.snapshot import snapshot_of
 
-from tests.test_retriever_support import build_index, copy_repo
+from tests.support.indexes import build_index, copy_repo
 
 LEXICAL = {"retriever.context_dense": False, "retriever.context_search": False}
 

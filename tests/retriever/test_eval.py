@@ -9,7 +9,7 @@ from pathlib import Path
 
 from codectx.retriever.eval import code_tasks, run_eval, text_tasks
 
-from tests.test_retriever_support import build_index, copy_repo
+from tests.support.indexes import build_index, copy_repo
 
 
 def test_tasks_come_from_cross_file_calls_and_docstrings(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from codectx.retriever.lexical import LexicalIndex, analyze
 from codectx.retriever.search import HybridSearcher
 from codectx.retriever.snapshot import snapshot_of
 
-from tests.test_retriever_support import build_index, copy_repo
+from tests.support.indexes import build_index, copy_repo
 
 
 def test_analysis_splits_lowercases_stems_and_drops_stop_words() -> None:

@@ -13,7 +13,7 @@ from codectx.retriever.context import assemble_context
 from codectx.retriever.receivers import ReceiverCalls, owner_of, pick, receivers_in
 from codectx.retriever.snapshot import IndexSnapshot
 
-from tests.test_retriever_support import build_index
+from tests.support.indexes import build_index
 
 LEXICAL = {"retriever.context_dense": False}
 

@@ -12,7 +12,7 @@ import pytest
 from codectx.retriever.errors import BadRequest
 from codectx.retriever.search import HybridSearcher
 
-from tests.test_retriever_support import build_index, copy_repo
+from tests.support.indexes import build_index, copy_repo
 
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 

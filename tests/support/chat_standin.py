@@ -84,7 +84,7 @@ def real_mode_backend(root: Path) -> Any:
     """
     if server_mode() == "standin":
         return None
-    from tests.lsp_helpers import FixedBackend
+    from tests.support.lsp_helpers import FixedBackend
 
     def chat(body: dict[str, Any]) -> str:
         users = [m for m in body.get("messages", []) if m.get("role") == "user"]

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from codectx.settings import Settings, load_settings
+from tests.support.paths import FIXTURES
 
-REPOS = Path(__file__).parent / "fixtures" / "repos"
+REPOS = FIXTURES / "repos"
 
 
 def copy_repo(name: str, dest: Path) -> Path:

@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a program
 
-from tests import faultserver as fs
+from tests.support import faultserver as fs
 
 HOOK = """
 import sys, json, os

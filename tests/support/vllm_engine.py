@@ -2,7 +2,7 @@
 
 Import the fixtures into a test module:
 
-    from tests.vllm_engine import vllm_model, vllm_server  # noqa: F401
+    from tests.support.vllm_engine import vllm_model, vllm_server  # noqa: F401
 
 The engine runs in the vLLM environment named by $CODECTX_VLLM_PYTHON
 (`make test` sets it); without it the tests skip with that reason. The
