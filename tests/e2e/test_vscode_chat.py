@@ -6,7 +6,7 @@ block after its diff, sees a refused `@file:.env`, opens the context sent, stops
 exports, and resumes and deletes a conversation. The chat server is chosen by
 tests/chat_standin.py's `server_command()`: for now the temporary stand-in;
 `CODECTX_CHAT_SERVER=real` runs the same test against `codectx lsp`. The .vsix is built by
-tests/test_vscode.py's fixtures (a temporary copy of vscode-extension/).
+tests/e2e/conftest.py's fixtures (a temporary copy of vscode-extension/).
 """
 
 from __future__ import annotations
@@ -17,16 +17,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_vscode import CHROMIUM, CODE_SERVER, NODE, REPO, _env, vsix, workdir  # noqa: F401 (fixtures)
 from tests.support import chat_standin
 from tests.support.lsp_helpers import make_repo
+from tests.support.paths import REPO_ROOT as REPO
+from tests.support.vscode import CHROMIUM, CODE_SERVER, NODE, node_env
 
 ARTIFACTS = REPO / "test-artifacts" / "vscode-chat-e2e"
 
 
 @pytest.mark.slow
 @pytest.mark.vscode
-def test_chat_view_in_code_server(vsix: Path, workdir: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_chat_view_in_code_server(vsix: Path, workdir: Path, tmp_path: Path) -> None:
     for what, path in (("code-server", CODE_SERVER), ("Chromium", CHROMIUM)):
         if not path.exists():
             pytest.skip(f"{what} is missing at {path}: run `make vscode-env`")
@@ -48,7 +49,7 @@ def test_chat_view_in_code_server(vsix: Path, workdir: Path, tmp_path: Path) -> 
         ),
         encoding="utf-8",
     )
-    env = _env()
+    env = node_env()
     env["CODECTX_STANDIN_DELTA_MS"] = "80"  # slow enough to see the answer grow
     backend = chat_standin.real_mode_backend(root)
     command = [

@@ -17,17 +17,11 @@ from tests.support.lsp_helpers import (
     capabilities,
     edits_for,
     lsp_session,
-    make_repo,
     open_doc,
     wait_for,
 )
 
 ADD_RANGE = types.Range(start=types.Position(line=3, character=0), end=types.Position(line=6, character=0))
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    return make_repo(tmp_path / "repo")
 
 
 def options(url: str) -> dict:

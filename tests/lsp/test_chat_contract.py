@@ -92,19 +92,19 @@ def deltas_of(lsp: Any, conversation: str) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def repo(tmp_path: Path) -> Path:
+def repo_with_dotenv(tmp_path: Path) -> Path:
     root = make_repo(tmp_path / "repo")
     (root / ".env").write_text("API_TOKEN=do-not-send-this\n", encoding="utf-8")
     return root
 
 
-async def test_a_turn_streams_cites_and_applies(tmp_path: Path, repo: Path) -> None:
-    async with chat_session(tmp_path, repo) as lsp:
+async def test_a_turn_streams_cites_and_applies(tmp_path: Path, repo_with_dotenv: Path) -> None:
+    async with chat_session(tmp_path, repo_with_dotenv) as lsp:
         conv = await call(lsp, "codectx/chat/start", {})
         assert set(conv) >= {"conversationId", "title", "createdAt", "updatedAt", "turns"}
         assert conv["turns"] == 0
         cid = conv["conversationId"]
-        report = (repo / "calc" / "report.py").as_uri()
+        report = (repo_with_dotenv / "calc" / "report.py").as_uri()
         result = await call(
             lsp,
             "codectx/chat/send",
@@ -115,22 +115,22 @@ async def test_a_turn_streams_cites_and_applies(tmp_path: Path, repo: Path) -> N
         assert len(deltas) >= 3
         assert {d["turnId"] for d in deltas} == {result["turnId"]}
         assert "".join(d["text"] for d in deltas) == result["text"]
-        assert result["text"] == chat_standin.answer_for(chat_standin.QUESTION, repo)
+        assert result["text"] == chat_standin.answer_for(chat_standin.QUESTION, repo_with_dotenv)
         assert result["cancelled"] is False and result["conversationId"] == cid
         assert {"notices", "auditId", "contextTokens", "budgetTokens"} <= set(result)
         # Citations: real files at real lines (0-based, endLine inclusive); `def scale` is lines 8-10.
         scale = [c for c in result["citations"] if c.get("symbol") == "scale"]
         assert scale and scale[0]["path"] == "calc/ops.py"
         assert (scale[0]["startLine"], scale[0]["endLine"]) == (8, 10)
-        assert scale[0]["uri"] == (repo / "calc" / "ops.py").as_uri() and scale[0]["reason"]
+        assert scale[0]["uri"] == (repo_with_dotenv / "calc" / "ops.py").as_uri() and scale[0]["reason"]
         # The answer's code block, with the path its info string names.
         (block,) = result["blocks"]
         assert block["index"] == 0 and block["language"] == "python" and block["path"] == "calc/ops.py"
         assert chat_standin.NOTE in block["text"] and "```" not in block["text"]
 
         # applyBlock: the whole file after the edit; the edit changes only that file.
-        before = (repo / "calc" / "ops.py").read_text("utf-8")
-        ops_uri = open_doc(lsp, repo / "calc" / "ops.py")
+        before = (repo_with_dotenv / "calc" / "ops.py").read_text("utf-8")
+        ops_uri = open_doc(lsp, repo_with_dotenv / "calc" / "ops.py")
         applied = await call(
             lsp,
             "codectx/chat/applyBlock",
@@ -180,9 +180,9 @@ async def test_a_turn_streams_cites_and_applies(tmp_path: Path, repo: Path) -> N
         assert gone.code in (REQUEST_FAILED, INVALID_PARAMS) and gone.message
 
 
-async def test_cancel_both_ways_gives_a_result(tmp_path: Path, repo: Path) -> None:
-    long_answer = chat_standin.answer_for(chat_standin.LONG_QUESTION, repo)
-    async with chat_session(tmp_path, repo) as lsp:
+async def test_cancel_both_ways_gives_a_result(tmp_path: Path, repo_with_dotenv: Path) -> None:
+    long_answer = chat_standin.answer_for(chat_standin.LONG_QUESTION, repo_with_dotenv)
+    async with chat_session(tmp_path, repo_with_dotenv) as lsp:
         cid = (await call(lsp, "codectx/chat/start", {}))["conversationId"]
         assert (await call(lsp, "codectx/chat/cancel", {"conversationId": cid}))["cancelled"] is False
 
@@ -209,8 +209,8 @@ async def test_cancel_both_ways_gives_a_result(tmp_path: Path, repo: Path) -> No
         assert [t.get("cancelled") for t in got["turns"] if t["role"] == "assistant"] == [True, True]
 
 
-async def test_refusals_errors_and_mentions(tmp_path: Path, repo: Path) -> None:
-    async with chat_session(tmp_path, repo) as lsp:
+async def test_refusals_errors_and_mentions(tmp_path: Path, repo_with_dotenv: Path) -> None:
+    async with chat_session(tmp_path, repo_with_dotenv) as lsp:
         cid = (await call(lsp, "codectx/chat/start", {}))["conversationId"]
         result = await call(
             lsp, "codectx/chat/send", {"conversationId": cid, "message": chat_standin.REFUSED_QUESTION}
@@ -240,8 +240,8 @@ async def test_refusals_errors_and_mentions(tmp_path: Path, repo: Path) -> None:
         assert any(c["path"] == "calc/report.py" for c in mentioned["citations"]), mentioned["citations"]
 
 
-async def test_implicit_context_params_and_titles(tmp_path: Path, repo: Path) -> None:
-    async with chat_session(tmp_path, repo) as lsp:
+async def test_implicit_context_params_and_titles(tmp_path: Path, repo_with_dotenv: Path) -> None:
+    async with chat_session(tmp_path, repo_with_dotenv) as lsp:
         conv = await call(lsp, "codectx/chat/start", {"title": "Reports"})
         assert conv["title"] == "Reports"
         cid = conv["conversationId"]
@@ -249,7 +249,7 @@ async def test_implicit_context_params_and_titles(tmp_path: Path, repo: Path) ->
         bad = await refused(lsp, "codectx/chat/send", {"conversationId": cid, "message": 42})
         assert bad.code == INVALID_PARAMS and bad.message
         # The cursor inside `summary` (report.py line 7, 0-based 6): its definition is in the context.
-        report = open_doc(lsp, repo / "calc" / "report.py")
+        report = open_doc(lsp, repo_with_dotenv / "calc" / "report.py")
         result = await call(
             lsp,
             "codectx/chat/send",

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,24 +17,11 @@ from tests.support.lsp_helpers import (
     FixedBackend,
     apply_text_edits,
     lsp_session,
-    make_repo,
     open_doc,
     wait_for,
 )
 
 CURSOR = types.Position(line=16, character=4)  # the blank indented line in calc/report.py:main()
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    return make_repo(tmp_path / "repo")
-
-
-@pytest.fixture
-def backend() -> Iterator[FixedBackend]:
-    server = FixedBackend().start()
-    yield server
-    server.stop()
 
 
 def options(url: str, **lsp: object) -> dict:

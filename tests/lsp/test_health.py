@@ -20,16 +20,10 @@ from tests.support.lsp_helpers import (
     FixedBackend,
     index_finished,
     lsp_session,
-    make_repo,
     open_doc,
     plain,
     wait_for,
 )
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    return make_repo(tmp_path / "repo")
 
 
 def options(url: str | None, **backend: Any) -> dict[str, Any]:

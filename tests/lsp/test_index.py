@@ -8,12 +8,7 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from tests.support.lsp_helpers import lsp_session, make_repo, open_doc, plain, progress_events, wait_for
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    return make_repo(tmp_path / "repo")
+from tests.support.lsp_helpers import lsp_session, open_doc, plain, progress_events, wait_for
 
 
 def _ended(lsp: object) -> int:

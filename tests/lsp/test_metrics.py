@@ -8,7 +8,6 @@ CPU engine in the slow test at the end.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -20,22 +19,10 @@ from pygls.exceptions import JsonRpcException
 
 from codectx.errors import ConfigError
 from codectx.settings import load_settings
-from tests.support.lsp_helpers import FixedBackend, lsp_session, make_repo, open_doc, wait_for
+from tests.support.lsp_helpers import FixedBackend, lsp_session, open_doc, wait_for
 from tests.support.vllm_engine import Engine, free_port, vllm_model, vllm_server  # noqa: F401
 
 CURSOR = types.Position(line=16, character=4)
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    return make_repo(tmp_path / "repo")
-
-
-@pytest.fixture
-def backend() -> Iterator[FixedBackend]:
-    server = FixedBackend().start()
-    yield server
-    server.stop()
 
 
 def options(url: str, **lsp: object) -> dict:

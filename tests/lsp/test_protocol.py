@@ -6,26 +6,13 @@ stdio) and talks LSP to it with pytest-lsp's client.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from tests.support.lsp_helpers import FixedBackend, lsp_session, make_repo, open_doc, wait_for
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    return make_repo(tmp_path / "repo")
-
-
-@pytest.fixture
-def backend() -> Iterator[FixedBackend]:
-    server = FixedBackend().start()
-    yield server
-    server.stop()
+from tests.support.lsp_helpers import FixedBackend, lsp_session, open_doc, wait_for
 
 
 def _no_index(url: str | None = None) -> dict:

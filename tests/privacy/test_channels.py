@@ -181,7 +181,7 @@ def assert_no_secret(requests: list[fs.Request], secrets: list[Planted], channel
 
 
 @pytest.fixture
-def repo(tmp_path: Path) -> Path:
+def planted_repo(tmp_path: Path) -> Path:
     root = tmp_path / "planted"
     shutil.copytree(PLANTED, root)
     (root / "labels.json").unlink()  # the answer key is not part of the project
@@ -204,20 +204,21 @@ def _cli(args: list[str], cwd: Path, capsys: pytest.CaptureFixture[str]) -> tupl
 
 @pytest.mark.slow
 def test_cli_complete_leaks_no_planted_secret_at_any_cursor(
-    repo: Path, capture: fs.FaultServer, capsys: pytest.CaptureFixture[str]
+    planted_repo: Path, capture: fs.FaultServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     secrets = planted()
-    code, _, err = _cli(["index", str(repo), "--no-embed"], repo, capsys)
+    code, _, err = _cli(["index", str(planted_repo), "--no-embed"], planted_repo, capsys)
     assert code == 0, err
     sent = 0
     sendable = [s for s in secrets if not s.never_send]
     # A never-send file is refused by its path, wherever the cursor is: a few positions each.
-    refused = [p for p in positions(repo, [s for s in secrets if s.never_send]) if p.inside][::40]
-    for pos in positions(repo, sendable, outside=1) + refused:
+    refused = [p for p in positions(planted_repo, [s for s in secrets if s.never_send]) if p.inside][::40]
+    for pos in positions(planted_repo, sendable, outside=1) + refused:
         before = len(capture.requests)
-        args = ["complete", str(repo / pos.file), "--line", str(pos.line), "--character", str(pos.character),
-                "--backend-url", capture.url, "--model", "m", "--lexical"]  # fmt: skip
-        code, _, err = _cli(args, repo, capsys)
+        args = ["complete", str(planted_repo / pos.file), "--line", str(pos.line),
+                "--character", str(pos.character), "--backend-url", capture.url, "--model", "m",
+                "--lexical"]  # fmt: skip
+        code, _, err = _cli(args, planted_repo, capsys)
         posts = [r for r in capture.requests[before:] if r.method == "POST" and r.path == "/v1/completions"]
         never = any(s.never_send for s in secrets if s.file == pos.file)
         if never:
@@ -255,12 +256,12 @@ def _range(text: str, a: int, b: int) -> types.Range:
 
 @pytest.mark.slow
 async def test_lsp_channels_leak_no_planted_secret(
-    tmp_path: Path, repo: Path, capture: fs.FaultServer
+    tmp_path: Path, planted_repo: Path, capture: fs.FaultServer
 ) -> None:
     from codectx.cli import main
     from tests.support.lsp_helpers import capabilities, lsp_session, open_doc
 
-    assert main(["index", str(repo), "--no-embed"]) == 0
+    assert main(["index", str(planted_repo), "--no-embed"]) == 0
     secrets = planted()
     sendable = [s for s in secrets if not s.never_send]
     options = {
@@ -274,16 +275,16 @@ async def test_lsp_channels_leak_no_planted_secret(
     assert caps.window is not None
     caps.window.show_document = None  # explain answers come back as messages
     counts = {"completion": 0, "inline": 0, "resolved": 0, "refactor": 0, "edits": 0}
-    async with lsp_session(tmp_path, repo, options, caps=caps) as lsp:
+    async with lsp_session(tmp_path, planted_repo, options, caps=caps) as lsp:
         opened: dict[str, str] = {}
 
         def uri_of(file: str) -> str:
             if file not in opened:
-                opened[file] = open_doc(lsp, repo / file, language=_language(file))
+                opened[file] = open_doc(lsp, planted_repo / file, language=_language(file))
             return opened[file]
 
         # Completion and inline completion: every 5th character inside each secret, one outside.
-        for pos in positions(repo, sendable, outside=1):
+        for pos in positions(planted_repo, sendable, outside=1):
             doc = types.TextDocumentIdentifier(uri=uri_of(pos.file))
             at = types.Position(line=pos.line, character=pos.character)
             await lsp.text_document_completion_async(types.CompletionParams(text_document=doc, position=at))
@@ -302,7 +303,7 @@ async def test_lsp_channels_leak_no_planted_secret(
 
         # Every code action on each secret's line (a diagnostic there adds "fix"), resolved.
         for s in sendable:
-            text = (repo / s.file).read_text("utf-8")
+            text = (planted_repo / s.file).read_text("utf-8")
             uri = uri_of(s.file)
             start = text.find(s.value, sum(len(r) + 1 for r in text.split("\n")[: s.line]))
             line_end = text.find("\n", start + len(s.value))
@@ -395,24 +396,28 @@ def forward(target: str) -> fs.Behaviour:
 @pytest.mark.slow
 @pytest.mark.vllm
 def test_real_engine_path_leaks_no_planted_secret(
-    repo: Path, vllm_server: Engine, capsys: pytest.CaptureFixture[str]
+    planted_repo: Path, vllm_server: Engine, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The real vLLM engine (its context limit, its tokenizer) behind the capture server: completions
     with the cursor inside each secret, the prompt cut to the engine's 1,024-token context."""
     secrets = planted()
     proxy = fs.FaultServer(default=forward(vllm_server.root)).start()
     try:
-        code, _, err = _cli(["index", str(repo), "--no-embed"], repo, capsys)
+        code, _, err = _cli(["index", str(planted_repo), "--no-embed"], planted_repo, capsys)
         assert code == 0, err
-        inside = [p for p in positions(repo, [s for s in secrets if not s.never_send], outside=0) if p.inside]
+        inside = [
+            p
+            for p in positions(planted_repo, [s for s in secrets if not s.never_send], outside=0)
+            if p.inside
+        ]
         picked = {}
         for p in inside:
             picked.setdefault((p.file, p.line), p)  # one cursor inside each secret line
         for pos in picked.values():
             where = ["--line", str(pos.line), "--character", str(pos.character)]
             server = ["--backend-url", proxy.url, "--model", vllm_server.model_name, "--lexical"]
-            args = ["complete", str(repo / pos.file), *where, *server]
-            code, _, err = _cli(args, repo, capsys)
+            args = ["complete", str(planted_repo / pos.file), *where, *server]
+            code, _, err = _cli(args, planted_repo, capsys)
             assert code == 0 and "Traceback" not in err, f"{pos}: {err}"
         posts = [r for r in proxy.requests if r.method == "POST" and r.path == "/v1/completions"]
         # One request each, or two where the engine said the first was over its context length.

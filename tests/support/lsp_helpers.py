@@ -16,11 +16,13 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
@@ -230,6 +232,14 @@ def main():
 """,
     "README.md": "# calc\n\nA tiny arithmetic package used by the language-server tests.\n",
 }
+
+
+@pytest.fixture
+def backend() -> Iterator[FixedBackend]:
+    """A started FixedBackend, stopped after the test (the LSP and editor conftest.py files use it)."""
+    server = FixedBackend().start()
+    yield server
+    server.stop()
 
 
 def make_repo(root: Path) -> Path:
