@@ -68,7 +68,7 @@ $(PROMTOOL):
 	cd .tools/promtool && dpkg-deb -x prometheus_*.deb . && rm -f prometheus_*.deb usr/bin/prometheus
 	$(PROMTOOL) --version | head -1
 
-# The runtime's wheels (no torch), pinned by requirements.lock: tests/test_install.py installs codectx
+# The runtime's wheels (no torch), pinned by requirements.lock: tests/e2e/test_install.py installs codectx
 # from them into a fresh venv, offline. Their total size is what a fresh `pip install` downloads.
 WHEELHOUSE := .tools/wheelhouse
 wheelhouse: $(WHEELHOUSE)/.done

@@ -4,7 +4,7 @@ vLLM past --max-num-queued-reqs answers a streaming request with HTTP 200 and an
 error event (code 503, no Retry-After), as seen from vLLM 0.32 here; a gateway in
 front of it may answer an HTTP 429/503 with Retry-After. Both are load shedding,
 both are safe to retry while no text has arrived. The server is our own loopback
-fault injector (tests/faultserver.py).
+fault injector (tests/support/faultserver.py).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A server that accepts and never answers is told apart by the first-byte budget
 (`backend.first_byte_timeout_s`), not the total one; a slow but live stream cut by the total
 timeout says "slow" (not "stalled") and keeps what arrived; a 200 that is not an event stream
-says so. The server is tests/faultserver.py; assertions are on the error's kind, its message
+says so. The server is tests/support/faultserver.py; assertions are on the error's kind, its message
 and the setting it names, never on how long anything took.
 """
 

@@ -1,6 +1,6 @@
 """Real Neovim 0.11 (headless) driving the real `codectx lsp`: completion, code action, progress.
 
-Neovim runs `tests/nvim/init.lua`, which registers the server with
+Neovim runs `tests/e2e/nvim/init.lua`, which registers the server with
 vim.lsp.config + vim.lsp.enable, opens a file of a fixture repository from
 a VimEnter autocmd, plays a scenario through Neovim's own LSP client and
 writes what it saw as JSON. The model server is the loopback fixed-answer

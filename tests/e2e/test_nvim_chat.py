@@ -1,8 +1,8 @@
 """`:CodectxChat` in real Neovim 0.11 (headless) against a chat server: the plugin in lua/codectx/.
 
-tests/nvim/chat_init.lua plays the scenario (ask, stream, citations in the quickfix list, a refused
+tests/e2e/nvim/chat_init.lua plays the scenario (ask, stream, citations in the quickfix list, a refused
 `@file:.env`, apply a code block after its diff, stop, new, resume, export, context sent) and writes
-what it saw as JSON. The server is chosen by tests/chat_standin.py's `server_command()`: for now the
+what it saw as JSON. The server is chosen by tests/support/chat_standin.py's `server_command()`: for now the
 temporary stand-in; `CODECTX_CHAT_SERVER=real` runs the same test against `codectx lsp`.
 """
 

@@ -2,7 +2,7 @@
 
 Neovim loads it as a plugin manager would (the repository root on the runtimepath), so
 `vim.lsp.enable("codectx")` finds lsp/codectx.lua, and plugin/codectx.lua adds :Codectx and the
-attach hook. tests/nvim/plugin_init.lua then plays every :Codectx subcommand and :checkhealth
+attach hook. tests/e2e/nvim/plugin_init.lua then plays every :Codectx subcommand and :checkhealth
 codectx against the real `codectx lsp`, with the loopback fixed-answer model server.
 """
 

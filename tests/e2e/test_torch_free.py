@@ -1,7 +1,7 @@
 """The runtime without torch: `codectx index`, `search` and `status` in a process where torch,
 sentence-transformers, transformers and the fp32 model package cannot be imported.
 
-A cheap stand-in for a fresh install (tests/test_install.py does the real one, marked slow):
+A cheap stand-in for a fresh install (tests/e2e/test_install.py does the real one, marked slow):
 an import blocker on sys.meta_path makes those packages fail to import exactly as if they were
 not installed, so any code path that still needs them fails here. Then the torch backend (the
 `[torch]` extra) searches the same index: one model id, one vectors table, both backends.

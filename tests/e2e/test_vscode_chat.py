@@ -4,7 +4,7 @@ vscode-extension/e2e/chat.mjs drives the real editor: it opens the chat view, co
 @-mention, asks, watches the answer stream in, clicks a citation, discards and then applies a code
 block after its diff, sees a refused `@file:.env`, opens the context sent, stops a long answer,
 exports, and resumes and deletes a conversation. The chat server is chosen by
-tests/chat_standin.py's `server_command()`: for now the temporary stand-in;
+tests/support/chat_standin.py's `server_command()`: for now the temporary stand-in;
 `CODECTX_CHAT_SERVER=real` runs the same test against `codectx lsp`. The .vsix is built by
 tests/e2e/conftest.py's fixtures (a temporary copy of vscode-extension/).
 """

@@ -1,6 +1,6 @@
 """Fast checks of the pieces that keep one bad file or line from stopping an index run.
 
-(The whole hostile tree, through a real index run, is tests/test_hostile_tree.py.)
+(The whole hostile tree, through a real index run, is tests/indexer/test_hostile_tree.py.)
 """
 
 from __future__ import annotations

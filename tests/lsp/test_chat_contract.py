@@ -1,6 +1,6 @@
 """docs/chat-protocol.md from a plain LSP client: the contract both editors are written to.
 
-The server is the one tests/chat_standin.py's `server_command()` picks (for now the temporary
+The server is the one tests/support/chat_standin.py's `server_command()` picks (for now the temporary
 stand-in; `CODECTX_CHAT_SERVER=real` runs these same checks against `codectx lsp`), so the stand-in
 the editor tests use is held to the written protocol, and the real server meets the same checks
 when it replaces it: deltas before the response and the result authoritative, one running turn per

@@ -1,6 +1,6 @@
 """The language server against the real vLLM CPU engine: a completion, and the typing-burst load test.
 
-The engine (tests/vllm_engine.py) serves the generated tiny Qwen3-MoE model:
+The engine (tests/support/vllm_engine.py) serves the generated tiny Qwen3-MoE model:
 its words are noise, but the protocol, streaming, cancellation and timings
 are real.
 """

@@ -2,7 +2,7 @@
 
 The planted repository (tests/fixtures/planted, written by someone who never read our rules; its
 labels.json lists every secret) is indexed for real (tree-sitter, LanceDB, no vectors). A loopback
-capture server (tests/faultserver.py) stands in for the model server and keeps every request's
+capture server (tests/support/faultserver.py) stands in for the model server and keeps every request's
 method, path, headers and body. Then every channel runs against it:
 
 - `codectx complete` (the real command line, in this process) with the cursor at every 5th

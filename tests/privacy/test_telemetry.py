@@ -1,6 +1,6 @@
 """No telemetry from any dependency: no file outside codectx's folders, no connection but the backend.
 
-One scenario (tests/telemetry_scenario.py) runs `codectx index` (with real
+One scenario (tests/support/telemetry_scenario.py) runs `codectx index` (with real
 embeddings: ONNX Runtime, torch for the export), `search`, `complete` and a
 short `lsp` session with HOME, the XDG folders and TMPDIR in a sandbox. As
 root it runs inside `unshare -n` (loopback only) with every process under

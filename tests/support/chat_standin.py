@@ -3,8 +3,9 @@
 The editor side of chat (VS Code's chat view, Neovim's :CodectxChat) is built against
 docs/chat-protocol.md before the real server implements it. This small pygls server implements that
 contract with deterministic answers (no model, no retriever), so the editor tests can run now:
-tests/test_vscode_chat.py (code-server), tests/test_nvim_chat.py (Neovim) and tests/test_chat_contract.py
-(the protocol from a plain LSP client, which holds this stand-in to the written contract).
+tests/e2e/test_vscode_chat.py (code-server), tests/e2e/test_nvim_chat.py (Neovim) and
+tests/lsp/test_chat_contract.py (the protocol from a plain LSP client, which holds this stand-in to
+the written contract).
 
 What it does as the protocol says: deltas (many, `turnId` in each) and notices before the send's
 response, the result's text authoritative; one running turn per conversation (-32803 otherwise);
@@ -27,7 +28,7 @@ chat, make `real` the default and delete this file's server part (`serve()` and 
 tests and `answer_for()`/the questions they share stay as they are. CODECTX_STANDIN_DELTA_MS sets the
 pause between deltas (default 40).
 
-Run as a program (`python tests/chat_standin.py`) it serves LSP on stdin/stdout.
+Run as a program (`python tests/support/chat_standin.py`) it serves LSP on stdin/stdout.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 telemetry tests: in a sandbox (HOME, XDG folders and TMPDIR inside one folder) and with every
 connection attempt recorded.
 
-    python tests/telemetry_scenario.py CONFIG.json
+    python tests/support/telemetry_scenario.py CONFIG.json
 
 CONFIG: {"sandbox": dir, "workspace": dir, "out": dir, "trace": "strace" | "audit"}. With
 "strace", each command runs under `strace -f -e trace=connect` (native code included; the

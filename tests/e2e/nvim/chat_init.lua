@@ -1,4 +1,4 @@
--- Headless Neovim harness for :CodectxChat (lua/codectx/chat.lua), driven by tests/test_nvim_chat.py.
+-- Headless Neovim harness for :CodectxChat (lua/codectx/chat.lua), driven by tests/e2e/test_nvim_chat.py.
 --
 -- Loads the plugin from the repository root as a plugin manager would, points the server at the test's
 -- command, opens a fixture file and plays the chat: a question whose answer streams in, the citations

@@ -1,6 +1,6 @@
 -- Headless Neovim harness for codectx's language-server tests.
 --
--- Driven by environment variables (set by tests/test_nvim*.py):
+-- Driven by environment variables (set by tests/e2e/test_nvim*.py):
 --   CODECTX_NVIM_CMD       JSON list: the command that starts `codectx lsp`
 --   CODECTX_NVIM_ROOT      workspace folder
 --   CODECTX_NVIM_FILE      file to open (inside the root)

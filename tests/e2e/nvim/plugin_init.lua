@@ -3,7 +3,7 @@
 -- The plugin is loaded the way a plugin manager does it: the repository root goes on the
 -- runtimepath, Neovim sources plugin/codectx.lua and finds lsp/codectx.lua itself. Then
 -- require("codectx").setup() points the server at the test's command and settings and enables it.
--- Environment (set by tests/test_nvim_plugin.py):
+-- Environment (set by tests/e2e/test_nvim_plugin.py):
 --   CODECTX_NVIM_PLUGIN_ROOT  the repository root (the plugin root)
 --   CODECTX_NVIM_CMD          JSON list: the command that starts `codectx lsp`
 --   CODECTX_NVIM_FILE         file to open
