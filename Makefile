@@ -68,7 +68,7 @@ $(PROMTOOL):
 	cd .tools/promtool && dpkg-deb -x prometheus_*.deb . && rm -f prometheus_*.deb usr/bin/prometheus
 	$(PROMTOOL) --version | head -1
 
-# The runtime's wheels (no torch), pinned by requirements.lock: tests/test_install.py installs codectx
+# The runtime's wheels (no torch), pinned by requirements.lock: tests/e2e/test_install.py installs codectx
 # from them into a fresh venv, offline. Their total size is what a fresh `pip install` downloads.
 WHEELHOUSE := .tools/wheelhouse
 wheelhouse: $(WHEELHOUSE)/.done
@@ -177,7 +177,7 @@ $(TOOLS)/.code-server-$(CODE_SERVER_VERSION): $(NODE24)
 	$(WITH_NODE24) npm install -q --prefix $(TOOLS)/code-server --no-audit --no-fund code-server@$(CODE_SERVER_VERSION)
 	touch $@
 
-# The MCP Inspector's CLI (npm), a second MCP client for tests/test_mcp_inspector.py (Node 24).
+# The MCP Inspector's CLI (npm), a second MCP client for tests/mcp/test_mcp_inspector.py (Node 24).
 MCP_INSPECTOR_VERSION := 2.12.0
 mcp-inspector: $(TOOLS)/.mcp-inspector-$(MCP_INSPECTOR_VERSION)
 

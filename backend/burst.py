@@ -12,7 +12,7 @@ what an editor gets.
 Outcomes of each request: served, superseded, debounced (superseded before it was
 sent), timeout, shed (the server refused it: 429/503, still after retries), and
 failed (anything else: nothing should ever land there). `bench/bench_burst.py`
-runs levels of N against two replicas behind vllm-router; `tests/test_cluster.py`
+runs levels of N against two replicas behind vllm-router; `tests/backend/test_cluster.py`
 runs a small one.
 """
 

@@ -222,7 +222,7 @@ async def first_byte(questions: list[str], samples: int) -> dict[str, Any]:
     from codectx.app.index import load_embedder
     from codectx.app.session import WorkspaceSession
     from codectx.settings import load_settings
-    from tests.lsp_helpers import FixedBackend
+    from tests.support.lsp_helpers import FixedBackend
 
     root = Path(fetch_sdist("django", DJANGO))
     settings, store = index(root, "django", embed=False)

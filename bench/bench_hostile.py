@@ -8,7 +8,7 @@ indexed lexically (`--no-embed`: vectors for 20,000 chunks are an embedding benc
 bench_index.py) twice: in process, after the imports, and as a fresh `codectx index`
 process, which is what a user waits for. The shapes are generated: they are about shape,
 not content, so no sdist is needed. Also: `codectx complete`, default settings, against a
-server that accepts and never answers (tests/faultserver.py): the time until its message.
+server that accepts and never answers (tests/support/faultserver.py): the time until its message.
 Prints a table and writes JSON to bench/results/.
 
     python bench/bench_hostile.py [--functions 20000] [--rounds 3]
@@ -97,9 +97,9 @@ def measure(name: str, text: str, rounds: int, work: Path) -> dict[str, object]:
 
 def silent_server(work: Path) -> dict[str, object]:
     """`codectx complete` with the default settings against a server that accepts connections
-    and never answers (tests/faultserver.py): the time until the message, and the message."""
+    and never answers (tests/support/faultserver.py): the time until the message, and the message."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from tests import faultserver
+    from tests.support import faultserver
 
     server = faultserver.FaultServer(default=faultserver.stall_before_headers()).start()
     doc = work / "doc.py"

@@ -48,7 +48,7 @@ import psutil  # noqa: E402
 from common import DATA, fetch_sdist, machine, table, write_results  # noqa: E402
 from lsprotocol import types  # noqa: E402
 
-from tests.lsp_helpers import FixedBackend, lsp_session  # noqa: E402
+from tests.support.lsp_helpers import FixedBackend, lsp_session  # noqa: E402
 
 SDIST = ("django", "5.1.4")
 FILES = (

@@ -9,7 +9,7 @@ before anything imports a model library. What it switches off, and why each:
   the library holds an upload endpoint). `disable_telemetry_events()` comes
   too late for that: the store is already written. `ORT_DISABLE_TELEMETRY=1`
   in the environment before the import stops it: tried in a sandboxed HOME and
-  XDG folders, no file is written (tests/test_telemetry.py checks it).
+  XDG folders, no file is written (tests/privacy/test_telemetry.py checks it).
 - Hugging Face hub and transformers: `HF_HUB_DISABLE_TELEMETRY`, offline mode
   (codectx never downloads a model), no implicit token, and `HF_HOME` inside
   codectx's cache folder so whatever they keep lands there.
@@ -23,7 +23,7 @@ before anything imports a model library. What it switches off, and why each:
 - The MCP SDK (`codectx mcp`) wraps every message in an OpenTelemetry span
   through `opentelemetry-api`; without an SDK installed that API is a no-op
   and exports nothing, and `OTEL_SDK_DISABLED=true` keeps it so if a user has
-  an OpenTelemetry SDK in the same environment (tests/test_mcp_http.py runs
+  an OpenTelemetry SDK in the same environment (tests/mcp/test_mcp_http.py runs
   the server under strace: no connection at all).
 
 An explicit call, not an import side effect: importing codectx changes nothing.

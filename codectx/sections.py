@@ -3,7 +3,7 @@
 `settings.backend.url` is a `BackendSettings.url: str | None`, so mypy checks
 every use. The schema stays the one source of keys, defaults, help and trust
 flags; these classes only give the resolved values their types.
-tests/test_settings.py fails when the two drift (a key added to one and not
+tests/core/test_settings.py fails when the two drift (a key added to one and not
 the other, or a type that differs), and building Settings fails at once
 (TypeError) on a key either side lacks.
 

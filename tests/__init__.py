@@ -1,1 +1,1 @@
-"""The codectx test suite (a package, so test modules can share helpers such as tests.vllm_engine)."""
+"""The codectx test suite (a package, so test modules can share helpers such as tests.support.vllm_engine)."""

@@ -1,6 +1,6 @@
 // End-to-end test of the chat view in a real VS Code: code-server 4.139.1 in headless Chromium, the
-// built .vsix in a fresh profile, and the chat server the caller names (tests/test_vscode_chat.py
-// passes tests/chat_scenario.py's choice: `codectx lsp` by default). It opens the
+// built .vsix in a fresh profile, and the chat server the caller names (tests/e2e/test_vscode_chat.py
+// passes tests/support/chat_scenario.py's choice: `codectx lsp` by default). It opens the
 // chat view, completes an @-mention, asks a question and watches the answer stream in, clicks a
 // citation, discards and then applies a code block after seeing its diff, sees a refused @file .env,
 // opens the context sent, stops a long answer, exports, starts a new conversation, resumes and

@@ -1,0 +1,3 @@
+"""Tests of codectx/app/: the WorkspaceSession every surface calls (complete, refactor, explain, search,
+files).
+"""

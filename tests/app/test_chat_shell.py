@@ -1,0 +1,196 @@
+"""`codectx ask` and `codectx chat` in the shell: the real command lines against a loopback model server.
+
+The loopback server (tests/support/lsp_helpers.FixedBackend) records every request, so the tests see the
+exact bytes: the question and its context in the last user message, the previous turn carried by
+the next one, a never-send `@file` refused and never sent. Conversations go to the sandboxed state
+folder, never the workspace.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support import chat_scenario
+from tests.support.lsp_helpers import FixedBackend, make_repo
+
+
+def codectx(
+    args: list[str], cwd: Path, stdin: str = "", timeout: float = 180
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CODECTX_")}
+    env["HF_HUB_OFFLINE"] = "1"
+    return subprocess.run(
+        [sys.executable, "-m", "codectx", *args],
+        cwd=cwd,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = make_repo(tmp_path / "repo")
+    (root / ".env").write_text("API_TOKEN=do-not-send-this-value\n", encoding="utf-8")
+    done = codectx(["index", str(root), "--no-embed"], root)
+    assert done.returncode == 0, done.stderr
+    return root
+
+
+@pytest.fixture
+def backend(repo: Path) -> Iterator[FixedBackend]:
+    server = chat_scenario.real_mode_backend(repo)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def chats(backend: FixedBackend) -> list[dict[str, Any]]:
+    return [r for r in backend.requests if r["path"].endswith("/chat/completions")]
+
+
+def test_ask_json_cites_streams_and_continues(repo: Path, backend: FixedBackend) -> None:
+    question = chat_scenario.QUESTION
+    args = [
+        "ask",
+        question,
+        "--file",
+        "calc/report.py",
+        "--line",
+        "7",
+        "--backend-url",
+        backend.url,
+        "--lexical",
+    ]
+    done = codectx([*args, "--json"], repo)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["text"] == chat_scenario.answer_for(question, repo)
+    spans = {(c["path"], c["startLine"], c["endLine"], c["reason"]) for c in result["citations"]}
+    assert ("calc/report.py", 5, 10, "enclosing scope") in spans, spans  # --line 7 is inside summary
+    assert any(c.get("symbol") == "scale" and c["path"] == "calc/ops.py" for c in result["citations"])
+    (sent,) = chats(backend)
+    last = sent["body"]["messages"][-1]["content"]
+    assert (
+        last.startswith(question) and "def summary(values):" in last and "def scale(values, factor):" in last
+    )
+    # Citations equal the items sent: each cited span's label is in the request.
+    for c in result["citations"]:
+        assert f"{c['path']}#L{c['startLine'] + 1}-L{c['endLine'] + 1}" in last
+    # The conversation is saved under the state folder, never in the workspace.
+    cid = result["conversationId"]
+    assert not list(repo.rglob(f"{cid}*"))
+    # A second question in the same conversation carries the first turn, byte for byte.
+    again = codectx(
+        ["ask", "And add?", "--conversation", cid, "--backend-url", backend.url, "--lexical"], repo
+    )
+    assert again.returncode == 0, again.stderr
+    assert "Sources:" in again.stdout or "add" in again.stdout
+    first, second = chats(backend)
+    assert second["body"]["messages"][: len(first["body"]["messages"])] == first["body"]["messages"]
+    assert second["body"]["messages"][len(first["body"]["messages"])]["role"] == "assistant"
+    assert second["body"]["messages"][-1]["content"].startswith("And add?")
+    # The first turn's snippets are not sent again.
+    assert "def summary(values):" not in second["body"]["messages"][-1]["content"]
+    listed = codectx(["chat", "--list", "--json"], repo)
+    assert [c["conversationId"] for c in json.loads(listed.stdout)] == [cid]
+    assert json.loads(listed.stdout)[0]["turns"] == 2
+
+
+def test_ask_refuses_a_never_send_mention(repo: Path, backend: FixedBackend) -> None:
+    done = codectx(["ask", chat_scenario.REFUSED_QUESTION, "--backend-url", backend.url, "--lexical"], repo)
+    assert done.returncode == 0, done.stderr
+    assert "refused" in done.stderr and ".env" in done.stderr
+    assert all(b"do-not-send-this-value" not in r["raw"] for r in backend.requests)
+    assert "do-not-send-this-value" not in done.stdout + done.stderr
+
+
+def test_ask_errors_are_clear(repo: Path, tmp_path: Path) -> None:
+    dead = codectx(["ask", "hello?", "--backend-url", "http://127.0.0.1:9/v1"], repo)
+    assert dead.returncode != 0 and "codectx: error:" in dead.stderr and "Traceback" not in dead.stderr
+    unset = codectx(["ask", "hello?"], repo)
+    assert unset.returncode != 0 and "backend" in unset.stderr.lower() and "Traceback" not in unset.stderr
+    missing = codectx(["ask", "hi", "--file", "nope.py", "--backend-url", "http://127.0.0.1:9/v1"], repo)
+    assert missing.returncode != 0 and "nope.py" in missing.stderr and "Traceback" not in missing.stderr
+    helped = codectx(["ask", "--help"], repo)
+    assert helped.returncode == 0 and "@file:PATH" in helped.stdout and "--json" in helped.stdout
+
+
+def test_interactive_chat_commands(repo: Path, backend: FixedBackend, tmp_path: Path) -> None:
+    saved = tmp_path / "talk.md"
+    script = "\n".join(
+        [
+            "/file calc/report.py 7",
+            chat_scenario.QUESTION,
+            f"/save {saved}",
+            "/clear",
+            "/nonsense",
+            "What is in @file:.env ?",
+            "/quit",
+        ]
+    )
+    done = codectx(["chat", "--backend-url", backend.url, "--lexical"], repo, stdin=script + "\n")
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert chat_scenario.answer_for(chat_scenario.QUESTION, repo).split("\n")[0] in done.stdout
+    assert "calc/ops.py:9-11" in done.stdout  # a citation (1-based lines)
+    assert "current file: calc/report.py" in done.stderr and "unknown command /nonsense" in done.stderr
+    text = saved.read_text("utf-8")
+    assert chat_scenario.QUESTION in text and "## codectx" in text
+    assert "refused" in done.stderr
+    # /clear started a second conversation: two saved, the refused question in the newer one.
+    listed = json.loads(codectx(["chat", "--list", "--json"], repo).stdout)
+    assert len(listed) == 2 and listed[0]["title"].startswith("What is in")
+    exported = codectx(["chat", "--export", listed[1]["conversationId"]], repo)
+    assert chat_scenario.QUESTION in exported.stdout
+    gone = codectx(["chat", "--delete", listed[1]["conversationId"]], repo)
+    assert gone.returncode == 0
+    assert len(json.loads(codectx(["chat", "--list", "--json"], repo).stdout)) == 1
+
+
+def test_ask_diff_folder_and_codebase_mentions(repo: Path, backend: FixedBackend) -> None:
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+
+    (repo / ".git").rmdir()
+    git("init", "-q")
+    git("-c", "user.email=t@t", "-c", "user.name=t", "add", "-A", ":!.env")
+    git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "base")
+    ops = repo / "calc" / "ops.py"
+    ops.write_text(ops.read_text("utf-8").replace("return total", "return total  # summed"), "utf-8")
+    (repo / ".env").write_text("API_TOKEN=changed-secret-value\n", encoding="utf-8")
+    git("add", "-N", ".env")  # even a tracked never-send file's diff stays out
+    question = "What changed? @diff and @folder:calc/"
+    done = codectx(["ask", question, "--backend-url", backend.url, "--lexical", "--json"], repo)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    reasons = {(c["reason"], c["path"]) for c in result["citations"]}
+    assert ("@diff", "calc/ops.py") in reasons, reasons
+    assert ("@folder", "calc/report.py") in reasons or ("@folder", "calc/ops.py") in reasons, reasons
+    last = chats(backend)[-1]["body"]["messages"][-1]["content"]
+    assert "# summed" in last
+    assert all(b"changed-secret-value" not in r["raw"] for r in backend.requests) and ".env" in done.stderr
+    searched = codectx(
+        [
+            "ask",
+            "@codebase:multiply every value by factor",
+            "--backend-url",
+            backend.url,
+            "--lexical",
+            "--json",
+        ],
+        repo,
+    )
+    cited = json.loads(searched.stdout)["citations"]
+    assert any(c["reason"] == "@codebase" and c.get("symbol") == "scale" for c in cited), cited

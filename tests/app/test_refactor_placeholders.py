@@ -1,0 +1,157 @@
+"""Refactors and explain never write placeholders into the user's file.
+
+The model sees `[REDACTED:...]`; the edit handed back has each placeholder replaced by the text
+it stood for, here, on this machine. Lines whose placeholders the model dropped, invented or
+garbled are kept as they are in the file, and a note says so. The loopback server answers
+with whatever the test's model does to the code it was sent.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from codectx.backend.client import BackendClient
+
+from codectx.app.cli import NoIndexSource
+from codectx.app.restore import restore_completion, restore_edit
+from codectx.app.session import WorkspaceSession
+from codectx.privacy.pieces import Placeholders
+from codectx.settings import load_settings
+from tests.support import faultserver as fs
+
+GH = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+PASSWORD = "Hunter2!Orchid_7319"
+DOC = f'''def connect(host):
+    token = "{GH}"
+    password = "{PASSWORD}"
+    return open_session(host, token, password)
+'''
+
+
+def model(edit: Callable[[str], str]) -> fs.Behaviour:
+    """A chat model that returns `edit(code)` for the selection it was sent."""
+
+    async def run(conn: fs.Conn) -> None:
+        content = conn.request.json()["messages"][-1]["content"]
+        code = re.findall(r"The selection to rewrite[^\n]*\n(`{3,})\w*\n(.*?)\n\1", content, re.S)[-1][1]
+        message = {"content": f"```python\n{edit(code)}\n```"}
+        reply = {"id": "x", "model": "m", "choices": [{"message": message, "finish_reason": "stop"}]}
+        await fs.json_reply(reply)(conn)
+
+    return run
+
+
+@pytest.fixture
+def server() -> Iterator[fs.FaultServer]:
+    srv = fs.FaultServer().start()
+    srv.routes["/v1/models"] = fs.models("Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8")
+    srv.routes["/tokenize"] = fs.tokenize()
+    yield srv
+    srv.stop()
+
+
+def settings(tmp_path: Path, url: str) -> Any:
+    root = tmp_path / "ws"
+    root.mkdir(exist_ok=True)
+    return load_settings(root, {"backend.url": url}, environ={}, user_config=tmp_path / "none.toml")
+
+
+def session(s: Any, client: BackendClient) -> WorkspaceSession:
+    return WorkspaceSession(s, index=NoIndexSource(), embedder=lambda: None, client=client)
+
+
+async def refactor(
+    tmp_path: Path, server: fs.FaultServer, edit: Callable[[str], str]
+) -> tuple[str, list[str], str]:
+    server.routes["/v1/chat/completions"] = model(edit)
+    s = settings(tmp_path, server.url)
+    async with BackendClient(s) as client:
+        edit = await session(s, client).refactor_edit("db.py", DOC, (0, 0, 4, 0), "add type hints")
+        code, notes = edit.code, edit.notes
+    sent = server.requests[-1].body.decode()
+    return code, notes, sent
+
+
+async def test_placeholders_the_model_kept_are_put_back(tmp_path: Path, server: fs.FaultServer) -> None:
+    code, notes, sent = await refactor(
+        tmp_path, server, lambda c: c.replace("def connect(host):", "def connect(host: str):")
+    )
+    assert GH not in sent and PASSWORD not in sent and "[REDACTED:" in sent
+    assert code == DOC.replace("def connect(host):", "def connect(host: str):")
+    assert notes == []
+
+
+async def test_a_dropped_placeholder_keeps_the_original_line(tmp_path: Path, server: fs.FaultServer) -> None:
+    def drop(code: str) -> str:
+        return "\n".join(row for row in code.split("\n") if "password =" not in row).replace(
+            "(host)", "(host: str)"
+        )
+
+    code, notes, _ = await refactor(tmp_path, server, drop)
+    assert f'    password = "{PASSWORD}"' in code and "def connect(host: str):" in code
+    assert "[REDACTED" not in code
+    assert notes and "kept as they are in the file" in notes[0]
+
+
+async def test_an_invented_or_garbled_placeholder_never_reaches_the_file(
+    tmp_path: Path, server: fs.FaultServer
+) -> None:
+    def garble(code: str) -> str:
+        code = re.sub(r"\[REDACTED:github-token:[0-9a-f]{8}\]", "[REDACTED:github-token:deadbeef]", code)
+        return code.replace("[REDACTED:keyword-assignment:", "[REDACTED:keyword-assign")
+
+    code, notes, _ = await refactor(tmp_path, server, garble)
+    assert "REDACTED" not in code
+    assert f'    token = "{GH}"' in code and f'    password = "{PASSWORD}"' in code
+    assert notes
+
+
+async def test_explain_shows_the_original_text_locally(tmp_path: Path, server: fs.FaultServer) -> None:
+    async def explain(conn: fs.Conn) -> None:
+        content = conn.request.json()["messages"][-1]["content"]
+        token = re.findall(r"\[REDACTED:github-token:[0-9a-f]{8}\]", content)[0]
+        message = {"content": f"It logs in with `{token}`."}
+        reply = {"id": "x", "model": "m", "choices": [{"message": message, "finish_reason": "stop"}]}
+        await fs.json_reply(reply)(conn)
+
+    server.routes["/v1/chat/completions"] = explain
+    s = settings(tmp_path, server.url)
+    async with BackendClient(s) as client:
+        answer = await session(s, client).explain("db.py", DOC, 1, 2)
+    assert answer.text == f"It logs in with `{GH}`."
+    assert GH not in server.requests[-1].body.decode()
+
+
+def test_restore_edit_aligns_lines_and_notes_what_it_kept() -> None:
+    ph = Placeholders({"[REDACTED:stripe-key:0a1b2c3d]": "sk_live_REAL"})
+    sent = 'a = 1\nkey = "[REDACTED:stripe-key:0a1b2c3d]"\nb = 2'
+    original = 'a = 1\nkey = "sk_live_REAL"\nb = 2'
+    assert restore_edit('a = 10\nkey = "[REDACTED:stripe-key:0a1b2c3d]"\nb = 2', sent, original, ph) == (
+        'a = 10\nkey = "sk_live_REAL"\nb = 2',
+        [],
+    )
+    code, notes = restore_edit("a = 10\nb = 2", sent, original, ph)  # dropped: the line comes back
+    assert code == 'a = 10\nkey = "sk_live_REAL"\nb = 2' and notes
+    code, notes = restore_edit('a = 10\nkey = "[REDACTED]"\nb = 2', sent, original, ph)  # garbled
+    assert code == 'a = 10\nkey = "sk_live_REAL"\nb = 2' and notes
+
+
+def test_a_multi_line_placeholder_takes_back_its_lines() -> None:
+    block = "-----BEGIN PRIVATE KEY-----\nMIIEvQ\n-----END PRIVATE KEY-----"
+    ph = Placeholders({"[REDACTED:private-key:11112222]": block})
+    sent = 'KEY = """[REDACTED:private-key:11112222]\n\n"""\nx = 1'
+    original = f'KEY = """{block}"""\nx = 1'
+    code, notes = restore_edit('KEY = """[REDACTED:private-key:11112222]\n\n"""\nx = 2', sent, original, ph)
+    assert code == f'KEY = """{block}"""\nx = 2' and notes == []
+
+
+def test_a_completion_is_cut_before_a_placeholder_it_cannot_restore() -> None:
+    ph = Placeholders({"[REDACTED:github-token:0123abcd]": GH})
+    assert restore_completion('t = "[REDACTED:github-token:0123abcd]"', ph) == f't = "{GH}"'
+    assert restore_completion('x = 1\nt = "[REDACTED:github-token:99999999]"', ph) == "x = 1"
+    assert restore_completion("x = 1\ny = REDACTED", ph) == "x = 1"
+    assert restore_completion("plain", ph) == "plain"

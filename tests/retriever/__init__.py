@@ -1,0 +1,1 @@
+"""Tests of retriever/ (codectx.retriever): completion context, ranking, hybrid search, `codectx eval`."""

@@ -1,0 +1,84 @@
+"""How completion context ranks definitions before the callee's name is typed: imports the rest
+of the file does not use come first, and without a scope vector the words of each definition's
+head rank the candidates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from codectx.retriever.candidates import Candidate
+from codectx.retriever.context import assemble_context
+from codectx.retriever.deflists import occurrences_outside
+from codectx.retriever.rankdefs import lexical_affinity_list
+
+from tests.support.indexes import build_index
+
+LEXICAL = {"retriever.context_dense": False}
+
+
+def _cand(symbol: str, text: str, path: str = "lib.py", start: int = 0) -> Candidate:
+    return Candidate(path, start, start + text.count("\n"), symbol, "definition", 0.0, text, "test")
+
+
+def test_occurrences_outside_count_only_the_rest_of_the_file() -> None:
+    scope = "def handle(raw):\n    return parse_cookie(raw)\n"
+    text = "from helpers import parse_cookie, parse_header\n\n" + scope + "\nx = parse_cookie(y)\n"
+    counts = occurrences_outside(text, scope)
+    assert counts[b"parse_cookie"] == 2  # the import and the module-level use, not the scope's
+    assert counts[b"parse_header"] == 1
+    assert counts[b"handle"] == 0
+    assert occurrences_outside("café = tarte(café)", "")[b"tarte"] == 1  # non-ASCII text splits words
+
+
+def test_lexical_affinity_prefers_rare_words_shared_with_the_scope() -> None:
+    scope = "def refresh_token(session):\n    '''Renew the session token.'''\n    session.token = "
+    lists = {
+        "imported": [
+            _cand("format_date", "def format_date(session, value):\n    '''Format a date.'''", start=0),
+            _cand("load_token", "def load_token(session, store):\n    '''Load a token.'''", start=10),
+            _cand("nothing_shared", "def nothing_shared(a, b):\n    pass", start=20),
+        ],
+        "callees": [_cand("load_token", "def load_token(session, store):\n    '''Load.'''", start=10)],
+    }
+    ranked = lexical_affinity_list(scope, lists, top=10)
+    assert [c.symbol for c in ranked] == ["load_token", "format_date"]  # `token` is rarer than `session`
+    assert len({(c.path, c.start_line) for c in ranked}) == len(ranked), "one entry per definition"
+    assert lexical_affinity_list(scope, lists, top=1)[0].symbol == "load_token"
+    # A candidate that shares no word with the scope is left out (`nothing_shared` above), and the
+    # weight of a word falls as more candidates have it.
+    few = {"imported": [_cand("a", "def a(session):"), _cand("b", "def b(other):", start=5)]}
+    many = {"imported": [_cand("a", "def a(session):"), _cand("b", "def b(session):", start=5)]}
+    assert [c.symbol for c in lexical_affinity_list(scope, few, top=10)] == ["a"]
+    assert len(lexical_affinity_list(scope, many, top=10)) == 2
+
+
+def _write(root: Path, rel: str, text: str) -> None:
+    (root / rel).parent.mkdir(parents=True, exist_ok=True)
+    (root / rel).write_text(text)
+
+
+def test_an_import_the_rest_of_the_file_does_not_use_ranks_first(tmp_path: Path) -> None:
+    """`parse_header` is imported but used nowhere yet: the function being written is the likely
+    user. `parse_cookie` comes first in the import and is used all over the file."""
+    root = tmp_path / "ws"
+    (root / ".git").mkdir(parents=True)
+    helpers = "".join(
+        f"def {name}(raw):\n    '''Split a raw value.'''\n    return raw.split(';')\n\n\n"
+        for name in ("parse_cookie", "parse_header")
+    )
+    _write(root, "pkg/helpers.py", helpers)
+    users = "".join(f"def use_{i}(raw):\n    return parse_cookie(raw)\n\n\n" for i in range(4))
+    head = "from pkg.helpers import parse_cookie, parse_header\n\n\n"
+    writing = "def handle(raw):\n    value = "
+    _write(root, "pkg/client.py", head + users + writing + "\n")
+    settings, store = build_index(root, **LEXICAL)
+    text = (root / "pkg/client.py").read_text()
+    line = text.split("\n").index("    value = ")
+    result = assemble_context(store, settings, "pkg/client.py", text, line, len("    value = "))
+    order = [c.symbol for c in result.ranked if c.path == "pkg/helpers.py"]
+    assert order[:2] == ["parse_header", "parse_cookie"], order
+    # Once the rest of the file uses both as often, the import order decides again.
+    both = head + users.replace("parse_cookie(raw)", "parse_cookie(raw) + parse_header(raw)") + writing
+    again = assemble_context(store, settings, "pkg/client.py", both, line, len("    value = "))
+    order = [c.symbol for c in again.ranked if c.path == "pkg/helpers.py"]
+    assert order[:2] == ["parse_cookie", "parse_header"], order

@@ -1,0 +1,223 @@
+"""Hybrid search: identifier and natural-language queries, partial indexes, filters, CLI and batch."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from codectx.retriever.errors import BadRequest
+from codectx.retriever.search import HybridSearcher
+
+from tests.support.indexes import build_index, copy_repo
+
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
+def codectx(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "codectx", *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=300,
+    )
+
+
+@pytest.fixture(scope="module")
+def embedded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object, object]:
+    """One fully indexed repository (vectors included) shared by this module's tests."""
+    root = copy_repo("python", tmp_path_factory.mktemp("embedded"))
+    settings, store = build_index(root, embed=True)
+    return root, settings, store
+
+
+def test_identifier_query_finds_the_definition_first(tmp_path: Path) -> None:
+    root = copy_repo("python", tmp_path)
+    settings, store = build_index(root)
+    searcher = HybridSearcher(store, settings)
+    top = searcher.search("format_url", k=3).results[0]
+    assert (top.path, top.symbol) in {("pkg/util/helpers.py", "format_url"), ("other/fake.py", "format_url")}
+    dotted = searcher.search("Client.send", k=3).results
+    assert dotted[0].symbol == "send" and dotted[0].kind == "method"
+    assert {r.path for r in dotted[:2]} == {"pkg/client.py", "other/fake.py"}
+
+
+def test_partial_index_answers_and_says_so(tmp_path: Path) -> None:
+    root = copy_repo("python", tmp_path)
+    settings, store = build_index(root, embed=False)
+    response = HybridSearcher(store, settings).search("read a port number from text", k=5)
+    assert response.partial and not response.dense_used
+    assert any("vectors" in note for note in response.notes)
+    assert response.results and response.results[0].symbol == "parse_port"
+    with pytest.raises(BadRequest):
+        HybridSearcher(store, settings).search("   ")
+
+
+def test_natural_language_query_uses_vectors(embedded: tuple) -> None:
+    _root, settings, store = embedded
+    searcher = HybridSearcher(store, settings, embedder_factory=_embedder(settings))
+    response = searcher.search("release the connection", k=3)
+    assert response.dense_used and not response.partial
+    assert response.results[0].symbol == "close"
+    assert "dense" in response.results[0].sources
+
+
+def test_language_and_glob_filters(tmp_path: Path) -> None:
+    root = copy_repo("python", tmp_path)
+    settings, store = build_index(root)
+    searcher = HybridSearcher(store, settings)
+    only_pkg = searcher.search("connect", k=10, glob="pkg/**").results
+    assert only_pkg and all(r.path.startswith("pkg/") for r in only_pkg)
+    assert searcher.search("connect", k=10, languages=["go"]).results == []
+
+
+def test_glob_is_gitignore_style_and_lang_is_checked_on_the_command_line(tmp_path: Path) -> None:
+    root = copy_repo("python", tmp_path)
+    build_index(root)
+
+    def paths(*args: str) -> set[str]:
+        done = codectx(
+            "search", "format url port client", ".", "-k", "50", "--json", "--lexical", *args, cwd=root
+        )
+        assert done.returncode == 0, done.stderr
+        return {r["path"] for r in json.loads(done.stdout)["results"]}
+
+    everything = paths()
+    assert {"pkg/client.py", "pkg/util/helpers.py"} <= everything
+    assert paths("--glob", "pkg/*.py") == {
+        p for p in everything if p.count("/") == 1 and p.startswith("pkg/")
+    }
+    assert "pkg/util/helpers.py" in paths("--glob", "pkg/**/*.py")
+    assert paths("--glob", "!pkg/**") == {p for p in everything if not p.startswith("pkg/")} != set()
+    assert paths("--glob", "helpers.py") == {"pkg/util/helpers.py"}
+    typo = codectx("search", "client", ".", "--lexical", "--lang", "pyhton", cwd=root)
+    assert typo.returncode == 2 and "unknown language" in typo.stderr and "python" in typo.stderr
+    assert "Traceback" not in typo.stderr
+    assert paths("--lang", "Python") == everything
+
+
+def test_search_cli_json_fields_and_errors(tmp_path: Path) -> None:
+    root = copy_repo("python", tmp_path)
+    build_index(root)
+    done = codectx("search", "parse_port", ".", "-k", "2", "--json", "--show", "--lexical", cwd=root)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    first = data["results"][0]
+    assert set(first) == {"path", "start_line", "end_line", "symbol", "kind", "language", "score", "text"}
+    assert first["path"] == "pkg/util/helpers.py" and first["start_line"] <= first["end_line"]
+    assert "def parse_port" in first["text"]
+    missing = codectx("search", "x", str(tmp_path / "nowhere"), cwd=tmp_path)
+    assert (
+        missing.returncode == 2 and "codectx: error:" in missing.stderr and "Traceback" not in missing.stderr
+    )
+
+
+def test_search_on_missing_and_empty_index(tmp_path: Path) -> None:
+    (tmp_path / "ws" / ".git").mkdir(parents=True)
+    done = codectx("search", "anything", "ws", cwd=tmp_path)
+    assert done.returncode != 0 and "codectx index" in done.stderr and "Traceback" not in done.stderr
+    from codectx.indexer.storage.store import IndexStore
+
+    IndexStore.open(tmp_path / "ws" / ".codectx", create=True)
+    empty = codectx("search", "anything", "ws", cwd=tmp_path)
+    assert empty.returncode != 0 and "no chunks" in empty.stderr
+
+
+def test_search_batch_mode(tmp_path: Path) -> None:
+    root = copy_repo("python", tmp_path)
+    build_index(root)
+    lines = [
+        json.dumps({"id": "a", "query": "parse_port"}),
+        json.dumps({"id": 7, "query": "format a url from host and port"}),
+        json.dumps({"id": "bad", "query": 3}),
+    ]
+    done = codectx(
+        "search", "--batch", "-", ".", "-k", "2", "--lexical", cwd=root, stdin="\n".join(lines) + "\n"
+    )
+    assert done.returncode == 0, done.stderr
+    out = [json.loads(x) for x in done.stdout.splitlines()]
+    assert [o["id"] for o in out] == ["a", 7, "bad"]
+    assert out[0]["results"][0]["symbol"] == "parse_port"
+    assert out[1]["results"][0]["symbol"] == "format_url"
+    assert "error" in out[2]
+    broken = codectx("search", "--batch", "-", ".", cwd=root, stdin="{not json\n")
+    assert broken.returncode == 2 and "not valid JSON" in broken.stderr
+
+
+def test_context_cli_explain_json_stdin_and_batch(tmp_path: Path) -> None:
+    root = copy_repo("python", tmp_path)
+    build_index(root)
+    explain = codectx(
+        "context", "app/main.py", "--line", "12", "--character", "20", "--explain", "--lexical", cwd=root
+    )
+    assert explain.returncode == 0, explain.stderr
+    assert "why: definition of `fmt`" in explain.stdout and "budget" in explain.stdout
+    tight = codectx(
+        "context",
+        "app/main.py",
+        "--line",
+        "12",
+        "--character",
+        "20",
+        "--explain",
+        "--lexical",
+        "--budget",
+        "160",
+        cwd=root,
+    )
+    assert "left out for the budget" in tight.stdout
+    edited = (root / "app/main.py").read_text() + "\ndef extra():\n    return load_settings(\n"
+    n = len(edited.split("\n")) - 2
+    as_json = codectx(
+        "context",
+        "app/main.py",
+        "--line",
+        str(n),
+        "--character",
+        "25",
+        "--stdin",
+        "--json",
+        "--lexical",
+        cwd=root,
+        stdin=edited,
+    )
+    data = json.loads(as_json.stdout)
+    assert any(i["symbol"] == "load_settings" and i["reason"] == "definition" for i in data["items"])
+    assert {"total", "prefix_used", "suffix_used", "context_used", "dropped"} <= set(data["budget"])
+    batch = "\n".join(
+        [
+            json.dumps({"id": 1, "path": "app/main.py", "line": 12, "character": 20}),
+            json.dumps({"id": 2, "path": "app/main.py", "text": "x = 1\n", "line": 9, "character": 0}),
+            json.dumps({"id": 3, "path": "../outside.py", "text": "", "line": 0, "character": 0}),
+        ]
+    )
+    done = codectx("context", "--batch", "-", ".", "--lexical", cwd=root, stdin=batch + "\n")
+    out = [json.loads(x) for x in done.stdout.splitlines()]
+    assert out[0]["id"] == 1 and out[0]["items"] and "budget" in out[0]
+    assert set(out[0]["items"][0]) == {
+        "path",
+        "start_line",
+        "end_line",
+        "symbol",
+        "reason",
+        "score",
+        "tokens",
+    }
+    assert "past the end" in out[1]["error"]
+    assert "outside the workspace" in out[2]["error"]
+    past = codectx("context", "app/main.py", "--line", "999", cwd=root)
+    assert past.returncode == 2 and "past the end" in past.stderr and "Traceback" not in past.stderr
+    unknown = codectx("context", "app/nope.py", "--line", "0", cwd=root)
+    assert unknown.returncode == 2 and "no such file" in unknown.stderr
+
+
+def _embedder(settings: object) -> object:
+    from codectx.retriever.opening import embedder_factory
+
+    return embedder_factory(settings)  # type: ignore[arg-type]

@@ -1,0 +1,1 @@
+"""Helpers the tests share (not tests): loopback servers, LSP sessions, fixture indexes, the vLLM engine."""
