@@ -21,7 +21,7 @@ from tests.support.nvim import nvim_binary
 
 pytestmark = [pytest.mark.nvim, pytest.mark.slow]
 
-CHAT_INIT = REPO_ROOT / "tests" / "nvim" / "chat_init.lua"
+CHAT_INIT = REPO_ROOT / "tests" / "e2e" / "nvim" / "chat_init.lua"
 
 
 def run_chat(tmp: Path, root: Path, settings: dict[str, Any]) -> dict[str, Any]:
