@@ -164,12 +164,10 @@ async def test_budget_returns_nothing_from_a_stalled_backend(tmp_path: Path, rep
     try:
         async with lsp_session(tmp_path, repo, options(slow.url, request_budget_ms=1500)) as lsp:
             uri = open_doc(lsp, repo / "calc" / "report.py")
-            loop = asyncio.get_running_loop()
-            started = loop.time()
             result = await lsp.text_document_completion_async(completion_params(uri))
-            elapsed = loop.time() - started
             assert list(result.items) == []
-            assert elapsed < 7.0  # answered on budget, not when the backend finally spoke
+            # Answered on budget, not when the backend finally spoke: it had sent no text yet.
+            assert slow.pieces_sent == 0
             # The abandoned stream was closed, so the model server stops generating.
             await wait_for(lambda: slow.disconnects >= 1, timeout=10)
     finally:

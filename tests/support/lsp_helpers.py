@@ -49,6 +49,7 @@ class FixedBackend:
     requests: list[dict[str, Any]] = field(default_factory=list)
     disconnects: int = 0
     streams_open: int = 0
+    pieces_sent: int = 0  # completion text events written (not keep-alives)
     _server: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -157,6 +158,8 @@ class FixedBackend:
                         else:
                             delta = {"index": 0, "text": piece, "finish_reason": None}
                         self._event({"id": "cmpl-fixed", "model": backend.model, "choices": [delta]})
+                        with backend._lock:
+                            backend.pieces_sent += 1
                         if backend.chunk_delay_s:
                             time.sleep(backend.chunk_delay_s)
                     final: dict[str, Any] = {"index": 0, "finish_reason": "stop"}
