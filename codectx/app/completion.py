@@ -263,12 +263,15 @@ class Completer:
                             break  # leaving the block closes the stream: the server stops generating
                 break
             except BackendRejected as exc:
-                shrink = _overflow_shrink(exc, self.settings.backend.max_tokens)
+                limit = await self.client.context_limit()
+                shrink = _overflow_shrink(exc, self.settings.backend.max_tokens, limit)
                 if attempt == 2 or shrink is None or max_chars is None:
                     raise
                 # The text tokenized more densely than the sample: cut harder, now and from now on.
                 self._shrink = min(self._shrink, shrink)
-                max_chars = max(256, int(max_chars * shrink))
+                # Cut from what was sent, not from the budget: a prompt under its budget can
+                # still be too many tokens.
+                max_chars = max(256, int(min(max_chars, len(built.prompt.text)) * shrink))
             finally:
                 sent = _sent("completion", path, stream, built)
                 self.remember(sent)
@@ -301,16 +304,28 @@ def _sent(kind: str, path: str, stream: TextStream, built: BuiltPrompt) -> SentR
 
 _CONTEXT_LIMIT = re.compile(r"maximum context length is (\d+)")
 _PROMPT_TOKENS = re.compile(r"(?:contains at least|contains|requested) (\d+) (?:input )?tokens")
+# vLLM clamps max_tokens to the room the prompt leaves; a prompt that fills the whole window
+# leaves none and is refused with this message instead of the context-length one.
+_NO_ROOM = re.compile(r"max_tokens must be at least 1, got (-?\d+)")
 
 
-def _overflow_shrink(exc: BackendRejected, max_tokens: int) -> float | None:
-    """The factor a prompt must shrink by, from a server's "over the context length" answer, or None."""
+def _overflow_shrink(exc: BackendRejected, max_tokens: int, limit: int | None = None) -> float | None:
+    """The factor a prompt must shrink by, from a server's "over the context length" answer, or None.
+
+    `limit` is the server's context length as /v1/models reported it: the "no room left for the
+    answer" refusal does not repeat it."""
     text = f"{exc} {exc.server_message}"
-    limit, used = _CONTEXT_LIMIT.search(text), _PROMPT_TOKENS.search(text)
-    if exc.status != 400 or limit is None or used is None:
+    if exc.status != 400:
         return None
-    room = int(limit.group(1)) - max_tokens - 32
-    return max(0.1, min(0.95, room / max(1, int(used.group(1))) * 0.9))
+    stated, used = _CONTEXT_LIMIT.search(text), _PROMPT_TOKENS.search(text)
+    if stated is not None and used is not None:
+        window, prompt = int(stated.group(1)), int(used.group(1))
+    elif _NO_ROOM.search(text) is not None and limit is not None:
+        window, prompt = limit, limit  # the prompt took the whole window
+    else:
+        return None
+    room = window - max_tokens - 32
+    return max(0.1, min(0.95, room / max(1, prompt) * 0.9))
 
 
 def _configured(name: str) -> Family:

@@ -374,3 +374,33 @@ async def test_prompt_is_fitted_to_a_small_server(tmp_path: Path, server: fs.Fau
     assert not any("v1999" in t for t in tokenized)  # no user code was sent to be counted
     assert "v1999 = 1999\n<|fim_suffix|>" in prompt  # the code right at the cursor survives
     assert service.last is not None and service.last.items == []
+
+
+async def test_a_prompt_that_fills_the_window_is_cut_and_sent_again(tmp_path: Path, server: fs.FaultServer) -> None:
+    """vLLM clamps max_tokens to the room the prompt leaves; a prompt that takes the whole window is
+    refused with "max_tokens must be at least 1, got 0" (not the context-length message). The
+    service cuts the prompt and tries once more instead of failing the completion."""
+    server.routes["/v1/models"] = fs.models("qwen-small", max_model_len=1024)
+    server.script = [fs.status(400, "max_tokens must be at least 1, got 0.")]
+    server.default = fs.sse(["1"])
+    settings = make_settings(tmp_path, server.url, **{"backend.max_tokens": 64})
+    big = "".join(f"v{i} = {i}\n" for i in range(2000))
+    async with BackendClient(settings) as client:
+        service = session_for(settings, client)
+        result = await service.complete("big.py", big + big, 2000, 0, context=None)
+    assert result.text == "1"
+    first, second = [r.json()["prompt"] for r in server.requests if r.path == "/v1/completions"]
+    assert len(second) < len(first) * 0.95
+    assert "v1999 = 1999\n<|fim_suffix|>" in second  # the code at the cursor survives the cut
+
+
+async def test_other_rejections_are_not_retried(tmp_path: Path, server: fs.FaultServer) -> None:
+    from codectx.backend.errors import BackendRejected
+
+    server.script = [fs.status(400, "temperature must be non-negative")]
+    settings = make_settings(tmp_path, server.url)
+    async with BackendClient(settings) as client:
+        service = session_for(settings, client)
+        with pytest.raises(BackendRejected, match="temperature"):
+            await service.complete("calc.py", DOC, 4, 4, context=None)
+    assert len([r for r in server.requests if r.path == "/v1/completions"]) == 1
