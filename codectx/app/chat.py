@@ -146,8 +146,16 @@ class ChatService:
         if cid in self.running:
             raise Busy("a turn of this conversation is still running; stop it or wait for it")
         running = self.running[cid] = Running()
+        work = asyncio.ensure_future(self._turn(session, conv, turn, running, on_delta, on_notice, uri))
         try:
-            return await self._turn(session, conv, turn, running, on_delta, on_notice, uri)
+            try:
+                return await asyncio.shield(work)
+            except asyncio.CancelledError:
+                # The caller was cancelled ($/cancelRequest), perhaps while the context was still
+                # being gathered: stop the turn as codectx/chat/cancel does, so the caller still
+                # gets a result with `cancelled` and the conversation keeps the stopped turn.
+                self.cancel(cid)
+                return await work
         finally:
             self.running.pop(cid, None)
 
@@ -197,7 +205,9 @@ class ChatService:
         for kind, message in gathered.notices:
             tell(kind, message, None)
         question = gatherer.redact(turn.message.strip(), "")
-        fitted = await self._fit(session, conv, question, gathered.pieces, limit, reserve, ratio, served)
+        # Stopped while gathering: nothing will be sent, so no compaction request either.
+        window = None if running.stopped else limit
+        fitted = await self._fit(session, conv, question, gathered.pieces, window, reserve, ratio, served)
         n = conv.user_turns + 1
         turn_id = f"a{n}"
         for kind, message in fitted.notices:
