@@ -126,6 +126,28 @@ def test_symbols_imports_references_round_trip(store: IndexStore) -> None:
     assert sorted(c.path for c in store.all_chunks()) == ["src/users.py", "src/users.py", "web/mail.go"]
 
 
+def test_several_names_in_one_lookup_equal_one_lookup_each(store: IndexStore) -> None:
+    store.write_files(
+        [
+            file_data(
+                "src/mailer.py",
+                [chunk("src/mailer.py", "class Mailer:\n    def SendMail(self):\n        pass", "Mailer")],
+                definitions=[
+                    Definition("Mailer", "Mailer", "class", "src/mailer.py", "python", 0, 2),
+                    Definition("SendMail", "Mailer.SendMail", "method", "src/mailer.py", "python", 1, 2),
+                ],
+            )
+        ]
+    )
+    names = ["SendMail", "Mailer.SendMail", "getUserName", "nothing_here", "SendMail", ""]
+    many = store.symbols_named_any(names)
+    assert set(many) == {"SendMail", "Mailer.SendMail", "getUserName"}  # no entry for a name not defined
+    for name in many:
+        assert many[name] == store.symbols_named(name)
+    assert [d.path for d in many["SendMail"]] == ["src/mailer.py", "web/mail.go"]
+    assert store.symbols_named_any([]) == {}
+
+
 def test_vector_search_partial_index_and_filters(store: IndexStore) -> None:
     chunks = {c.symbol: c for c in store.all_chunks()}
     # Only two of three chunks have vectors: a partial index.
