@@ -210,7 +210,7 @@ def gather_candidates(
     resolver = DefinitionResolver(searcher.store, path, language, imports, local_types(query))
     names = scope_names(info, query)
     lists = definition_lists(searcher, path, language, info, resolver, names, own, query, text)
-    lists["receivers"] = receiver_list(searcher, resolver, names, path, own)
+    lists["receivers"] = receiver_list(searcher, resolver, names, path, own, query)
     scope = _scope_candidates(searcher, path, info, own)
     recents = [
         Candidate(

@@ -122,6 +122,14 @@ class DefinitionResolver:
             elif language == "java" and not imp.names and not imp.alias:
                 self.by_name.setdefault(imp.module.rsplit(".", 1)[-1], (imp, imp.module.rsplit(".", 1)[-1]))
 
+    def module_names(self) -> list[str]:
+        """Local names bound to workspace modules or default exports, in import order."""
+        out = [local for local, imp in self.modules.items() if imp.resolved and "." not in local]
+        out += [
+            local for local, (imp, original) in self.by_name.items() if original == "default" and imp.resolved
+        ]
+        return out
+
     def named(self, name: str) -> list[Definition]:
         found = self._named.get(name)
         if found is None:

@@ -27,6 +27,7 @@ from codectx.indexer.model import Chunk, Definition
 from codectx.retriever.callees import reachable_as_attribute, similar_code_callees
 from codectx.retriever.cursor_info import CursorInfo
 from codectx.retriever.definitions import RESOLVED_LANGUAGES, DefinitionResolver, split_chain
+from codectx.retriever.members import Offer, module_members, module_target, rank_offers
 from codectx.retriever.receivers import receivers_in
 from codectx.retriever.search import HybridSearcher, chunk_for_definition
 
@@ -198,6 +199,8 @@ def _words(text: str) -> Counter[bytes]:
 STRUCTURAL = ("used", "weak", "imported")
 MAX_RECEIVERS = 16
 RECEIVER_MEMBERS = 12
+MAX_UNUSED_MODULES = 4
+MODULE_USES = 100  # a module receiver's used members, whose shares score its members
 
 
 def receiver_list(
@@ -206,14 +209,42 @@ def receiver_list(
     names: Sequence[str],
     path: str,
     own: tuple[int, int],
+    scope_text: str = "",
 ) -> list[Candidate]:
     """Definitions of what the rest of the workspace calls on the receivers in this scope
-    (`ctx.` -> `Context.get_parameter_source`), by share of the receiver's uses."""
+    (`ctx.` -> `Context.get_parameter_source`), by share of the receiver's uses; for a receiver
+    bound to a workspace module, its members by uses and words shared with the scope (`members`)."""
     calls = searcher.store.receiver_calls()
     if calls is None:
         return []
     scored: dict[tuple[str, int], list[Any]] = {}
-    for position, receiver in enumerate(receivers_in(names)[:MAX_RECEIVERS]):
+
+    def add(d: Definition, score: float, why: str) -> None:
+        chunk = chunk_for_definition(searcher.chunks_for_file(d.path), d)
+        if chunk is None or overlaps(chunk.path, chunk.start_line, chunk.end_line, path, own):
+            return
+        key = (chunk.path, chunk.start_line)
+        if key in scored:
+            scored[key][0] += score
+            return
+        scored[key] = [score, definition_candidate(chunk, d, why)]
+
+    in_scope = receivers_in(names)[:MAX_RECEIVERS]
+    # Workspace modules the file imports but the scope has not used yet: the next line may be
+    # its first use (`utils.` in a new function), ranked after the receivers in use.
+    unused = [r for r in resolver.module_names() if r not in set(in_scope)][:MAX_UNUSED_MODULES]
+    for position, receiver in enumerate([*in_scope, *unused]):
+        discount = 1.0 + position / 4
+        target = module_target(resolver, receiver)
+        if target:
+            uses = calls.members(receiver, path, MODULE_USES)
+            offers = _module_offers(searcher, resolver, receiver, target, uses, scope_text, own)
+            if offers:
+                for offer in offers:
+                    member = f"{receiver}.{offer.definition.name}"
+                    why = f"definition of `{member}`, a member of the module `{receiver}`"
+                    add(offer.definition, offer.score / discount, why)
+                continue
         uses = calls.members(receiver, path, RECEIVER_MEMBERS)
         if not uses:
             continue
@@ -229,20 +260,40 @@ def receiver_list(
                 d = found[0].definition if found and found[0].how != "name" else None
             if d is None and not imported:
                 d = calls.pick(use.member, owner, resolver.named)
-            if d is None:
-                continue
-            chunk = chunk_for_definition(searcher.chunks_for_file(d.path), d)
-            if chunk is None or overlaps(chunk.path, chunk.start_line, chunk.end_line, path, own):
-                continue
-            key = (chunk.path, chunk.start_line)
-            score = use.share / (1.0 + position / 4)
-            if key in scored:
-                scored[key][0] += score
-                continue
-            why = f"definition of `{receiver}.{use.member}`, as the rest of the workspace uses `{receiver}`"
-            scored[key] = [score, definition_candidate(chunk, d, why)]
+            if d is not None:
+                why = (
+                    f"definition of `{receiver}.{use.member}`, as the rest of the workspace uses `{receiver}`"
+                )
+                add(d, use.share / discount, why)
     ordered = sorted(scored.values(), key=lambda x: (-round(x[0], 9), x[1].path, x[1].start_line))
     return [cand for _score, cand in ordered]
+
+
+def _module_offers(
+    searcher: HybridSearcher,
+    resolver: DefinitionResolver,
+    receiver: str,
+    target: str,
+    uses: Sequence[Any],
+    scope_text: str,
+    own: tuple[int, int],
+) -> list[Offer]:
+    """A module receiver's members ranked by uses and by words shared with the scope; the used
+    members that the module only re-exports are resolved through the file's imports."""
+    members = module_members(resolver, target)
+    if not members:
+        return []
+    listed = {d.name for d in members}
+    for use in uses:
+        if use.member not in listed:
+            found = resolver.resolve(f"{receiver}.{use.member}", exclude=own, by_name=False)[:1]
+            members.extend(r.definition for r in found)
+    heads: dict[tuple[str, int], str] = {}
+    for file in {d.path for d in members}:
+        for chunk in searcher.chunks_for_file(file):
+            heads.setdefault((file, chunk.start_line), f"{chunk.qualname} {chunk.signature} {chunk.doc}")
+    shares = {u.member: u.share for u in uses}
+    return rank_offers(members, shares, heads, scope_text, searcher.store.term_sets)
 
 
 def callee_list(
