@@ -27,7 +27,7 @@ from codectx.indexer.model import Chunk, Definition
 from codectx.retriever.callees import reachable_as_attribute, similar_code_callees
 from codectx.retriever.cursor_info import CursorInfo
 from codectx.retriever.definitions import RESOLVED_LANGUAGES, DefinitionResolver, split_chain
-from codectx.retriever.members import Offer, module_members, module_target, rank_offers
+from codectx.retriever.members import MEMBER_KINDS, Offer, module_members, module_target, rank_offers
 from codectx.retriever.receivers import receivers_in
 from codectx.retriever.search import HybridSearcher, chunk_for_definition
 
@@ -230,9 +230,13 @@ def receiver_list(
         scored[key] = [score, definition_candidate(chunk, d, why)]
 
     in_scope = receivers_in(names)[:MAX_RECEIVERS]
+    written = set(names)
     # Workspace modules the file imports but the scope has not used yet: the next line may be
     # its first use (`utils.` in a new function), ranked after the receivers in use.
     unused = [r for r in resolver.module_names() if r not in set(in_scope)][:MAX_UNUSED_MODULES]
+    # Likewise the enclosing class's attributes of a known class (`self.stream`).
+    attributes = [k[5:] for k in resolver.local_types if k.startswith("self.") and k[5:] not in in_scope]
+    unused += attributes[:MAX_UNUSED_MODULES]
     for position, receiver in enumerate([*in_scope, *unused]):
         discount = 1.0 + position / 4
         target = module_target(resolver, receiver)
@@ -246,7 +250,12 @@ def receiver_list(
                     add(offer.definition, offer.score / discount, why)
                 continue
         uses = calls.members(receiver, path, RECEIVER_MEMBERS)
-        if not uses:
+        cls = resolver.receiver_class(receiver, own) or resolver.receiver_class(f"self.{receiver}", own)
+        offers = _class_offers(searcher, resolver, cls, uses, scope_text) if cls else []
+        for offer in _not_used(offers, receiver, written):
+            why = f"definition of `{receiver}.{offer.definition.name}`, a method of `{receiver}`'s class"
+            add(offer.definition, offer.score / discount, why)
+        if not uses or offers:
             continue
         imported = receiver in resolver.modules or receiver in resolver.by_name
         # Imported modules and classes, and locally constructed objects, resolve through the
@@ -269,6 +278,33 @@ def receiver_list(
     return [cand for _score, cand in ordered]
 
 
+def _not_used(offers: Sequence[Offer], receiver: str, written: set[str]) -> list[Offer]:
+    """Offers the scope does not call on this receiver yet: the ones it does are in `used`, and
+    the next call is more often a new one."""
+    return [
+        o
+        for o in offers
+        if f"{receiver}.{o.definition.name}" not in written
+        and f"self.{receiver}.{o.definition.name}" not in written
+    ]
+
+
+def _class_offers(
+    searcher: HybridSearcher,
+    resolver: DefinitionResolver,
+    cls: Definition,
+    uses: Sequence[Any],
+    scope_text: str,
+) -> list[Offer]:
+    """The methods of a receiver's class (and its bases') by uses and words shared with the scope."""
+    members = [
+        d
+        for d in resolver.class_members(cls)
+        if d.kind in MEMBER_KINDS and not (d.name.startswith("__") and d.name.endswith("__"))
+    ]
+    return _ranked(searcher, members, uses, scope_text, every=True)
+
+
 def _module_offers(
     searcher: HybridSearcher,
     resolver: DefinitionResolver,
@@ -288,12 +324,22 @@ def _module_offers(
         if use.member not in listed:
             found = resolver.resolve(f"{receiver}.{use.member}", exclude=own, by_name=False)[:1]
             members.extend(r.definition for r in found)
+    return _ranked(searcher, members, uses, scope_text)
+
+
+def _ranked(
+    searcher: HybridSearcher,
+    members: Sequence[Definition],
+    uses: Sequence[Any],
+    scope_text: str,
+    every: bool = False,
+) -> list[Offer]:
     heads: dict[tuple[str, int], str] = {}
     for file in {d.path for d in members}:
         for chunk in searcher.chunks_for_file(file):
             heads.setdefault((file, chunk.start_line), f"{chunk.qualname} {chunk.signature} {chunk.doc}")
     shares = {u.member: u.share for u in uses}
-    return rank_offers(members, shares, heads, scope_text, searcher.store.term_sets)
+    return rank_offers(members, shares, heads, scope_text, searcher.store.term_sets, every)
 
 
 def callee_list(

@@ -6,7 +6,7 @@ rest of the workspace calls most on that name:
 - an imported workspace module (`nodes.`, `fields.`) or a default-export object
   (`import utils from './utils.js'`): the module's top-level definitions, and for a package
   index (`__init__.py`, `index.ts`) the names it re-exports;
-- (see `receiver_types`) an object whose class is known: the class's methods.
+- an object whose class is known (`receiver_types`): the class's methods and its bases'.
 
 A big module has hundreds of members, so each is scored by its share of the workspace's uses
 of the receiver plus the words its head (name, signature, doc) shares with the scope; the
@@ -27,6 +27,7 @@ from codectx.retriever.terms import TermSets
 MAX_OFFERED = 30  # members kept per receiver
 MAX_SCANNED = 400  # members scored per receiver (a generated module can have thousands)
 AFFINITY_SHARE = 0.5  # a member sharing the most words with the scope counts half of all uses
+FLOOR = 1e-3  # a class method with no use and no shared word still counts a little
 MEMBER_KINDS = frozenset({"function", "class", "method", "constructor", "interface", "struct", "macro"})
 
 
@@ -62,7 +63,7 @@ def module_members(resolver: DefinitionResolver, target: str) -> list[Definition
         out.extend(defs)
         if not posixpath.basename(path).startswith(("__init__.", "index.")):
             continue
-        for imp in resolver._imports(path):
+        for imp in resolver.imports_of(path):
             if not imp.resolved:
                 continue
             for original, _alias in imp.names:
@@ -81,10 +82,12 @@ def rank_offers(
     heads: Mapping[tuple[str, int], str],
     scope_text: str,
     term_sets: TermSets,
+    every: bool = False,
 ) -> list[Offer]:
     """Members scored by their share of the receiver's uses plus `AFFINITY_SHARE` times the
     words their head shares with the scope (relative to the best member's); members with
-    neither are left out. Best first, at most `MAX_OFFERED`."""
+    neither are left out unless `every` (a class's methods: public ones, then private, in
+    order). Best first, at most `MAX_OFFERED`."""
     scope = term_sets.of(scope_text)
     affinity: dict[tuple[str, int], float] = {}
     for d in members:
@@ -96,6 +99,8 @@ def rank_offers(
     for d in members:
         key = (d.path, d.start_line)
         score = shares.get(d.name, 0.0) + AFFINITY_SHARE * affinity[key] / best
+        if every and score <= 0:
+            score = FLOOR / (2.0 if d.name.startswith("_") else 1.0)
         if score > 0 and key not in scored:
             scored[key] = Offer(d, score)
     ordered = sorted(
