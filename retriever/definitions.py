@@ -142,6 +142,9 @@ class DefinitionResolver:
 
     def receiver_class(self, receiver: str, exclude: tuple[int, int] | None = None) -> Definition | None:
         """The class of a receiver (`client`, `self.stream`) known from the code in view."""
+        parts = split_chain(receiver)
+        if len(parts) == 2 and parts[0] in SELF_NAMES:
+            receiver = f"self.{parts[1]}"  # `this.stream` is keyed like `self.stream`
         found = self.receiver_classes.get(receiver)
         if found is not None:
             return found

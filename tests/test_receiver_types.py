@@ -131,3 +131,19 @@ def test_a_factorys_return_annotation_types_its_result(tmp_path: Path) -> None:
     )
     top = _ranked(root, "pkg/read.py", writing)
     assert {"TokenStream.expect", "TokenStream.look"} <= set(top), top
+
+
+def test_typescript_annotated_fields_and_parameters(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    (root / ".git").mkdir(parents=True)
+    methods = "".join(f"  {n}(): number {{\n    return 1;\n  }}\n" for n in ("look", "skip", "expect"))
+    _write(root, "lib/tokens.ts", f"export class TokenStream {{\n{methods}}}\n")
+    writing = (
+        "import { TokenStream } from './tokens';\n\n"
+        "export class Parser {\n"
+        "  private stream: TokenStream;\n\n"
+        "  parse(): number {\n"
+        "    return "
+    )
+    top = _ranked(root, "lib/parser.ts", writing, "\n  }\n}\n")
+    assert {"TokenStream.skip", "TokenStream.expect"} <= set(top), top
