@@ -7,7 +7,9 @@ Each list ranks definitions by one kind of evidence; `rankdefs` fuses them:
 - imported: names the file imports but the scope does not use yet, by words
   shared with the scope, names the rest of the file does not use either first;
 - receivers: what the rest of the workspace calls on the receivers in the
-  scope (`ctx.` -> `Context.get_parameter_source`, see `receivers`);
+  scope (`ctx.` -> `Context.get_parameter_source`, see `receivers`); for a
+  receiver bound to a workspace module, or whose class the code in view names
+  (`receiver_types`), the module's or class's members (`members`);
 - callees: what code similar to the scope calls (see `callees`).
 
 Every list depends only on the enclosing scope, never on the cursor column,
