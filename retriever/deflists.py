@@ -245,6 +245,10 @@ def receiver_list(
         if target:
             uses = calls.members(receiver, path, MODULE_USES)
             offers = _module_offers(searcher, resolver, receiver, target, uses, scope_text, own)
+            if receiver not in in_scope:
+                # A module the scope has not used yet: a member named like a name the scope
+                # already uses (`connect` from another module) is that other definition.
+                offers = [o for o in offers if o.definition.name not in written]
             if offers:
                 for offer in offers:
                     member = f"{receiver}.{offer.definition.name}"
@@ -322,7 +326,7 @@ def _module_offers(
     if not members:
         return []
     listed = {d.name for d in members}
-    for use in uses:
+    for use in uses[:RECEIVER_MEMBERS]:  # re-exports are costly to follow: the most used only
         if use.member not in listed:
             found = resolver.resolve(f"{receiver}.{use.member}", exclude=own, by_name=False)[:1]
             members.extend(r.definition for r in found)

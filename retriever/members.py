@@ -26,6 +26,7 @@ from codectx.retriever.terms import TermSets
 
 MAX_OFFERED = 30  # members kept per receiver
 MAX_SCANNED = 400  # members scored per receiver (a generated module can have thousands)
+MAX_REEXPORTS = 60  # names of a package index followed to their definitions
 AFFINITY_SHARE = 0.5  # a member sharing the most words with the scope counts half of all uses
 FLOOR = 1e-3  # a class method with no use and no shared word still counts a little
 MEMBER_KINDS = frozenset({"function", "class", "method", "constructor", "interface", "struct", "macro"})
@@ -63,14 +64,16 @@ def module_members(resolver: DefinitionResolver, target: str) -> list[Definition
         out.extend(defs)
         if not posixpath.basename(path).startswith(("__init__.", "index.")):
             continue
-        for imp in resolver.imports_of(path):
-            if not imp.resolved:
-                continue
-            for original, _alias in imp.names:
-                if original in ("*", "default"):
-                    continue
-                found, _via = resolver.in_target(original, imp.resolved)
-                out.extend(found[:1])
+        names = [
+            (original, imp.resolved)
+            for imp in resolver.imports_of(path)
+            if imp.resolved
+            for original, _alias in imp.names
+            if original not in ("*", "default")
+        ]
+        for original, resolved in names[:MAX_REEXPORTS]:
+            found, _via = resolver.in_target(original, resolved)
+            out.extend(found[:1])
         if out:
             break
     return out[:MAX_SCANNED]
