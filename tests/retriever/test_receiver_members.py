@@ -11,7 +11,7 @@ from codectx.retriever.context import assemble_context
 from codectx.retriever.members import MAX_OFFERED, rank_offers
 from codectx.retriever.terms import TermSets
 
-from tests.test_retriever_support import build_index
+from tests.support.indexes import build_index
 
 LEXICAL = {"retriever.context_dense": False}
 NODES = [f"Node{i:02d}" for i in range(40)] + ["CondExpr"]

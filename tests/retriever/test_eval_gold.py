@@ -8,7 +8,7 @@ from codectx.indexer.model import Definition, Import
 from codectx.retriever.eval import code_tasks
 from codectx.retriever.evalgold import doubtful_gold
 
-from tests.test_retriever_support import build_index, copy_repo
+from tests.support.indexes import build_index, copy_repo
 
 
 def _def(qualname: str, kind: str = "function", language: str = "python") -> Definition:

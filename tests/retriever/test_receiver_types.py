@@ -14,7 +14,7 @@ from codectx.retriever.receiver_types import (
     scope_types,
 )
 
-from tests.test_retriever_support import build_index
+from tests.support.indexes import build_index
 
 LEXICAL = {"retriever.context_dense": False}
 
