@@ -210,7 +210,8 @@ def receiver_in_view(task: Any, call: str, lines_before: int = 40) -> bool:
 def analyse(repo: dict[str, Any], limit: int, seed: int, show: int) -> dict[str, Any]:
     from codectx.indexer.storage.store import IndexStore
     from codectx.retriever.context import assemble_context, current_imports
-    from codectx.retriever.eval import _library_names, code_tasks
+    from codectx.retriever.eval import code_tasks
+    from codectx.retriever.evalgold import library_names
     from codectx.retriever.search import HybridSearcher
     from codectx.retriever.tokens import default_counter
 
@@ -244,7 +245,7 @@ def analyse(repo: dict[str, Any], limit: int, seed: int, show: int) -> dict[str,
         language = ctx.language
         imports = current_imports(searcher.store, settings, untyped.path, untyped.text, language)
         cause, call = classify(untyped, typed.text, untyped.character, imports, "")
-        suspect = suspect_gold(call, cause, untyped.gold, _library_names(imports))
+        suspect = suspect_gold(call, cause, untyped.gold, library_names(imports))
         if suspect:
             cause = "suspect-gold"
         in_view = receiver_in_view(untyped, call)

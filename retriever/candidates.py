@@ -39,6 +39,7 @@ from codectx.retriever.deflists import (
 )
 from codectx.retriever.fusion import weighted_rrf
 from codectx.retriever.rankdefs import affinity_list, fuse_definitions, lexical_affinity_list
+from codectx.retriever.receiver_types import enclosing_class_text, factory_calls, factory_types, scope_types
 from codectx.retriever.search import HybridSearcher, fts_terms
 from codectx.retriever.tokens import TokenCounter, count_many
 
@@ -207,10 +208,12 @@ def gather_candidates(
     cfg = settings.retriever
     t = time.perf_counter()
     query = scope_query(lines, line, info)
-    resolver = DefinitionResolver(searcher.store, path, language, imports, local_types(query))
+    types = scope_types(query, enclosing_class_text(lines, info), local_types(query))
+    resolver = DefinitionResolver(searcher.store, path, language, imports, types)
+    factory_types(resolver, factory_calls(query, types), searcher.chunks_for_file)
     names = scope_names(info, query)
     lists = definition_lists(searcher, path, language, info, resolver, names, own, query, text)
-    lists["receivers"] = receiver_list(searcher, resolver, names, path, own)
+    lists["receivers"] = receiver_list(searcher, resolver, names, path, own, query)
     scope = _scope_candidates(searcher, path, info, own)
     recents = [
         Candidate(

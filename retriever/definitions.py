@@ -35,6 +35,13 @@ FOLDER_PACKAGES = frozenset({"go", "java", "kotlin", "csharp"})
 # Languages whose imports the indexer resolves to workspace paths (an unresolved one is a library).
 RESOLVED_LANGUAGES = frozenset({"python", "javascript", "typescript", "tsx", "go", "java", "rust"})
 MAX_NAME_MATCHES = 3
+CLASS_KINDS = frozenset({"class", "interface", "struct"})
+BASE_DEPTH = 2  # a receiver's class, its bases and theirs
+MAX_BASES = 4
+_BASES = re.compile(
+    r"^\s*(?:export\s+)?(?:abstract\s+)?class\s+\w+(?:\s*\((.*?)\)|\s+extends\s+([\w.$]+))", re.S
+)
+_BASE_NAME = re.compile(r"(?<![\w.=])((?:[A-Za-z_$][\w$]*\.)*[A-Za-z_$][\w$]*)(?![\w$]*\s*=)")
 REEXPORT_DEPTH = 3
 
 # How a definition was found, best first; the number is the resolution's confidence.
@@ -95,6 +102,8 @@ class DefinitionResolver:
     ) -> None:
         self.store = store
         self.local_types = local_types or {}
+        # Receivers whose class was resolved elsewhere (a factory's return type, in its own file).
+        self.receiver_classes: dict[str, Definition] = {}
         self.path = path
         self.language = language
         self.imports = list(imports)
@@ -109,6 +118,7 @@ class DefinitionResolver:
         self._target_sets: dict[str, _TargetSet] = {}
         self._name_matches: dict[tuple[str, tuple[str, ...]], list[Definition]] = {}
         self._path_facts: dict[str, tuple[int, int]] = {}
+        self._members: dict[tuple[str, int, int], list[Definition]] = {}
         for imp in self.imports:
             for original, alias in imp.names:
                 if original == "*":
@@ -122,13 +132,77 @@ class DefinitionResolver:
             elif language == "java" and not imp.names and not imp.alias:
                 self.by_name.setdefault(imp.module.rsplit(".", 1)[-1], (imp, imp.module.rsplit(".", 1)[-1]))
 
+    def module_names(self) -> list[str]:
+        """Local names bound to workspace modules or default exports, in import order."""
+        out = [local for local, imp in self.modules.items() if imp.resolved and "." not in local]
+        out += [
+            local for local, (imp, original) in self.by_name.items() if original == "default" and imp.resolved
+        ]
+        return out
+
+    def receiver_class(self, receiver: str, exclude: tuple[int, int] | None = None) -> Definition | None:
+        """The class of a receiver (`client`, `self.stream`) known from the code in view."""
+        parts = split_chain(receiver)
+        if len(parts) == 2 and parts[0] in SELF_NAMES:
+            receiver = f"self.{parts[1]}"  # `this.stream` is keyed like `self.stream`
+        found = self.receiver_classes.get(receiver)
+        if found is not None:
+            return found
+        typename = self.local_types.get(receiver)
+        return self.receiver_class_named(typename, exclude) if typename else None
+
+    def receiver_class_named(
+        self, typename: str, exclude: tuple[int, int] | None = None
+    ) -> Definition | None:
+        """The class a type name written in this file refers to (through its imports)."""
+        for res in self.resolve(typename, exclude, by_name=False)[:1]:
+            if res.definition.kind in CLASS_KINDS:
+                return res.definition
+        return None
+
+    def class_members(self, cls: Definition, depth: int = 0) -> list[Definition]:
+        """A class's methods (direct members), then its bases' (read from the class's signature,
+        resolved through its file's imports), a couple of levels up."""
+        key = (cls.path, cls.start_line, depth)
+        found = self._members.get(key)
+        if found is not None:
+            return found
+        listing = getattr(self.store, "symbols_in_file", None)
+        defs = listing(cls.path) if listing is not None else self.named(cls.name)
+        prefix = cls.qualname + "."
+        found = [d for d in defs if d.qualname.startswith(prefix) and "." not in d.qualname[len(prefix) :]]
+        self._members[key] = found
+        if depth >= BASE_DEPTH or cls.kind != "class":
+            return found
+        signature = next(
+            (c.signature for c in self.store.chunks_for_file(cls.path) if c.start_line == cls.start_line), ""
+        )
+        bases = _BASES.search(signature)
+        if not bases:
+            return found
+        home = (
+            self
+            if cls.path == self.path
+            else DefinitionResolver(self.store, cls.path, cls.language, self.imports_of(cls.path))
+        )
+        seen = {d.name for d in found}
+        for base in _BASE_NAME.findall(bases.group(1) or bases.group(2))[:MAX_BASES]:
+            for res in home.resolve(base, by_name=False)[:1]:
+                if res.definition.kind != "class" or res.definition == cls:
+                    continue
+                for d in self.class_members(res.definition, depth + 1):
+                    if d.name not in seen:
+                        seen.add(d.name)
+                        found.append(d)
+        return found
+
     def named(self, name: str) -> list[Definition]:
         found = self._named.get(name)
         if found is None:
             found = self._named[name] = list(self.store.symbols_named(name))
         return found
 
-    def _imports(self, path: str) -> list[Import]:
+    def imports_of(self, path: str) -> list[Import]:
         found = self._imports_of.get(path)
         if found is None:
             try:
@@ -151,7 +225,7 @@ class DefinitionResolver:
             return _prefer_top_level(defs, name), False
         # Re-exports: the target (or its package index file) imports the name from elsewhere.
         for source in (target, *self._package_files(target)):
-            for imp in self._imports(source):
+            for imp in self.imports_of(source):
                 for original, alias in imp.names:
                     if (alias or original) == name and imp.resolved:
                         found, _ = self.in_target(original, imp.resolved, depth + 1)
@@ -217,18 +291,10 @@ class DefinitionResolver:
                     add(self.in_target(name, posixpath.join(imp.resolved, original))[0], "module")
             elif head in SELF_NAMES and len(parts) == 2:
                 add([d for d in self.named(name) if d.path == self.path], "same-file")
-            elif len(parts) == 2 and head in self.local_types:
-                # `client = Client(...)` then `client.send`: a member of the constructed class.
-                for cls in self.resolve(self.local_types[head], exclude)[:1]:
-                    owner = cls.definition
-                    add(
-                        [
-                            d
-                            for d in self.named(name)
-                            if d.path == owner.path and _member_of(d, owner.qualname)
-                        ],
-                        "class",
-                    )
+            elif (owner := self.receiver_class(".".join(parts[:-1]), exclude)) is not None:
+                # `client = Client(...)` then `client.send`, `self.stream.look` with `self.stream:
+                # TokenStream`: a member of the receiver's class or of its bases.
+                add([d for d in self.class_members(owner) if d.name == name], "class")
         if not results and self.language in FOLDER_PACKAGES:
             same_package = [
                 d

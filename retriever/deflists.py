@@ -7,7 +7,9 @@ Each list ranks definitions by one kind of evidence; `rankdefs` fuses them:
 - imported: names the file imports but the scope does not use yet, by words
   shared with the scope, names the rest of the file does not use either first;
 - receivers: what the rest of the workspace calls on the receivers in the
-  scope (`ctx.` -> `Context.get_parameter_source`, see `receivers`);
+  scope (`ctx.` -> `Context.get_parameter_source`, see `receivers`); for a
+  receiver bound to a workspace module, or whose class the code in view names
+  (`receiver_types`), the module's or class's members (`members`);
 - callees: what code similar to the scope calls (see `callees`).
 
 Every list depends only on the enclosing scope, never on the cursor column,
@@ -27,6 +29,7 @@ from codectx.indexer.model import Chunk, Definition
 from codectx.retriever.callees import reachable_as_attribute, similar_code_callees
 from codectx.retriever.cursor_info import CursorInfo
 from codectx.retriever.definitions import RESOLVED_LANGUAGES, DefinitionResolver, split_chain
+from codectx.retriever.members import MEMBER_KINDS, Offer, module_members, module_target, rank_offers
 from codectx.retriever.receivers import receivers_in
 from codectx.retriever.search import HybridSearcher, chunk_for_definition
 
@@ -198,6 +201,8 @@ def _words(text: str) -> Counter[bytes]:
 STRUCTURAL = ("used", "weak", "imported")
 MAX_RECEIVERS = 16
 RECEIVER_MEMBERS = 12
+MAX_UNUSED_MODULES = 4
+MODULE_USES = 100  # a module receiver's used members, whose shares score its members
 
 
 def receiver_list(
@@ -206,16 +211,57 @@ def receiver_list(
     names: Sequence[str],
     path: str,
     own: tuple[int, int],
+    scope_text: str = "",
 ) -> list[Candidate]:
     """Definitions of what the rest of the workspace calls on the receivers in this scope
-    (`ctx.` -> `Context.get_parameter_source`), by share of the receiver's uses."""
+    (`ctx.` -> `Context.get_parameter_source`), by share of the receiver's uses; for a receiver
+    bound to a workspace module, its members by uses and words shared with the scope (`members`)."""
     calls = searcher.store.receiver_calls()
     if calls is None:
         return []
     scored: dict[tuple[str, int], list[Any]] = {}
-    for position, receiver in enumerate(receivers_in(names)[:MAX_RECEIVERS]):
+
+    def add(d: Definition, score: float, why: str) -> None:
+        chunk = chunk_for_definition(searcher.chunks_for_file(d.path), d)
+        if chunk is None or overlaps(chunk.path, chunk.start_line, chunk.end_line, path, own):
+            return
+        key = (chunk.path, chunk.start_line)
+        if key in scored:
+            scored[key][0] += score
+            return
+        scored[key] = [score, definition_candidate(chunk, d, why)]
+
+    in_scope = receivers_in(names)[:MAX_RECEIVERS]
+    written = set(names)
+    # Workspace modules the file imports but the scope has not used yet: the next line may be
+    # its first use (`utils.` in a new function), ranked after the receivers in use.
+    unused = [r for r in resolver.module_names() if r not in set(in_scope)][:MAX_UNUSED_MODULES]
+    # Likewise the enclosing class's attributes of a known class (`self.stream`).
+    attributes = [k[5:] for k in resolver.local_types if k.startswith("self.") and k[5:] not in in_scope]
+    unused += attributes[:MAX_UNUSED_MODULES]
+    for position, receiver in enumerate([*in_scope, *unused]):
+        discount = 1.0 + position / 4
+        target = module_target(resolver, receiver)
+        if target:
+            uses = calls.members(receiver, path, MODULE_USES)
+            offers = _module_offers(searcher, resolver, receiver, target, uses, scope_text, own)
+            if receiver not in in_scope:
+                # A module the scope has not used yet: a member named like a name the scope
+                # already uses (`connect` from another module) is that other definition.
+                offers = [o for o in offers if o.definition.name not in written]
+            if offers:
+                for offer in offers:
+                    member = f"{receiver}.{offer.definition.name}"
+                    why = f"definition of `{member}`, a member of the module `{receiver}`"
+                    add(offer.definition, offer.score / discount, why)
+                continue
         uses = calls.members(receiver, path, RECEIVER_MEMBERS)
-        if not uses:
+        cls = resolver.receiver_class(receiver, own) or resolver.receiver_class(f"self.{receiver}", own)
+        offers = _class_offers(searcher, resolver, cls, uses, scope_text) if cls else []
+        for offer in _not_used(offers, receiver, written):
+            why = f"definition of `{receiver}.{offer.definition.name}`, a method of `{receiver}`'s class"
+            add(offer.definition, offer.score / discount, why)
+        if not uses or offers:
             continue
         imported = receiver in resolver.modules or receiver in resolver.by_name
         # Imported modules and classes, and locally constructed objects, resolve through the
@@ -229,20 +275,77 @@ def receiver_list(
                 d = found[0].definition if found and found[0].how != "name" else None
             if d is None and not imported:
                 d = calls.pick(use.member, owner, resolver.named)
-            if d is None:
-                continue
-            chunk = chunk_for_definition(searcher.chunks_for_file(d.path), d)
-            if chunk is None or overlaps(chunk.path, chunk.start_line, chunk.end_line, path, own):
-                continue
-            key = (chunk.path, chunk.start_line)
-            score = use.share / (1.0 + position / 4)
-            if key in scored:
-                scored[key][0] += score
-                continue
-            why = f"definition of `{receiver}.{use.member}`, as the rest of the workspace uses `{receiver}`"
-            scored[key] = [score, definition_candidate(chunk, d, why)]
+            if d is not None:
+                why = (
+                    f"definition of `{receiver}.{use.member}`, as the rest of the workspace uses `{receiver}`"
+                )
+                add(d, use.share / discount, why)
     ordered = sorted(scored.values(), key=lambda x: (-round(x[0], 9), x[1].path, x[1].start_line))
     return [cand for _score, cand in ordered]
+
+
+def _not_used(offers: Sequence[Offer], receiver: str, written: set[str]) -> list[Offer]:
+    """Offers the scope does not call on this receiver yet: the ones it does are in `used`, and
+    the next call is more often a new one."""
+    return [
+        o
+        for o in offers
+        if f"{receiver}.{o.definition.name}" not in written
+        and f"self.{receiver}.{o.definition.name}" not in written
+    ]
+
+
+def _class_offers(
+    searcher: HybridSearcher,
+    resolver: DefinitionResolver,
+    cls: Definition,
+    uses: Sequence[Any],
+    scope_text: str,
+) -> list[Offer]:
+    """The methods of a receiver's class (and its bases') by uses and words shared with the scope."""
+    members = [
+        d
+        for d in resolver.class_members(cls)
+        if d.kind in MEMBER_KINDS and not (d.name.startswith("__") and d.name.endswith("__"))
+    ]
+    return _ranked(searcher, members, uses, scope_text, every=True)
+
+
+def _module_offers(
+    searcher: HybridSearcher,
+    resolver: DefinitionResolver,
+    receiver: str,
+    target: str,
+    uses: Sequence[Any],
+    scope_text: str,
+    own: tuple[int, int],
+) -> list[Offer]:
+    """A module receiver's members ranked by uses and by words shared with the scope; the used
+    members that the module only re-exports are resolved through the file's imports."""
+    members = module_members(resolver, target)
+    if not members:
+        return []
+    listed = {d.name for d in members}
+    for use in uses[:RECEIVER_MEMBERS]:  # re-exports are costly to follow: the most used only
+        if use.member not in listed:
+            found = resolver.resolve(f"{receiver}.{use.member}", exclude=own, by_name=False)[:1]
+            members.extend(r.definition for r in found)
+    return _ranked(searcher, members, uses, scope_text)
+
+
+def _ranked(
+    searcher: HybridSearcher,
+    members: Sequence[Definition],
+    uses: Sequence[Any],
+    scope_text: str,
+    every: bool = False,
+) -> list[Offer]:
+    heads: dict[tuple[str, int], str] = {}
+    for file in {d.path for d in members}:
+        for chunk in searcher.chunks_for_file(file):
+            heads.setdefault((file, chunk.start_line), f"{chunk.qualname} {chunk.signature} {chunk.doc}")
+    shares = {u.member: u.share for u in uses}
+    return rank_offers(members, shares, heads, scope_text, searcher.store.term_sets, every)
 
 
 def callee_list(

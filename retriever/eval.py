@@ -12,9 +12,10 @@ Tasks are built without labels from the index:
   blanked, so a later use of the callee cannot leak the answer through the
   suffix. Lines are blanked, not deleted, so line numbers still match the index.
 
-Call sites whose gold would be a guess are left out: `lib.name(` where `lib`
-is an import from outside the workspace, and `x.name(` where the only
-`name` is a function nested in another (never reachable as an attribute).
+Call sites whose gold would be a guess are left out (see `evalgold`): names
+bound by a library import, bare calls of methods and builtins, a standard
+type's method name on a receiver of unknown type, JavaScript globals, and
+`x.name(` where the only `name` is a function nested in another.
 - natural language: the first sentence of a docstring/doc comment as the
   query; gold: its function. The docstring is hidden: the gold chunk is taken
   out of every ranked list and put back where its doc-less version ranks: its
@@ -40,11 +41,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from codectx.indexer.model import Chunk, Definition, Import
+from codectx.indexer.model import Chunk, Definition
 from codectx.indexer.storage.reader import IndexReader
-from codectx.retriever.callees import reachable_as_attribute
 from codectx.retriever.context import assemble_context
-from codectx.retriever.definitions import RESOLVED_LANGUAGES
+from codectx.retriever.evalgold import doubtful_gold
 from codectx.retriever.fusion import weighted_rrf
 from codectx.retriever.lexical import Analysis, LexicalIndex
 from codectx.retriever.search import HybridSearcher
@@ -189,7 +189,7 @@ def code_tasks(store: IndexReader, root: Path, limit: int, seed: int) -> list[Co
         except OSError:
             continue
         lines = text.split("\n")
-        library = _library_names(store.file_imports(path))
+        imports = list(store.file_imports(path))
         for ref in store.file_references(path):
             defs = symbols.get(ref.name, [])
             if len(defs) != 1 or defs[0].path == path or defs[0].kind not in CALLABLE_KINDS:
@@ -201,11 +201,8 @@ def code_tasks(store: IndexReader, root: Path, limit: int, seed: int) -> list[Co
             if row[ref.column : ref.column + len(ref.name)] != ref.name or not after.lstrip().startswith("("):
                 continue
             chain = ref.chain or ref.name
-            head = re.split(r"\?\.|\.|::|->", chain)[0]
-            if head != ref.name and head in library and defs[0].language in RESOLVED_LANGUAGES:
-                continue  # `pytest.main(`: a library's function that merely shares a name with ours
-            if head != ref.name and not reachable_as_attribute(defs[0]):
-                continue  # `f.read(`: no function nested in another can be reached as an attribute
+            if doubtful_gold(chain, defs[0], defs[0].language, imports, lines, ref.line):
+                continue  # `pytest.main(`, `next(`, `values.extend(`: the gold would be a guess
             start = ref.column - (len(chain) - len(ref.name))
             if start < 0 or row[start : ref.column + len(ref.name)].replace(" ", "") != chain.replace(
                 " ", ""
@@ -225,20 +222,6 @@ def code_tasks(store: IndexReader, root: Path, limit: int, seed: int) -> list[Co
             rows[i] = ""
         tasks.append(CodeTask("cross_file_untyped", path, "\n".join(rows), line, start, gold.name, gold))
     return tasks
-
-
-def _library_names(imports: Sequence[Import]) -> set[str]:
-    """Local names bound by imports that the indexer could not resolve into the workspace."""
-    names: set[str] = set()
-    for imp in imports:
-        if imp.resolved:
-            continue
-        if imp.alias:
-            names.add(imp.alias)
-        names.update(alias or original for original, alias in imp.names if original != "*")
-        if not imp.names and not imp.alias:
-            names.add(re.split(r"[./:]+", imp.module.lstrip("."))[0])
-    return names
 
 
 def _written_until(rows: list[str], line: int, defs: Sequence[Definition]) -> int:

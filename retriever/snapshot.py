@@ -51,6 +51,7 @@ class IndexSnapshot:
         self._vector_versions: tuple[Any, ...] = ()
         self._checked = 0.0
         self._by_name: dict[str, list[Definition]] | None = None
+        self._by_path: dict[str, list[Definition]] | None = None
         self._imports: dict[str, list[Import]] = {}
         self._chunks: dict[str, list[Chunk]] = {}
         self._progress: tuple[int, int] | None = None
@@ -83,6 +84,7 @@ class IndexSnapshot:
                 return
             self._versions = versions
             self._by_name = None
+            self._by_path = None
             self._progress = None
             self.vectors.clear()
             if self._loaded and not force:
@@ -287,6 +289,20 @@ class IndexSnapshot:
             with self._lock:
                 self._by_name = table
         return table.get(name, [])
+
+    def symbols_in_file(self, path: str) -> list[Definition]:
+        """A file's definitions in line order (a module's members, a class's methods)."""
+        self.refresh()
+        table = self._by_path
+        if table is None:
+            table = {}
+            for d in self.store.all_symbols():
+                table.setdefault(d.path, []).append(d)
+            for defs in table.values():
+                defs.sort(key=lambda d: d.start_line)
+            with self._lock:
+                self._by_path = table
+        return table.get(path, [])
 
     def file_imports(self, path: str) -> list[Import]:
         self.refresh()

@@ -1,0 +1,112 @@
+"""What a receiver offers: the members `x.` can reach, ranked before the member's name is typed.
+
+For a receiver whose target is known, the candidates are its members, not only the few the
+rest of the workspace calls most on that name:
+
+- an imported workspace module (`nodes.`, `fields.`) or a default-export object
+  (`import utils from './utils.js'`): the module's top-level definitions, and for a package
+  index (`__init__.py`, `index.ts`) the names it re-exports;
+- an object whose class is known (`receiver_types`): the class's methods and its bases'.
+
+A big module has hundreds of members, so each is scored by its share of the workspace's uses
+of the receiver plus the words its head (name, signature, doc) shares with the scope; the
+best `MAX_OFFERED` are kept.
+"""
+
+from __future__ import annotations
+
+import math
+import posixpath
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from codectx.indexer.model import Definition
+from codectx.retriever.definitions import PACKAGE_INDEX, DefinitionResolver
+from codectx.retriever.terms import TermSets
+
+MAX_OFFERED = 30  # members kept per receiver
+MAX_SCANNED = 400  # members scored per receiver (a generated module can have thousands)
+MAX_REEXPORTS = 60  # names of a package index followed to their definitions
+AFFINITY_SHARE = 0.5  # a member sharing the most words with the scope counts half of all uses
+FLOOR = 1e-3  # a class method with no use and no shared word still counts a little
+MEMBER_KINDS = frozenset({"function", "class", "method", "constructor", "interface", "struct", "macro"})
+
+
+@dataclass(frozen=True)
+class Offer:
+    definition: Definition
+    score: float
+
+
+def module_target(resolver: DefinitionResolver, receiver: str) -> str:
+    """The workspace file a receiver is bound to when it names a module or a default export
+    (`import utils from './utils.js'`, `from . import nodes`); "" otherwise."""
+    imp = resolver.modules.get(receiver)
+    if imp is None:
+        bound = resolver.by_name.get(receiver)
+        if bound is None or bound[1] not in ("default", "*"):
+            return ""
+        imp = bound[0]
+    return imp.resolved
+
+
+def module_members(resolver: DefinitionResolver, target: str) -> list[Definition]:
+    """Top-level definitions of a module file (or a package's index file), and what that
+    index re-exports from the workspace."""
+    store = resolver.store
+    listing = getattr(store, "symbols_in_file", None)
+    if listing is None:
+        return []
+    files = [target] if posixpath.splitext(target)[1] else [posixpath.join(target, n) for n in PACKAGE_INDEX]
+    out: list[Definition] = []
+    for path in files:
+        defs = [d for d in listing(path) if d.kind in MEMBER_KINDS and d.qualname in ("", d.name)]
+        out.extend(defs)
+        if not posixpath.basename(path).startswith(("__init__.", "index.")):
+            continue
+        names = [
+            (original, imp.resolved)
+            for imp in resolver.imports_of(path)
+            if imp.resolved
+            for original, _alias in imp.names
+            if original not in ("*", "default")
+        ]
+        for original, resolved in names[:MAX_REEXPORTS]:
+            found, _via = resolver.in_target(original, resolved)
+            out.extend(found[:1])
+        if out:
+            break
+    return out[:MAX_SCANNED]
+
+
+def rank_offers(
+    members: Sequence[Definition],
+    shares: Mapping[str, float],
+    heads: Mapping[tuple[str, int], str],
+    scope_text: str,
+    term_sets: TermSets,
+    every: bool = False,
+) -> list[Offer]:
+    """Members scored by their share of the receiver's uses plus `AFFINITY_SHARE` times the
+    words their head shares with the scope (relative to the best member's); members with
+    neither are left out unless `every` (a class's methods: public ones, then private, in
+    order). Best first, at most `MAX_OFFERED`."""
+    scope = term_sets.of(scope_text)
+    affinity: dict[tuple[str, int], float] = {}
+    for d in members:
+        key = (d.path, d.start_line)
+        terms = term_sets.of(heads.get(key, d.qualname or d.name))
+        affinity[key] = len(terms & scope) / math.sqrt(len(terms) + 1)
+    best = max(affinity.values(), default=0.0) or 1.0
+    scored: dict[tuple[str, int], Offer] = {}
+    for d in members:
+        key = (d.path, d.start_line)
+        score = shares.get(d.name, 0.0) + AFFINITY_SHARE * affinity[key] / best
+        if every and score <= 0:
+            score = FLOOR / (2.0 if d.name.startswith("_") else 1.0)
+        if score > 0 and key not in scored:
+            scored[key] = Offer(d, score)
+    ordered = sorted(
+        scored.values(), key=lambda o: (-round(o.score, 9), o.definition.path, o.definition.start_line)
+    )
+    return ordered[:MAX_OFFERED]

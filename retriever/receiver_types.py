@@ -1,0 +1,132 @@
+"""The classes of the receivers in a scope, read from the code in view (no type checker).
+
+`local_types` (definitions.py) knows `c = Client(...)`. This adds, by convention (a class name
+is capitalised):
+
+- annotations: parameters and variables (`env: Environment`, `env: "Environment"`,
+  `t.Optional[Environment]`, `x: Foo | None`, TypeScript's `(env: Environment)`);
+- the enclosing class's attributes: `self.x = Cls(...)`, `self.x: Cls = ...`, class-level
+  `x: Cls`, and `self.x = x` where the parameter `x` is annotated (keyed `self.x`);
+- factories: `x = make(...)` / `x = mod.make(...)` whose definition's signature says
+  `-> Cls`, and `x = Cls.from_thing(...)` (an alternative constructor) without one.
+
+`scope_types` reads the text; `factory_types` needs the resolver and the index (the factory's
+signature) and runs once the resolver exists.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from codectx.retriever.cursor_info import CursorInfo
+from codectx.retriever.definitions import DefinitionResolver
+
+_TYPE = r"['\"]?(?:(?:t|typing|te)\.)?(?:Optional\[|Type\[|type\[)?['\"]?((?:[A-Za-z_]\w*\.)*[A-Z]\w*)"
+_ANNOTATION = re.compile(rf"(?<![\w.$'\"])([A-Za-z_$][\w$]*)\s*\??:\s*{_TYPE}")
+_SELF_ANNOTATION = re.compile(rf"\b(?:self|this)\.([A-Za-z_]\w*)\s*:\s*{_TYPE}")
+_SELF_CONSTRUCTED = re.compile(
+    r"\b(?:self|this)\.([A-Za-z_]\w*)\s*=\s*(?:new\s+)?((?:[A-Za-z_]\w*\.)*[A-Z]\w*)\s*\("
+)
+_SELF_FROM_PARAM = re.compile(r"\b(?:self|this)\.([A-Za-z_]\w*)\s*=\s*([A-Za-z_]\w*)\s*$", re.M)
+_FACTORY_CALL = re.compile(r"(?<![\w.])([a-z_]\w*)\s*=\s*(?:await\s+)?((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s*\(")
+_RETURNS = re.compile(rf"->\s*{_TYPE}")
+_TS_RETURNS = re.compile(rf"\)\s*:\s*(?:Promise<)?{_TYPE}")
+_NOT_CLASSES_TEXT = (
+    "Optional Union Any None Type List Dict Tuple Set Literal Callable Iterable Iterator Sequence "
+    "Mapping Awaitable Generator Final ClassVar Promise"
+)
+NOT_CLASSES = frozenset(_NOT_CLASSES_TEXT.split())
+MAX_FACTORIES = 12
+
+
+def annotated_names(text: str) -> dict[str, str]:
+    """`name: Type` pairs in a text (parameters, variables, class attributes), first wins."""
+    found: dict[str, str] = {}
+    for match in _ANNOTATION.finditer(text):
+        name, cls = match.group(1), match.group(2)
+        if cls.split(".")[-1] not in NOT_CLASSES:
+            found.setdefault(name, cls)
+    return found
+
+
+def attribute_types(class_text: str) -> dict[str, str]:
+    """`self.x` -> class, from a class's text (its methods and class-level annotations)."""
+    params = annotated_names(class_text)
+    found: dict[str, str] = {}
+    for match in _SELF_ANNOTATION.finditer(class_text):
+        found.setdefault(f"self.{match.group(1)}", match.group(2))
+    for match in _SELF_CONSTRUCTED.finditer(class_text):
+        found.setdefault(f"self.{match.group(1)}", match.group(2))
+    for match in _SELF_FROM_PARAM.finditer(class_text):
+        cls = params.get(match.group(2))
+        if cls:
+            found.setdefault(f"self.{match.group(1)}", cls)
+    # Class-level annotations (`stream: TokenStream` in a dataclass body) name attributes too.
+    for name, cls in params.items():
+        found.setdefault(f"self.{name}", cls)
+    return {k: v for k, v in found.items() if v.split(".")[-1] not in NOT_CLASSES}
+
+
+def enclosing_class_text(lines: Sequence[str], info: CursorInfo) -> str:
+    """The text of the class enclosing the cursor's definition ("" when none)."""
+    owner = info.enclosing.owner if info.enclosing else ""
+    for scope in reversed(info.scopes):
+        if owner and scope.qualname == owner:
+            return "\n".join(lines[scope.start_line : scope.end_line + 1])
+    return ""
+
+
+def scope_types(scope_text: str, class_text: str, constructed: dict[str, str]) -> dict[str, str]:
+    """Receiver (`x`, `self.x`) -> class name for a scope: constructed objects first, then
+    annotations, then the enclosing class's attributes."""
+    found = dict(constructed)
+    for name, cls in annotated_names(scope_text).items():
+        found.setdefault(name, cls)
+    for name, cls in attribute_types(class_text).items():
+        found.setdefault(name, cls)
+    return found
+
+
+def factory_calls(scope_text: str, known: dict[str, str]) -> dict[str, str]:
+    """`x = make(...)` -> {"x": "make"} for variables no other rule typed."""
+    text = "\n".join(row for row in scope_text.split("\n") if "=" in row)
+    found: dict[str, str] = {}
+    for match in _FACTORY_CALL.finditer(text):
+        var, call = match.group(1), match.group(2)
+        if var not in known and var not in found:
+            found[var] = call
+    return found
+
+
+def returned_type(signature: str) -> str:
+    """The class a signature says it returns (`-> Foo`, TypeScript's `): Foo`), or ""."""
+    match = _RETURNS.search(signature) or _TS_RETURNS.search(signature)
+    if not match or match.group(1).split(".")[-1] in NOT_CLASSES:
+        return ""
+    return match.group(1)
+
+
+def factory_types(resolver: DefinitionResolver, calls: dict[str, str], chunks_for_file: Any) -> None:
+    """Type variables bound to a factory's result with the class it returns (its return
+    annotation, resolved in the factory's own file; for `Cls.from_thing(...)` without one, `Cls`):
+    fills `resolver.receiver_classes`."""
+    for var, call in list(calls.items())[:MAX_FACTORIES]:
+        parts = call.split(".")
+        alternative = len(parts) == 2 and parts[0][:1].isupper()  # `Cls.from_thing(...)`
+        resolved = resolver.resolve(call, by_name=False)[:1]
+        if not resolved:
+            continue
+        d = resolved[0].definition
+        signature = next((c.signature for c in chunks_for_file(d.path) if c.start_line == d.start_line), "")
+        cls = returned_type(signature)
+        if cls and cls != "Self":
+            home = DefinitionResolver(resolver.store, d.path, d.language, resolver.imports_of(d.path))
+            found = home.receiver_class_named(cls)
+        elif alternative:
+            found = resolver.receiver_class_named(parts[0])
+        else:
+            found = None
+        if found is not None:
+            resolver.receiver_classes[var] = found

@@ -1,0 +1,90 @@
+"""What a receiver offers before the member's name is typed (retriever/members.py): a workspace
+module's members beyond the few the rest of the workspace calls most, ranked by uses and by the
+words they share with the scope; default-export objects and modules not used in the scope yet."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from codectx.indexer.model import Definition
+from codectx.retriever.context import assemble_context
+from codectx.retriever.members import MAX_OFFERED, rank_offers
+from codectx.retriever.terms import TermSets
+
+from tests.support.indexes import build_index
+
+LEXICAL = {"retriever.context_dense": False}
+NODES = [f"Node{i:02d}" for i in range(40)] + ["CondExpr"]
+
+
+def _write(root: Path, rel: str, text: str) -> None:
+    (root / rel).parent.mkdir(parents=True, exist_ok=True)
+    (root / rel).write_text(text)
+
+
+def _d(name: str, line: int) -> Definition:
+    return Definition(name, name, "class", "pkg/nodes.py", "python", line, line + 2)
+
+
+def test_rank_offers_mixes_uses_and_words_shared_with_the_scope() -> None:
+    members = [_d(n, i * 3) for i, n in enumerate(NODES)]
+    heads = {(d.path, d.start_line): f"{d.name} class {d.name}(Node)" for d in members}
+    heads[("pkg/nodes.py", 120)] = "CondExpr class CondExpr(Expr): conditional expression"
+    scope = "def parse_condexpr(self):\n    expr1 = self.parse_or()\n    while self.skip_if('if'):"
+    shares = {"Node00": 0.6, "Node01": 0.4}
+    ranked = rank_offers(members, shares, heads, scope, TermSets())
+    names = [o.definition.name for o in ranked]
+    assert names[0] == "Node00" and "CondExpr" in names[:3], names
+    assert len(ranked) <= MAX_OFFERED
+    # Members with no use and no shared word are left out.
+    assert "Node17" not in names
+    assert rank_offers(members, {}, heads, "def unrelated(): pass", TermSets()) == []
+
+
+def _module_repo(root: Path, js: bool = False) -> None:
+    (root / ".git").mkdir(parents=True)
+    if js:
+        body = "".join(f"function {n}(value) {{\n  return value;\n}}\n\n" for n in NODES)
+        exports = "export default {" + ", ".join(NODES) + "};\n"
+        _write(root, "lib/nodes.js", body + exports)
+        users = "import nodes from './nodes.js';\n\nexport function use(x) {\n  return nodes.Node00(x);\n}\n"
+        _write(root, "lib/user.js", users)
+        return
+    body = "".join(f"class {n}:\n    '''A {n} node.'''\n\n\n" for n in NODES[:-1])
+    body += "class CondExpr:\n    '''A conditional expression: a if b else c.'''\n"
+    _write(root, "pkg/nodes.py", body)
+    # The rest of the workspace calls only a dozen of the module's members, many times.
+    users = "".join(f"def use_{i}(x):\n    return nodes.Node{i % 13:02d}(x)\n\n\n" for i in range(40))
+    _write(root, "pkg/user.py", "from pkg import nodes\n\n\n" + users)
+
+
+def test_a_big_modules_member_sharing_the_scopes_words_is_offered(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    _module_repo(root)
+    writing = (
+        "from pkg import nodes\n\n\n"
+        "def parse_condexpr(parser):\n"
+        "    expr1 = nodes.Node00(parser)\n"
+        "    while parser.skip_if('if'):\n"
+        "        return "
+    )
+    _write(root, "pkg/parser.py", writing + "\n")
+    settings, store = build_index(root, **LEXICAL)
+    text = (root / "pkg/parser.py").read_text()
+    line = len(writing.split("\n")) - 1
+    result = assemble_context(store, settings, "pkg/parser.py", text, line, len("        return "))
+    top = [c.symbol for c in result.ranked[:10]]
+    assert "CondExpr" in top, top  # never called anywhere: only the module listing can offer it
+
+
+def test_a_default_export_object_not_used_in_the_scope_yet_offers_its_members(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    _module_repo(root, js=True)
+    writing = "import nodes from './nodes.js';\n\nexport function buildCondExpr(test) {\n  const made = "
+    _write(root, "lib/parser.js", writing + "\n}\n")
+    settings, store = build_index(root, **LEXICAL)
+    text = (root / "lib/parser.js").read_text()
+    line = len(writing.split("\n")) - 1
+    result = assemble_context(store, settings, "lib/parser.js", text, line, len("  const made = "))
+    top = [c.symbol for c in result.ranked[:10]]
+    assert "CondExpr" in top, top

@@ -1,0 +1,149 @@
+"""Receivers' classes from the code in view (retriever/receiver_types.py), and what completion
+context makes of them: the class's methods (and its bases') before the member's name is typed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from codectx.retriever.context import assemble_context
+from codectx.retriever.receiver_types import (
+    annotated_names,
+    attribute_types,
+    factory_calls,
+    returned_type,
+    scope_types,
+)
+
+from tests.support.indexes import build_index
+
+LEXICAL = {"retriever.context_dense": False}
+
+
+def test_annotations_name_classes_not_builtins_or_typing_wrappers() -> None:
+    text = 'def f(self, env: "Environment", x: t.Optional[Foo] = None, n: int = 1, s: te.Literal[1]):\n'
+    text += "    y: Bar | None = None\n    z = {'a': Baz}\n"
+    assert annotated_names(text) == {"env": "Environment", "x": "Foo", "y": "Bar"}
+    assert annotated_names("function f(env: Environment, n?: Options): Result {") == {
+        "env": "Environment",
+        "n": "Options",
+    }
+
+
+def test_attribute_types_come_from_the_class_body_and_init() -> None:
+    cls = (
+        "class Parser:\n"
+        "    stream: TokenStream\n"
+        "    def __init__(self, env: Environment, name):\n"
+        "        self.env = env\n"
+        "        self.name = name\n"
+        "        self.lexer = lexers.Lexer(env)\n"
+        "        self.cache: Cache = {}\n"
+    )
+    assert attribute_types(cls) == {
+        "self.stream": "TokenStream",
+        "self.env": "Environment",
+        "self.lexer": "lexers.Lexer",
+        "self.cache": "Cache",
+    }
+    # A constructed object beats an annotation of the same name; the class's attributes come last.
+    assert scope_types("def g(c: Base):\n    c = Client()", cls, {"c": "Client"})["c"] == "Client"
+
+
+def test_factories_and_their_return_annotations() -> None:
+    assert factory_calls("x = make(1)\ny = Foo.from_x(2)\nz = Z()\n", {"z": "Z"}) == {
+        "x": "make",
+        "y": "Foo.from_x",
+    }
+    assert returned_type('def f(a) -> "Environment":') == "Environment"
+    assert returned_type("def f(a) -> t.Optional[Template]:") == "Template"
+    assert returned_type("function f(a): Promise<Foo> {") == "Foo"
+    assert returned_type("def f(a) -> int:") == returned_type("def f(a) -> Any:") == ""
+
+
+def _write(root: Path, rel: str, text: str) -> None:
+    (root / rel).parent.mkdir(parents=True, exist_ok=True)
+    (root / rel).write_text(text)
+
+
+def _repo(root: Path) -> None:
+    (root / ".git").mkdir(parents=True)
+    base = "class Stream:\n" + "".join(
+        f"    def {n}(self):\n        '''{n} the stream.'''\n        return 1\n\n"
+        for n in ("rewind", "close")
+    )
+    tokens = "from pkg.base import Stream\n\n\nclass TokenStream(Stream):\n" + "".join(
+        f"    def {n}(self):\n        return 1\n\n" for n in ("look", "skip", "expect", "current")
+    )
+    _write(root, "pkg/base.py", base)
+    _write(root, "pkg/tokens.py", tokens)
+    _write(root, "pkg/env.py", "def make_stream(text) -> 'TokenStream':\n    return None\n")
+
+
+def _ranked(root: Path, rel: str, writing: str, tail: str = "\n") -> list[str]:
+    _write(root, rel, writing + tail)
+    settings, store = build_index(root, **LEXICAL)
+    text = (root / rel).read_text()
+    rows = writing.split("\n")
+    result = assemble_context(store, settings, rel, text, len(rows) - 1, len(rows[-1]))
+    # Definitions only: in a workspace this small, similar-code search finds every method anyway.
+    return [c.symbol for c in result.ranked if c.reason == "definition"][:10]
+
+
+def test_an_annotated_parameter_offers_its_classs_methods(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    _repo(root)
+    writing = (
+        "from pkg.tokens import TokenStream\n\n\n"
+        "def parse_block(stream: TokenStream):\n"
+        "    stream.look()\n"
+        "    return "
+    )
+    top = _ranked(root, "pkg/parse.py", writing)
+    # Nothing in the workspace calls these: only the receiver's class can offer them.
+    assert {"TokenStream.skip", "TokenStream.expect"} <= set(top), top
+    assert "Stream.rewind" in top, top  # a base class's method
+
+
+def test_an_attribute_set_in_init_offers_its_classs_methods(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    _repo(root)
+    writing = (
+        "from pkg.tokens import TokenStream\n\n\n"
+        "class Parser:\n"
+        "    def __init__(self, text):\n"
+        "        self.stream = TokenStream(text)\n\n"
+        "    def parse(self):\n"
+        "        return "
+    )
+    top = _ranked(root, "pkg/parser.py", writing)
+    assert {"TokenStream.expect", "TokenStream.look"} <= set(top), top
+
+
+def test_a_factorys_return_annotation_types_its_result(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    _repo(root)
+    _write(root, "pkg/env.py", "from pkg.tokens import TokenStream\n\n\n" + (root / "pkg/env.py").read_text())
+    writing = (
+        "from pkg.env import make_stream\n\n\n"
+        "def parse_text(text):\n"
+        "    tokens = make_stream(text)\n"
+        "    return "
+    )
+    top = _ranked(root, "pkg/read.py", writing)
+    assert {"TokenStream.expect", "TokenStream.look"} <= set(top), top
+
+
+def test_typescript_annotated_fields_and_parameters(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    (root / ".git").mkdir(parents=True)
+    methods = "".join(f"  {n}(): number {{\n    return 1;\n  }}\n" for n in ("look", "skip", "expect"))
+    _write(root, "lib/tokens.ts", f"export class TokenStream {{\n{methods}}}\n")
+    writing = (
+        "import { TokenStream } from './tokens';\n\n"
+        "export class Parser {\n"
+        "  private stream: TokenStream;\n\n"
+        "  parse(): number {\n"
+        "    return "
+    )
+    top = _ranked(root, "lib/parser.ts", writing, "\n  }\n}\n")
+    assert {"TokenStream.skip", "TokenStream.expect"} <= set(top), top
