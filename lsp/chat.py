@@ -129,7 +129,6 @@ def register(server: CodectxServer) -> None:
         mentions = union(mentions_in(message), _mentions(args.get("mentions")))
         turn = TurnInput(message, mentions=mentions, diagnostics=list(args.get("diagnostics") or []))
         where(ls, args, turn)
-        await index_ready(folder)
         session = ls.session(folder)
         line, character = turn.position or (0, 0)
         record = ls.history.start("chat", uri, turn.path or "", line, character)
@@ -144,7 +143,15 @@ def register(server: CodectxServer) -> None:
             ls.protocol.notify(NOTICE, payload)
 
         try:
-            result = await chat.send(session, cid, turn, on_delta=delta, on_notice=notice, uri=uri)
+            result = await chat.send(
+                session,
+                cid,
+                turn,
+                on_delta=delta,
+                on_notice=notice,
+                uri=uri,
+                before=lambda: index_ready(folder),
+            )
         except Exception as exc:
             record.status, record.error = "error", str(exc)
             raise

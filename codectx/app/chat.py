@@ -19,13 +19,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from codectx.app import chat_prompt as prompt
 from codectx.app.chat_apply import apply_block
-from codectx.app.chat_context import Gatherer, Piece, Span, TurnInput
+from codectx.app.chat_context import Gathered, Gatherer, Piece, Span, TurnInput
 from codectx.app.chat_model import (
     UNTITLED,
     Citation,
@@ -138,7 +138,10 @@ class ChatService:
         on_delta: OnDelta | None = None,
         on_notice: OnNotice | None = None,
         uri: str = "",
+        before: Callable[[], Awaitable[None]] | None = None,
     ) -> TurnResult:
+        """Run one turn. `before` is awaited first, as part of the turn (the language server waits
+        there for the first index), so a cancel while it runs stops the turn like any other."""
         conv = self.store.get(conversation_id)
         cid = conv.conversation_id
         if not turn.message.strip():
@@ -146,7 +149,13 @@ class ChatService:
         if cid in self.running:
             raise Busy("a turn of this conversation is still running; stop it or wait for it")
         running = self.running[cid] = Running()
-        work = asyncio.ensure_future(self._turn(session, conv, turn, running, on_delta, on_notice, uri))
+
+        async def whole() -> TurnResult:
+            if before is not None:
+                await before()
+            return await self._turn(session, conv, turn, running, on_delta, on_notice, uri)
+
+        work = asyncio.ensure_future(whole())
         try:
             try:
                 return await asyncio.shield(work)
@@ -194,7 +203,10 @@ class ChatService:
             session.settings.root,
             session.settings.privacy.scan_timeout_s,
         )
-        gathered = await asyncio.to_thread(gatherer.gather, turn)
+        # Stopped already (while `before` ran): nothing will be sent, so nothing is gathered.
+        gathered = (
+            Gathered(budget=budget) if running.stopped else await asyncio.to_thread(gatherer.gather, turn)
+        )
         notices: list[str] = []
 
         def tell(kind: str, message: str, turn_id: str | None) -> None:

@@ -208,6 +208,29 @@ async def test_cancel_both_ways_gives_a_result(tmp_path: Path, repo: Path) -> No
         assert [t.get("cancelled") for t in got["turns"] if t["role"] == "assistant"] == [True, True]
 
 
+async def test_cancel_right_behind_the_send_gives_a_result(tmp_path: Path, repo: Path) -> None:
+    """$/cancelRequest written right behind the send on the same pipe: it reaches the server while
+    the turn is still getting ready (waiting for the index, gathering the context), before the
+    answer streams. The caller still gets a result with `cancelled`, not RequestCancelled."""
+    long_answer = chat_scenario.answer_for(chat_scenario.LONG_QUESTION, repo)
+    async with chat_session(tmp_path, repo) as lsp:
+        cid = (await call(lsp, "codectx/chat/start", {}))["conversationId"]
+        params = {"conversationId": cid, "message": chat_scenario.LONG_QUESTION}
+        # pygls's send_request writes at once (pytest-lsp's async variant writes only when awaited).
+        pending = lsp.protocol.send_request("codectx/chat/send", params, msg_id="send-early")
+        lsp.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id="send-early"))
+        result = plain(await asyncio.wait_for(asyncio.wrap_future(pending), 120))
+        assert result["cancelled"] is True
+        assert len(result["text"]) < len(long_answer) and long_answer.startswith(result["text"])
+        got = await call(lsp, "codectx/chat/get", {"conversationId": cid})
+        assert [t.get("cancelled") for t in got["turns"] if t["role"] == "assistant"] == [True]
+        # The conversation is free again: the next turn runs to its end.
+        question = {"conversationId": cid, "message": chat_scenario.QUESTION}
+        again = await call(lsp, "codectx/chat/send", question)
+        assert again["cancelled"] is False
+        assert again["text"] == chat_scenario.answer_for(chat_scenario.QUESTION, repo)
+
+
 async def test_refusals_errors_and_mentions(tmp_path: Path, repo: Path) -> None:
     async with chat_session(tmp_path, repo) as lsp:
         cid = (await call(lsp, "codectx/chat/start", {}))["conversationId"]
