@@ -307,6 +307,7 @@ _PROMPT_TOKENS = re.compile(r"(?:contains at least|contains|requested) (\d+) (?:
 # vLLM clamps max_tokens to the room the prompt leaves; a prompt that fills the whole window
 # leaves none and is refused with this message instead of the context-length one.
 _NO_ROOM = re.compile(r"max_tokens must be at least 1, got (-?\d+)")
+_INPUT_OVER = re.compile(r"Input length \((\d+)\) exceeds model's maximum context length \((\d+)\)")
 
 
 def _overflow_shrink(exc: BackendRejected, max_tokens: int, limit: int | None = None) -> float | None:
@@ -318,8 +319,11 @@ def _overflow_shrink(exc: BackendRejected, max_tokens: int, limit: int | None = 
     if exc.status != 400:
         return None
     stated, used = _CONTEXT_LIMIT.search(text), _PROMPT_TOKENS.search(text)
+    over = _INPUT_OVER.search(text)
     if stated is not None and used is not None:
         window, prompt = int(stated.group(1)), int(used.group(1))
+    elif over is not None:
+        window, prompt = int(over.group(2)), int(over.group(1))
     elif _NO_ROOM.search(text) is not None and limit is not None:
         window, prompt = limit, limit  # the prompt took the whole window
     else:

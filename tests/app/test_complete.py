@@ -406,3 +406,24 @@ async def test_other_rejections_are_not_retried(tmp_path: Path, server: fs.Fault
         with pytest.raises(BackendRejected, match="temperature"):
             await service.complete("calc.py", DOC, 4, 4, context=None)
     assert len([r for r in server.requests if r.path == "/v1/completions"]) == 1
+
+
+def test_every_context_overflow_wording_gives_a_cut() -> None:
+    """The wordings vLLM uses for a prompt over the window, each read as "cut by this much"."""
+    from codectx.backend.errors import BackendRejected
+
+    from codectx.app.completion import _overflow_shrink
+
+    def shrink(message: str, limit: int | None = 1024) -> float | None:
+        exc = BackendRejected("rejected", status=400, server_message=message)
+        return _overflow_shrink(exc, 64, limit)
+
+    stated = shrink(
+        "This model's maximum context length is 1024 tokens. However, your prompt contains 2000 input tokens"
+    )
+    assert stated is not None and stated < 0.5  # half the prompt and more must go
+    assert shrink("Input length (2000) exceeds model's maximum context length (1024).") == stated
+    no_room = shrink("max_tokens must be at least 1, got 0.")
+    assert no_room is not None and 0.5 < no_room < 0.95
+    assert shrink("max_tokens must be at least 1, got 0.", limit=None) is None  # no window known
+    assert shrink("temperature must be non-negative") is None
