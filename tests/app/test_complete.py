@@ -376,7 +376,9 @@ async def test_prompt_is_fitted_to_a_small_server(tmp_path: Path, server: fs.Fau
     assert service.last is not None and service.last.items == []
 
 
-async def test_a_prompt_that_fills_the_window_is_cut_and_sent_again(tmp_path: Path, server: fs.FaultServer) -> None:
+async def test_a_prompt_that_fills_the_window_is_cut_and_sent_again(
+    tmp_path: Path, server: fs.FaultServer
+) -> None:
     """vLLM clamps max_tokens to the room the prompt leaves; a prompt that takes the whole window is
     refused with "max_tokens must be at least 1, got 0" (not the context-length message). The
     service cuts the prompt and tries once more instead of failing the completion."""
