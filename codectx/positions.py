@@ -96,10 +96,13 @@ def cursor_from_args(file: str, line: str | None, character: str | None) -> Curs
     )
 
 
-def to_zero_based(cursor: Cursor, text: str, shown: str) -> tuple[int, int]:
+def to_zero_based(cursor: Cursor, text: str, shown: str, clamp_column: bool = False) -> tuple[int, int]:
     """The 0-based (line, character) of `cursor` in `text`; a usage error naming the document's
     line count (or the line's length) when the cursor is past its end. The line after a final
-    newline, and the column after a line's last character, are places a cursor can be."""
+    newline, and the column after a line's last character, are places a cursor can be.
+    `clamp_column`: a column past the end is the line's end (for tools that overshoot a little)."""
+    if cursor.line < 1 or cursor.column < 1:
+        raise UsageError(f"line {cursor.line}, column {cursor.column}: lines and columns are 1-based")
     rows = text.split("\n")
     if cursor.line > len(rows):
         count = len(rows) - 1 if text.endswith("\n") else len(rows)
@@ -107,6 +110,8 @@ def to_zero_based(cursor: Cursor, text: str, shown: str) -> tuple[int, int]:
             f"line {cursor.line} is past the end of {shown} (it has {count} line{'s' * (count != 1)})"
         )
     length = len(rows[cursor.line - 1])
+    if clamp_column:
+        return cursor.line - 1, min(cursor.column - 1, length)
     if cursor.column > length + 1:
         raise UsageError(
             f"column {cursor.column} is past the end of line {cursor.line} of {shown} "

@@ -165,7 +165,7 @@ def main() -> int:
             "--line",
             "3",
             "--character",
-            "12",
+            "1",  # 1-based: the empty line 3 (the LSP request below overshoots; the CLI refuses to)
             "--backend-url",
             url,
         ],
