@@ -13,6 +13,9 @@ Never the workspace's `.git/config`: a cloned repository is untrusted, and a rep
 any file it names). The config files are parsed here (an INI-ish `[core] excludesFile = ...`),
 so git need not be installed and no git process runs per walk; `include.path` is not followed.
 
+Like `.gitignore` files in this walk, the global excludes apply inside a git repository or not
+(git and ripgrep apply them only inside one; a workspace without `.git` is still the user's).
+
 A configured file that is missing, unreadable, binary or huge gives one warning and no rules;
 the default file missing is the usual case and says nothing.
 """
@@ -27,7 +30,7 @@ from pathlib import Path
 
 from codectx.indexer.walk.ignorefiles import read_limited
 
-_SECTION = re.compile(r'^\s*\[\s*([A-Za-z0-9.-]+)(?:\s+"[^"]*")?\s*\]\s*(.*)$')
+_SECTION = re.compile(r'^\s*\[\s*([A-Za-z0-9.-]+)(\s+"[^"]*")?\s*\]\s*(.*)$')
 _KEY = re.compile(r"^\s*([A-Za-z][A-Za-z0-9-]*)\s*(?:=\s*(.*?))?\s*$")
 CONFIG_MAX_BYTES = 1 << 20  # a git config past this is not one: skipped with a warning
 
@@ -79,8 +82,9 @@ def excludes_setting(text: str) -> str | None:
     for line in text.splitlines():
         head = _SECTION.match(line)
         if head:
-            section = head.group(1).lower()
-            line = head.group(2)  # `[core] excludesFile = x` on one line is valid git config
+            # `[core "x"]` is another section; `[core] excludesFile = x` on one line is valid git config.
+            section = head.group(1).lower() + ("." if head.group(2) else "")
+            line = head.group(3)
             if not line.strip():
                 continue
         if section != "core":

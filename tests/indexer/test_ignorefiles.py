@@ -168,6 +168,7 @@ def test_config_parsing() -> None:
     assert excludes_setting('[core]\nexcludesfile = /first\n[remote "o"]\nexcludesfile = /x\n') == "/first"
     assert excludes_setting("[core]\nexcludesfile = /a\nexcludesfile = /b\n") == "/b"
     assert excludes_setting("# [core]\n; excludesfile = /c\n") is None
+    assert excludes_setting('[core "sub"]\nexcludesfile = /sub\n') is None
 
 
 def _indexed_paths(root: Path, capsys: pytest.CaptureFixture[str]) -> set[str]:
