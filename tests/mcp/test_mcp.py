@@ -220,8 +220,8 @@ def test_malformed_arguments_are_tool_errors(recorded: dict[str, Any]) -> None:
     assert "unknown language" in typo.text and "python" in typo.text
     assert "k" in k0.text and "query" in no_query.text and "start_line" in line0.text
     assert "symbol" in nothing.text
-    # Positions in errors are the agent's own, 1-based, with the file's length.
-    assert "lines and columns are 1-based" in context0.text
+    # Positions in errors are the agent's own, 1-based (the schema refuses 0), with the file's length.
+    assert "line" in context0.text and "greater than or equal to 1" in context0.text
     assert "line 100000 is past the end of shipyard/payments.py (it has" in past.text
     assert "nope/missing.py: no such file" in missing.text
     assert str(recorded["root"]) not in missing.text  # the agent is told workspace paths only
