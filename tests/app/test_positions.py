@@ -54,6 +54,14 @@ def test_a_line_search_prints_is_the_line_context_and_complete_address(
     code, out, _ = run(capsys, "context", f"{path}:{start}:5", "--lexical")
     assert out.startswith(f"{path}:{start}:5  budget")  # the text output says it back, 1-based
 
+    # context's own text output lists fmt's definition (pkg/util/helpers.py, which main.py
+    # imports) at the lines search printed for it.
+    code, out, _ = run(capsys, "search", "format_url", "--lexical", "-k", "10")
+    helpers = re.search(r"^\s*\d+\. pkg/util/helpers\.py:(\d+-\d+)\s+format_url", out, re.MULTILINE)
+    assert helpers is not None, out
+    code, out, _ = run(capsys, "context", "app/main.py:12:11", "--lexical")
+    assert re.search(rf"definition\s+pkg/util/helpers\.py:{helpers.group(1)}\s+format_url", out), out
+
     dry = ["--dry-run", "--json", "--no-context"]
     code, out, err = run(capsys, "complete", f"{path}:{start}:5", *dry)
     assert code == 0, err
