@@ -16,6 +16,7 @@ from codectx import __version__
 from codectx.clikit import print_json, settings_for, workspace_root
 from codectx.errors import CodectxError
 from codectx.platforms import unsupported_platform
+from codectx.positions import CONVENTION
 from codectx.runtime import quiet_dependencies
 from codectx.schema import SCHEMA
 from codectx.tuning import light_lancedb_import, serve_queries
@@ -141,6 +142,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         prog="codectx",
         description="A coding assistant that keeps your code on your machine: index, search, "
         "assemble context, redact secrets, and audit every byte sent to the model server.",
+        epilog=CONVENTION,
     )
     parser.add_argument("-V", "--version", action="version", version=f"codectx {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

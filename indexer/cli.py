@@ -20,10 +20,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     index = sub.add_parser(
         "index",
         help="build or update the local index of a workspace",
-        description="Index a workspace: discover source files (honouring .gitignore and .codectxignore, "
-        "never secret files), chunk them with tree-sitter, commit the full-text and symbol index, then "
-        "compute embeddings. Re-running only touches what changed; an interrupted run is completed by "
-        "the next one.",
+        description="Index a workspace: discover source files (honouring .gitignore, .ignore, "
+        ".codectxignore, .git/info/exclude and your global git excludes; never secret files), chunk "
+        "them with tree-sitter, commit the full-text and symbol index, then compute embeddings. "
+        "Re-running only touches what changed; an interrupted run is completed by the next one.",
     )
     index.add_argument("path", nargs="?", help="workspace folder (default: the one around .)")
     add_index_dir(index)

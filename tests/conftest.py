@@ -15,6 +15,7 @@ _SANDBOX = Path(tempfile.mkdtemp(prefix="codectx-tests-"))
 for _var in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME"):
     os.environ[_var] = str(_SANDBOX / _var.lower())
 os.environ["HOME"] = str(_SANDBOX / "home")
+os.environ.pop("GIT_CONFIG_GLOBAL", None)  # the developer's git config names no excludes file here
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

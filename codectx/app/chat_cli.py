@@ -27,10 +27,11 @@ from codectx.app.session import WorkspaceSession
 from codectx.backend.errors import BackendNotConfigured
 from codectx.clikit import add_json, add_root, print_json, settings_for, stderr, workspace_root
 from codectx.errors import CodectxError, UsageError
+from codectx.positions import Cursor, cursor_from_args, split_location, to_zero_based, zero_based_json
 from codectx.settings import Settings, state_dir
 
 HELP = """commands:
-  /file PATH [LINE]   the current file (and 1-based line) for the implicit context; /file alone clears it
+  /file PATH [LINE]   the current file (and 1-based line, or PATH:LINE) for context; /file alone clears it
   /clear              start a new conversation
   /save [PATH]        export the conversation as Markdown (default: ./codectx-chat-ID.md)
   /help               this list
@@ -76,10 +77,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--file", metavar="F", help="the current file, for the implicit context")
     p.add_argument(
-        "--line", type=int, metavar="L", help="1-based line in --file (the enclosing scope goes in)"
+        "--file", metavar="F", help="the current file, for the implicit context (F or F:LINE, 1-based)"
     )
+    p.add_argument("--line", metavar="L", help="1-based line in --file (the enclosing scope goes in)")
     p.add_argument("--backend-url", metavar="URL", help="model server, e.g. http://127.0.0.1:8000/v1")
     p.add_argument("--model", help="served model name (default: backend.model, else the server's first)")
     p.add_argument("--lexical", action="store_true", help="search without vectors (no model load)")
@@ -90,6 +91,10 @@ class Workspace:
     """The session of the command's workspace, and the file the user is looking at."""
 
     def __init__(self, args: argparse.Namespace) -> None:
+        line: int | None = None
+        if args.file and (args.line is not None or split_location(args.file)[1] is not None):
+            cursor = cursor_from_args(args.file, args.line, None)
+            args.file, line = cursor.file, cursor.line
         file = Path(args.file).expanduser() if args.file else None
         if file is not None and not file.is_file():
             raise UsageError(f"no such file: {args.file}")
@@ -101,7 +106,7 @@ class Workspace:
         self.path: str | None = None
         self.line: int | None = None
         if file is not None:
-            self.set_file(str(file), args.line)
+            self.set_file(str(file), line)
 
     def set_file(self, name: str, line: int | None) -> None:
         target = Path(name).expanduser()
@@ -109,7 +114,9 @@ class Workspace:
         if line is not None and line < 1:
             raise UsageError("--line is 1-based")
         self.path = relative_path(self.root, target)
-        read_document(self.root / self.path)  # a clear error now for folders, binary, huge files
+        text = read_document(self.root / self.path)  # a clear error now for folders, binary, huge files
+        if line is not None:
+            to_zero_based(Cursor(self.path, line, 1), text, self.path)  # past the end: a clear error
         self.line = line
 
     def session(self) -> WorkspaceSession:
@@ -159,7 +166,8 @@ def _ask(args: argparse.Namespace) -> int:
 
     result = asyncio.run(run())
     if args.json:
-        print_json({**result.wire(space.uri_of()), "title": chat.get(conv.conversation_id).title})
+        wire = {**result.wire(space.uri_of()), "title": chat.get(conv.conversation_id).title}
+        print_json(zero_based_json(wire))  # citations' startLine/endLine, as the editors get them
         return 0
     if not result.turn.text.endswith("\n"):
         sys.stdout.write("\n")

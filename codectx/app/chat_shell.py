@@ -22,6 +22,7 @@ from codectx.app.chat import ChatService
 from codectx.app.chat_cli import HELP, run_turn
 from codectx.app.chat_model import TurnResult, markdown
 from codectx.errors import CodectxError
+from codectx.positions import split_location
 
 if TYPE_CHECKING:
     from codectx.app.chat_cli import Workspace
@@ -145,7 +146,12 @@ class Shell:
             return
         parts = rest.rsplit(" ", 1)
         line = int(parts[1]) if len(parts) == 2 and parts[1].isdigit() else None
-        self.space.set_file(parts[0] if line is not None else rest, line)
+        name = parts[0] if line is not None else rest
+        if line is None:  # `/file src/app.py:42`, as rg and compilers print it
+            located, row, _column = split_location(rest)
+            if row is not None and row.isdigit():
+                name, line = located, int(row)
+        self.space.set_file(name, line)
         self.err.print(f"current file: {self.space.path}" + (f" line {line}" if line else ""))
 
     def _readline(self) -> None:

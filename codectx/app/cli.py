@@ -38,6 +38,7 @@ from codectx.clikit import (
     workspace_root,
 )
 from codectx.errors import CodectxError, UsageError
+from codectx.positions import add_position_args, cursor_from_args, to_zero_based, zero_based_json
 from codectx.settings import Settings
 
 
@@ -87,7 +88,8 @@ def _register_search(sub: argparse._SubParsersAction) -> None:  # type: ignore[t
         "search",
         help="hybrid search of the index (vectors + full text + symbol names)",
         description="Search the workspace index. Natural language and identifiers both work: "
-        "vector, full-text and symbol-name results are fused. Lines in results are 0-based, inclusive.",
+        "vector, full-text and symbol-name results are fused. Lines are 1-based (FILE:FIRST-LAST, "
+        'inclusive); --json gives them 0-based, saying so in "positions": "0-based".',
         epilog='examples:\n  codectx search "parse the config file"\n  codectx search Session.send -k 3 '
         "--show\n  codectx search --batch queries.jsonl . > results.jsonl",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -142,7 +144,8 @@ def _search(args: argparse.Namespace) -> int:
                 response = session.search(
                     q, args.k or record.get("k"), languages=languages, glob=args.glob, dense=dense
                 )
-                print_jsonl({"id": qid, "results": [r.as_dict(args.show) for r in response.results]})
+                results = [r.as_dict(args.show) for r in response.results]
+                print_jsonl(zero_based_json({"id": qid, "results": results}))
             except CodectxError as exc:
                 print_jsonl({"id": qid, "error": str(exc)})
         return 0
@@ -151,13 +154,15 @@ def _search(args: argparse.Namespace) -> int:
         stderr(f"codectx: note: {note}")
     if args.json:
         print_json(
-            {
-                "query": query,
-                "partial": response.partial,
-                "vectors_pending": response.vectors_pending,
-                "notes": response.notes,
-                "results": [r.as_dict(args.show) for r in response.results],
-            }
+            zero_based_json(
+                {
+                    "query": query,
+                    "partial": response.partial,
+                    "vectors_pending": response.vectors_pending,
+                    "notes": response.notes,
+                    "results": [r.as_dict(args.show) for r in response.results],
+                }
+            )
         )
         return 0
     if not response.results:
@@ -203,16 +208,19 @@ def _register_context(sub: argparse._SubParsersAction) -> None:  # type: ignore[
     p = sub.add_parser(
         "context",
         help="the completion context codectx would send for a cursor position",
-        description="Assemble completion context for FILE at a 0-based line and character: definitions "
-        "of symbols used near the cursor, scope siblings, retrieved snippets, within the token budget.",
-        epilog="examples:\n  codectx context src/app.py --line 41 --character 8 --explain\n"
-        "  cat buffer.py | codectx context src/app.py --line 3 --character 0 --stdin --json\n"
+        description="Assemble completion context for FILE at a 1-based line and column (--line, "
+        "--character, or FILE:LINE:COL): definitions of symbols used near the cursor, scope siblings, "
+        "retrieved snippets, within the token budget. --json and --batch count from 0, like LSP.",
+        epilog="examples:\n  codectx context src/app.py --line 42 --character 9 --explain\n"
+        "  codectx context src/app.py:42:9 --explain\n"
+        "  cat buffer.py | codectx context src/app.py --line 4 --stdin --json\n"
         "  codectx context --batch requests.jsonl . > contexts.jsonl",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("file", nargs="?", help="the document (with --batch: the workspace folder)")
-    p.add_argument("--line", type=int, help="0-based line of the cursor")
-    p.add_argument("--character", type=int, default=0, help="0-based character in the line (default 0)")
+    p.add_argument(
+        "file", nargs="?", help="the document, FILE or FILE:LINE[:COL] (with --batch: the workspace folder)"
+    )
+    add_position_args(p)
     p.add_argument("--stdin", action="store_true", help="read the document text from stdin (unsaved edits)")
     p.add_argument("--explain", action="store_true", help="say why each item is there and what was dropped")
     p.add_argument("--show", action="store_true", help="print each item's text")
@@ -223,7 +231,8 @@ def _register_context(sub: argparse._SubParsersAction) -> None:  # type: ignore[
     p.add_argument(
         "--batch",
         metavar="FILE",
-        help='JSONL of {"id","path","text","line","character"} ("-" = stdin); writes {"id","items","budget"}',
+        help='JSONL of {"id","path","text","line","character"} (0-based, like LSP; "-" = stdin); writes '
+        '{"id","items","budget"}',
     )
     add_root(p)
     add_json(p)
@@ -234,14 +243,14 @@ def _register_context(sub: argparse._SubParsersAction) -> None:  # type: ignore[
 def _context(args: argparse.Namespace) -> int:
     if not args.batch and not args.file:
         raise UsageError("give a FILE and --line (or --batch FILE)")
+    cursor = None
     if args.batch:
         root = workspace_root(args.file)
     else:
-        if args.line is None:
-            raise UsageError("--line is required (0-based)")
-        target = Path(args.file).expanduser()
+        cursor = cursor_from_args(args.file, args.line, args.character)
+        target = Path(cursor.file).expanduser()
         if not args.stdin and not target.exists():
-            raise UsageError(f"no such file: {args.file}")
+            raise UsageError(f"no such file: {cursor.file}")
         root = document_root(target, args.root)
     extra: dict[str, Any] = {"retriever.budget_tokens": args.budget}
     if args.lexical:
@@ -262,20 +271,24 @@ def _context(args: argparse.Namespace) -> int:
                     )
                 )
                 print_jsonl(
-                    {
-                        "id": rid,
-                        "items": [i.as_dict(args.show) for i in result.items],
-                        "budget": result.budget.as_dict(),
-                    }
+                    zero_based_json(
+                        {
+                            "id": rid,
+                            "items": [i.as_dict(args.show) for i in result.items],
+                            "budget": result.budget.as_dict(),
+                        }
+                    )
                 )
             except CodectxError as exc:
                 print_jsonl({"id": rid, "error": str(exc)})
         return 0
-    rel = relative_path(root, args.file)
+    assert cursor is not None
+    rel = relative_path(root, cursor.file)
     text = sys.stdin.read() if args.stdin else read_document(root / rel)
-    result = _assembled(session.context(rel, text, args.line, args.character))
+    line, character = to_zero_based(cursor, text, rel)
+    result = _assembled(session.context(rel, text, line, character))
     if args.json:
-        data = result.as_dict(text=args.show)
+        data = zero_based_json(result.as_dict(text=args.show))
         if args.explain:
             data["explain"] = [
                 {"path": i.path, "start_line": i.start_line, "why": i.why} for i in result.items
@@ -334,11 +347,12 @@ def _batch_document(root: Path, record: dict[str, Any], number: int) -> tuple[st
 
 
 def _print_context(result: Any, explain: bool, show: bool) -> None:  # a ContextResult, all of it
+    """For people: lines and columns 1-based (the result's are 0-based)."""
     b = result.budget
     print(
-        f"{result.path}:{result.line}:{result.character}  budget {b.total} tokens: prefix {b.prefix_used}/"
-        f"{b.prefix_available}, suffix {b.suffix_used}/{b.suffix_available}, context {b.context_used}/"
-        f"{b.context_available}"
+        f"{result.path}:{result.line + 1}:{result.character + 1}  budget {b.total} tokens: "
+        f"prefix {b.prefix_used}/{b.prefix_available}, suffix {b.suffix_used}/{b.suffix_available}, "
+        f"context {b.context_used}/{b.context_available}"
     )
     for note in result.notes:
         print(f"  note: {note}")
@@ -346,7 +360,7 @@ def _print_context(result: Any, explain: bool, show: bool) -> None:  # a Context
         print("  (no context items)")
     for n, item in enumerate(result.items, 1):
         print(
-            f"{n:2}. {item.reason:10} {item.path}:{item.start_line}-{item.end_line}  {item.symbol}  "
+            f"{n:2}. {item.reason:10} {item.path}:{item.start_line + 1}-{item.end_line + 1}  {item.symbol}  "
             f"[{item.tokens} tok, score {item.score:.3f}]"
         )
         if explain:
@@ -357,6 +371,6 @@ def _print_context(result: Any, explain: bool, show: bool) -> None:  # a Context
         if b.dropped:
             print(f"left out for the budget ({len(b.dropped)}):")
             for d in b.dropped:
-                print(f"    {d.reason:10} {d.path}:{d.start_line}-{d.end_line}  {d.symbol}  {d.why}")
+                print(f"    {d.reason:10} {d.path}:{d.start_line + 1}-{d.end_line + 1}  {d.symbol}  {d.why}")
         else:
             print("nothing was left out for the budget")

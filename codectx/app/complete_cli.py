@@ -21,6 +21,7 @@ from codectx.backend.client import BackendClient
 from codectx.backend.errors import BackendNotConfigured, BackendOffline, BackendTimeout
 from codectx.clikit import add_index_dir, add_json, add_root, print_json, settings_for, stderr
 from codectx.errors import UsageError
+from codectx.positions import add_position_args, cursor_from_args, to_zero_based, zero_based_json
 from codectx.settings import Settings
 
 
@@ -28,20 +29,21 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
         "complete",
         help="complete code at a cursor position with the model server",
-        description="Complete FILE at a 0-based line and character (as `codectx context` counts them): "
-        "assemble context from the index, build the fill-in-the-middle prompt, redact it, log it in the "
-        "audit log, send it to backend.url and print the completion. --dry-run prints the exact request "
-        "body instead and sends nothing.",
+        description="Complete FILE at a 1-based line and column (--line, --character, or FILE:LINE:COL, "
+        "as `codectx context` and `codectx search` count them): assemble context from the index, build "
+        "the fill-in-the-middle prompt, redact it, log it in the audit log, send it to backend.url and "
+        "print the completion. --dry-run prints the exact request body instead and sends nothing. "
+        "--json counts from 0, like LSP.",
         epilog="examples:\n"
-        "  codectx complete src/app.py --line 41 --character 8\n"
-        "  cat buffer.py | codectx complete src/app.py --line 3 --character 4 --stdin --json\n"
-        "  codectx complete src/app.py --line 10 --character 0 --dry-run\n"
-        "  codectx complete src/app.py --line 10 --backend-url http://127.0.0.1:8000/v1",
+        "  codectx complete src/app.py --line 42 --character 9\n"
+        "  codectx complete src/app.py:42:9\n"
+        "  cat buffer.py | codectx complete src/app.py --line 4 --character 5 --stdin --json\n"
+        "  codectx complete src/app.py --line 11 --dry-run\n"
+        "  codectx complete src/app.py:11 --backend-url http://127.0.0.1:8000/v1",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("file", help="the document to complete in")
-    p.add_argument("--line", type=int, required=True, help="0-based line of the cursor")
-    p.add_argument("--character", type=int, default=0, help="0-based character in the line (default 0)")
+    p.add_argument("file", help="the document to complete in: FILE or FILE:LINE[:COL]")
+    add_position_args(p)
     p.add_argument("--stdin", action="store_true", help="read the document text from stdin (unsaved edits)")
     p.add_argument(
         "--mode",
@@ -66,11 +68,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def _complete(args: argparse.Namespace) -> int:
-    if args.line < 0 or args.character < 0:
-        raise UsageError("--line and --character are 0-based and must not be negative")
-    target = Path(args.file).expanduser()
+    cursor = cursor_from_args(args.file, args.line, args.character)
+    target = Path(cursor.file).expanduser()
     if not args.stdin and not target.exists():
-        raise UsageError(f"no such file: {args.file}")
+        raise UsageError(f"no such file: {cursor.file}")
     # The document's real path must be inside the workspace (never /etc/passwd through a symlink).
     root = document_root(target, args.root)
     extra: dict[str, object] = {"backend.url": args.backend_url, "backend.model": args.model}
@@ -81,6 +82,7 @@ def _complete(args: argparse.Namespace) -> int:
         raise BackendNotConfigured()
     rel = relative_path(root, target)
     text = sys.stdin.read() if args.stdin else read_document(root / rel)
+    args.line, args.character = to_zero_based(cursor, text, rel)  # the session counts from 0
     index: IndexSource = NoIndexSource()
     if not args.no_context:
         index = CommandIndex(settings, on_missing=_no_index_note)
@@ -185,7 +187,7 @@ async def _run(
             return _print_partial(args, exc)
         echo.end()
     if args.json:
-        data = result.as_dict()
+        data = zero_based_json(result.as_dict())
         data["context"] = session.last.items if session.last else []
         print_json(data)
     else:

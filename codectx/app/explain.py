@@ -26,7 +26,9 @@ def line_span(text: str, start_line: int, end_line: int) -> tuple[int, int]:
     """The [start, end) offsets of lines start_line..end_line (0-based, inclusive; split at \\n)."""
     lines = text.split("\n")
     if start_line < 0 or end_line < start_line or end_line >= len(lines):
-        raise UsageError(f"lines {start_line}-{end_line} are outside the document")
+        # For people (an editor shows it): 1-based, with the document's size.
+        shown = f"lines {start_line + 1}-{end_line + 1}"
+        raise UsageError(f"{shown} are outside the document ({len(lines)} lines)")
     start = sum(len(row) + 1 for row in lines[:start_line])
     return start, start + len("\n".join(lines[start_line : end_line + 1]))
 

@@ -43,7 +43,7 @@ def read_confined(
     first = 0 if start_line is None else start_line
     last = len(lines) - 1 if end_line is None else min(end_line, len(lines) - 1)
     if first < 0 or first > last:
-        raise UsageError(f"lines {first}-{last} are outside {rel} ({len(lines)} lines)")
+        raise UsageError(f"lines {first + 1}-{last + 1} are outside {rel} ({len(lines)} lines)")  # 1-based
     start = sum(len(row) + 1 for row in lines[:first])
     end = start + len("\n".join(lines[first : last + 1]))
     pieces = redaction.pieces() if redact else None

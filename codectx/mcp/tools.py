@@ -22,6 +22,7 @@ from codectx.app.index import search_filters
 from codectx.app.session import NoIndex
 from codectx.errors import CodectxError, UsageError
 from codectx.mcp.workspaces import Roots, Workspace
+from codectx.positions import Cursor, to_zero_based
 from codectx.privacy.egress import SourceSpan
 
 T = TypeVar("T")
@@ -251,7 +252,8 @@ class Tools:
     def get_context(self, path: str, line: int, character: int = 1) -> Released:
         ws, rel = self.roots.locate(path)
         whole = self._run(ws, lambda: ws.session.read_file(rel, redact=False))  # stays here
-        row0, col0 = line - 1, character - 1
+        # 1-based in, as every MCP tool counts; a bad line is an error in the agent's numbers.
+        row0, col0 = to_zero_based(Cursor(rel, line, character), whole.text, rel, clamp_column=True)
         ctx = self._run(ws, lambda: ws.session.context(whole.path, whole.text, row0, col0))
         if ctx is None:
             raise NoIndex(f"the index of {ws.name} is not built yet; try again shortly")

@@ -9,6 +9,7 @@ from typing import Any
 
 from codectx.clikit import add_json, print_json, print_jsonl, settings_for
 from codectx.errors import UsageError
+from codectx.positions import POSITIONS_FIELD, ZERO_BASED
 from codectx.privacy.audit import AuditLog
 from codectx.privacy.errors import AuditChainBroken
 from codectx.privacy.redact import Redactor
@@ -86,6 +87,7 @@ def _redact(args: argparse.Namespace) -> int:
     if args.json:
         print_json(
             {
+                POSITIONS_FIELD: ZERO_BASED,  # each finding's line
                 "file": args.file,
                 "ruleset": redactor.version,
                 "strict": redactor.strict,

@@ -1,12 +1,11 @@
 """Discovery: which files of a workspace get indexed, and why the others do not.
 
-The walk honours `.gitignore` files at every level (each relative to its own
-folder), `.git/info/exclude`, `.codectxignore` files (gitignore syntax, at any
-level, applied after the git rules so they can re-include with `!`) and
-`settings.index.exclude`. It always skips `.git/` and the index folder, and by
-default dependency folders (`node_modules/`, `vendor/`, `third_party/`: code
-the project did not write), virtualenvs (any folder with a `pyvenv.cfg`) and
-build output (`SKIP_DIRS`).
+The walk honours the user's global git excludes (walk/gitexcludes.py), `.git/info/exclude`,
+`.gitignore`, `.ignore` and `.codectxignore` files at every level (each relative to its own
+folder; precedence as ripgrep's, walk/ignorefiles.py) and `settings.index.exclude`. It always
+skips `.git/` and the index folder, and by default dependency folders (`node_modules/`,
+`vendor/`, `third_party/`: code the project did not write), virtualenvs (any folder with a
+`pyvenv.cfg`) and build output (`SKIP_DIRS`).
 
 Secret-bearing files (the never-index / never-send policy, codectx/privacy/policy.py) are
 never indexed, whatever any ignore file says. `.env.example`-style templates
@@ -31,7 +30,6 @@ gives one warning naming the file (and line) in `Discovery.warnings`.
 from __future__ import annotations
 
 import os
-import posixpath
 import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -40,7 +38,9 @@ from pathlib import Path
 import pathspec
 from codectx.indexer.errors import IndexerError
 from codectx.indexer.parsing.languages import language_for, language_from_shebang, refine_language
+from codectx.indexer.walk import ignorefiles as tiers
 from codectx.indexer.walk.content import sniff, text_head
+from codectx.indexer.walk.gitexcludes import global_excludes
 from codectx.indexer.walk.ignorefiles import IgnoreRules, ignore_spec, pattern_warnings, read_patterns
 from codectx.indexer.walk.skiprules import (
     LOCKFILES,
@@ -139,6 +139,8 @@ class Walker:
         self.out.warnings.extend(
             pattern_warnings(tuple(settings.index.never_index), "setting index.never_index")
         )
+        self.excludes = global_excludes(root)  # read once per walk: walkrecord.py signs its stat
+        self.out.warnings.extend(self.excludes.warnings)
         # Paths inside the walk are strings: pathlib objects for every entry cost a third of it.
         self.index_dir: str | None = None
         try:
@@ -152,28 +154,32 @@ class Walker:
         return ignore_spec(patterns)
 
     def base_rules(self) -> IgnoreRules:
-        specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []
+        """The rules of the whole workspace: global excludes, settings, `.git/info/exclude`."""
+        rules = IgnoreRules(())
+        if self.excludes.patterns and self.excludes.path is not None:
+            spec = self.compiled(self.excludes.patterns, f"global git excludes {self.excludes.path}")
+            rules = rules.adding(tiers.GLOBAL, "", spec)
         exclude = tuple(self.settings.index.exclude)
         if exclude:
-            specs.append(("", self.compiled(exclude, "setting index.exclude")))
+            rules = rules.adding(tiers.SETTINGS, "", self.compiled(exclude, "setting index.exclude"))
         info = read_patterns(self.root / ".git" / "info" / "exclude")
         if info:
-            specs.append(("", self.compiled(info, ".git/info/exclude")))
-        return IgnoreRules(tuple(specs))
+            rules = rules.adding(tiers.INFO_EXCLUDE, "", self.compiled(info, ".git/info/exclude"))
+        return rules
 
     def rules_for(
         self, real_dir: str, rel_dir: str, parent: IgnoreRules, names: set[str] | None = None
     ) -> IgnoreRules:
         """The rules in force inside a folder; `names` (its listing) spares opening absent files."""
-        specs = list(parent.specs)
-        for ignore_file in (".gitignore", ".codectxignore"):
+        rules = parent
+        for ignore_file, tier in tiers.FOLDER_FILES:
             if names is not None and ignore_file not in names:
                 continue
             patterns = read_patterns(Path(real_dir, ignore_file))
             if patterns:
                 source = shown(f"{rel_dir}/{ignore_file}" if rel_dir else ignore_file)
-                specs.append((rel_dir, self.compiled(patterns, source)))
-        return IgnoreRules(tuple(specs)) if len(specs) != len(parent.specs) else parent
+                rules = rules.adding(tier, rel_dir, self.compiled(patterns, source))
+        return rules
 
     def skip(self, rel: str, reason: str) -> None:
         self.out.skipped.append(Skipped(rel, reason))
@@ -371,65 +377,8 @@ def discover(root: Path, settings: Settings, known: Mapping[str, tuple[int, int]
 
 
 def discover_files(root: Path, settings: Settings, paths: Iterable[str]) -> Discovery:
-    """Discovery's verdict on a few workspace-relative paths, without walking the whole tree.
+    """Discovery's verdict on a few workspace-relative paths, without walking the whole tree
+    (walk/pathcheck.py: the same rules as `discover`, for files an editor saved)."""
+    from codectx.indexer.walk.pathcheck import check_paths  # it builds on Walker, defined here
 
-    For re-indexing files an editor saved: the same rules as `discover` (ignore files along
-    each path, default skips, never-index list, symlinks), and ignored files are listed with
-    reason "ignored". Paths outside the workspace get "outside-root", missing ones "missing".
-    """
-    real_root = Path(os.path.realpath(root))
-    if not real_root.is_dir():
-        raise DiscoveryError(f"workspace is not a folder: {root}")
-    walker = Walker(real_root, settings)
-    walker.report_ignored = True
-    rules_at: dict[str, IgnoreRules] = {"": walker.rules_for(str(real_root), "", walker.base_rules())}
-    for raw in paths:
-        rel = _norm(raw)
-        if not rel or posixpath.normpath(rel).startswith(".."):
-            walker.skip(raw, "outside-root")
-            continue
-        if undecodable(rel):
-            walker.skip_undecodable(rel)
-            continue
-        rel = posixpath.normpath(rel)
-        parts = rel.split("/")
-        rules = rules_at[""]
-        blocked = False
-        for i, name in enumerate(parts[:-1]):
-            folder = "/".join(parts[: i + 1])
-            real = real_root / folder
-            if (
-                name in (".git", ".codectx")
-                or walker.skipped_folder(name, str(real))
-                or (real / "pyvenv.cfg").exists()
-                or rules.ignored(folder, True)
-            ):
-                blocked = True
-                break
-            if folder not in rules_at:
-                rules_at[folder] = walker.rules_for(str(real), folder, rules)
-            rules = rules_at[folder]
-        if blocked:
-            walker.skip(rel, "ignored")
-            continue
-        path = real_root / rel
-        real_path = os.path.realpath(path)
-        if not walker.inside_root(real_path):
-            walker.skip(rel, "symlink-outside-root")
-            continue
-        if walker.secret_target(real_path, rel):
-            walker.skip(rel, "secret-file")
-            continue
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            walker.skip(rel, "missing")
-            continue
-        except OSError:
-            walker.skip(rel, "unreadable")
-            continue
-        if not stat.S_ISREG(st.st_mode):
-            walker.skip(rel, "not-a-file")
-            continue
-        walker._file(parts[-1], rel, str(path), st, rules)
-    return walker.out
+    return check_paths(root, settings, paths)

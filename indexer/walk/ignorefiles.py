@@ -1,5 +1,11 @@
 """Ignore files: gitignore-syntax patterns as the walk applies them, folder by folder.
 
+Precedence, lowest first (a later match wins, so a higher tier can re-include with `!`): the
+user's global git excludes, `settings.index.exclude`, `.git/info/exclude`, `.gitignore` files,
+`.ignore` files, `.codectxignore` files. Within a tier the deeper file wins. This is ripgrep's
+and fd's order: a `.ignore` anywhere beats any `.gitignore` (`!generated.py` in `.ignore`
+re-includes a file a `.gitignore` excludes), and `.ignore` applies outside git repositories too.
+
 A pattern line that git would refuse (`\\`, `!`, `foo\\`, `[z-a]`) is dropped, as git drops it,
 with one warning naming the file and line (`pattern_warnings`); the rest of the file still
 applies. `IgnoreRules` is the stack of specs in force in one folder (each relative to the folder
@@ -50,15 +56,33 @@ def pattern_warnings(patterns: tuple[str, ...], source: str) -> list[str]:
     ]
 
 
+# Tiers, lowest precedence first (see the module docstring).
+GLOBAL, SETTINGS, INFO_EXCLUDE, GITIGNORE, DOT_IGNORE, CODECTXIGNORE = range(6)
+# The ignore files a folder may hold, with their tiers.
+FOLDER_FILES: tuple[tuple[str, int], ...] = (
+    (".gitignore", GITIGNORE),
+    (".ignore", DOT_IGNORE),
+    (".codectxignore", CODECTXIGNORE),
+)
+IGNORE_MAX_BYTES = 4 << 20  # an ignore file past this is not one (a log, a dump): skipped, warned
+
+
 @dataclass(frozen=True)
 class IgnoreRules:
-    """Ignore specs in force for one folder, lowest precedence first: (base folder, spec)."""
+    """Ignore specs in force for one folder, lowest precedence first: (tier, base folder, spec)."""
 
-    specs: tuple[tuple[str, pathspec.GitIgnoreSpec], ...]
+    specs: tuple[tuple[int, str, pathspec.GitIgnoreSpec], ...]
+
+    def adding(self, tier: int, base: str, spec: pathspec.GitIgnoreSpec) -> IgnoreRules:
+        """These rules and one more spec, placed after every spec of its tier or a lower one."""
+        at = len(self.specs)
+        while at and self.specs[at - 1][0] > tier:
+            at -= 1
+        return IgnoreRules((*self.specs[:at], (tier, base, spec), *self.specs[at:]))
 
     def ignored(self, rel: str, is_dir: bool) -> bool:
         verdict = False
-        for base, spec in self.specs:
+        for _tier, base, spec in self.specs:
             sub = rel[len(base) + 1 :] if base else rel
             if is_dir:
                 sub += "/"
@@ -66,6 +90,25 @@ class IgnoreRules:
             if result is not None:
                 verdict = result
         return verdict
+
+
+def read_limited(path: Path, max_bytes: int = IGNORE_MAX_BYTES) -> tuple[str | None, str | None]:
+    """(the text of a pattern or config file, None) or (None, what is wrong with it): "missing",
+    unreadable, not a file, binary (a NUL byte) or past `max_bytes`. Invalid UTF-8 is replaced."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(max_bytes + 1)
+    except FileNotFoundError:
+        return None, "missing"
+    except IsADirectoryError:
+        return None, "is a folder, not a file"
+    except OSError as exc:
+        return None, f"cannot be read ({exc.strerror or exc})"
+    if len(data) > max_bytes:
+        return None, f"larger than {max_bytes // (1 << 20)} MiB, so not a pattern file"
+    if b"\0" in data:
+        return None, "binary (it has NUL bytes), so not a pattern file"
+    return data.decode("utf-8", errors="replace"), None
 
 
 def read_patterns(path: Path) -> tuple[str, ...]:

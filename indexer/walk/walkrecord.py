@@ -8,8 +8,9 @@ record instead of listing it when nothing it depends on can have changed:
 
 - the folder's own mtime and ctime: any entry added, removed or renamed changes them;
 - the ignore rules in force there: a signature of the stat of every ignore file from the
-  workspace root down (`.git/info/exclude`, each `.gitignore` and `.codectxignore`), so an edited
-  ignore file invalidates every folder below it; settings and this code's own source are in the
+  workspace root down (the global git excludes file by path and stat, `.git/info/exclude`, each
+  `.gitignore`, `.ignore` and `.codectxignore`), so an edited ignore file invalidates every
+  folder below it; settings and this code's own source are in the
   record's header, so changing either drops the whole record;
 - per file, its size, mtime and ctime (ctime also moves on chmod): a file whose stat differs is
   judged afresh. Verdicts from the path alone (never-index, ignored, lockfile, unsupported name)
@@ -32,37 +33,40 @@ no lock: two walks writing at once each leave a complete, correct record.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import stat
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from codectx.indexer.parsing import languages
 from codectx.indexer.parsing.languages import language_for
-from codectx.indexer.walk import discovery, skiprules
+from codectx.indexer.walk import discovery, gitexcludes, ignorefiles, skiprules, walkfile
 from codectx.indexer.walk.discovery import Discovery, DiscoveryError, SourceFile, Walker
 from codectx.indexer.walk.ignorefiles import IgnoreRules
+from codectx.indexer.walk.walkfile import (
+    BY_NAME,
+    DESCEND,
+    LISTED,
+    NOT_WALKED,
+    SKIPPED,
+    WALK_FILE,
+    WalkRecord,
+    entry_ok,
+    folder_ok,
+)
 
 from codectx.privacy import policy
 from codectx.settings import Settings
 
-WALK_FILE = "walk.json"
-FORMAT = 1
+__all__ = ["RACY_NS", "REJUDGE_BATCH", "WALK_FILE", "WalkRecord", "discover_cached", "header_for"]
+
 RACY_NS = 2_000_000_000  # coarse file system timestamps: trust only what is older than this
 REJUDGE_BATCH = 64  # files judged afresh in recorded folders before the record is rewritten
-IGNORE_FILES = (".gitignore", ".codectxignore")
-# Entry kinds in a folder record: [name, kind, ...].
-DESCEND = "d"  # a folder walked into: [name, "d"]
-NOT_WALKED = "D"  # a folder skipped by name or rules: [name, "D", reason or ""]
-BY_NAME = "n"  # a file judged by its path alone: [name, "n", reason or ""]
-LISTED = "f"  # an indexable file: [name, "f", language, size, mtime_ns, ctime_ns]
-SKIPPED = "s"  # a file skipped by size or content: [name, "s", reason, size, mtime_ns, ctime_ns]
+IGNORE_FILES = tuple(name for name, _tier in ignorefiles.FOLDER_FILES)
 
-_SHAPING_MODULES = (discovery, skiprules, languages, policy)
+_SHAPING_MODULES = (discovery, skiprules, languages, policy, ignorefiles, gitexcludes, walkfile)
 
 
 def _code_hash() -> str:
@@ -74,91 +78,6 @@ def _code_hash() -> str:
         except OSError:
             h.update(str(source).encode())
     return h.hexdigest()[:16]
-
-
-@dataclass
-class WalkRecord:
-    """What a walk saw: per workspace-relative folder, [mtime_ns, ctime_ns, rules signature, entries]."""
-
-    header: dict[str, Any]
-    walked_ns: int
-    dirs: dict[str, list[Any]] = field(default_factory=dict)
-
-    @staticmethod
-    def path(index_dir: Path) -> Path:
-        return index_dir / WALK_FILE
-
-    @classmethod
-    def read(cls, index_dir: Path, header: dict[str, Any]) -> WalkRecord | None:
-        """The record, or None when missing, unreadable, or made with other settings or code."""
-        return cls.read_checked(index_dir, header)[0]
-
-    @classmethod
-    def read_checked(cls, index_dir: Path, header: dict[str, Any]) -> tuple[WalkRecord | None, str | None]:
-        """(the record or None, what is wrong with the file when it is not a walk record)."""
-        damaged = f"{WALK_FILE} is not a walk record of this codectx; every folder is listed again"
-        try:
-            data = json.loads(cls.path(index_dir).read_text(encoding="utf-8"))
-        except (FileNotFoundError, NotADirectoryError):
-            return None, None
-        except (OSError, ValueError):
-            return None, damaged
-        if not isinstance(data, dict):
-            return None, damaged  # valid JSON of another shape: as good as missing
-        if data.get("format") != FORMAT or data.get("header") != header:
-            return None, None  # another version, other settings: simply out of date
-        dirs, walked = data.get("dirs"), data.get("walked_ns")
-        if not isinstance(dirs, dict) or type(walked) is not int:
-            return None, damaged
-        return cls(header, walked, dirs), None
-
-    def write(self, index_dir: Path) -> None:
-        """Atomically (temp file, rename): a killed run leaves the old record or the new one."""
-        data = {"format": FORMAT, "header": self.header, "walked_ns": self.walked_ns, "dirs": self.dirs}
-        target = self.path(index_dir)
-        tmp = target.with_name(f".{WALK_FILE}.{os.getpid()}.tmp")
-        try:
-            tmp.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
-            os.replace(tmp, target)
-        except OSError:  # a read-only index or a full disk still gets a correct (uncached) walk
-            try:
-                tmp.unlink(missing_ok=True)
-            except OSError:
-                pass
-
-
-def _folder_ok(rec: Any) -> bool:
-    """A folder record of the right shape: [mtime_ns, ctime_ns, rules signature, entries]."""
-    return (
-        isinstance(rec, list)
-        and len(rec) == 4
-        and type(rec[0]) is int
-        and type(rec[1]) is int
-        and isinstance(rec[2], str)
-        and isinstance(rec[3], list)
-    )
-
-
-def _entry_ok(entry: Any) -> bool:
-    """An entry of the right shape for its kind (see the kinds above); anything else is damage."""
-    if not isinstance(entry, list) or len(entry) < 2:
-        return False
-    name, kind = entry[0], entry[1]
-    if not isinstance(name, str) or not name or "/" in name or name in (".", ".."):
-        return False
-    if kind == DESCEND:
-        return len(entry) == 2
-    if kind in (NOT_WALKED, BY_NAME):
-        return len(entry) == 3 and isinstance(entry[2], str)
-    if kind in (LISTED, SKIPPED):
-        return (
-            len(entry) == 6
-            and isinstance(entry[2], str)
-            and type(entry[3]) is int
-            and type(entry[4]) is int
-            and type(entry[5]) is int
-        )
-    return False
 
 
 def header_for(root: Path, fingerprint: str) -> dict[str, Any]:
@@ -235,7 +154,12 @@ class _CachingWalker(Walker):
         root = str(self.root)
         root_stat = os.stat(root)
         visited: set[tuple[int, int]] = {(root_stat.st_dev, root_stat.st_ino)}
-        base_sig = _stat_sig(os.path.join(root, ".git", "info", "exclude"))
+        # The workspace-wide rules: `.git/info/exclude`, and the global excludes by path and stat
+        # (editing that file, or pointing core.excludesFile elsewhere, re-judges every folder).
+        info_sig = _stat_sig(os.path.join(root, ".git", "info", "exclude"))
+        glob_path = self.excludes.path
+        glob_sig = f"{glob_path}={_stat_sig(str(glob_path))}" if glob_path is not None else "-"
+        base_sig = hashlib.sha256(f"{info_sig}|{glob_sig}".encode()).hexdigest()[:16]
         base = _LazyRules(self, None, root, "", None, self.base_rules())
         stack: list[_Todo] = [(root, "", base, (root,), root_stat, base_sig)]
         while stack:
@@ -254,12 +178,12 @@ class _CachingWalker(Walker):
         """Replay a folder's record; None when it is missing or may be stale (then it is listed)."""
         real_dir, rel_dir, parent, ancestors, st_dir, parent_sig = todo
         rec: Any = self.old_dirs.get(rel_dir)
-        if not _folder_ok(rec) or rec[0] != st_dir.st_mtime_ns or rec[1] != st_dir.st_ctime_ns:
+        if not folder_ok(rec) or rec[0] != st_dir.st_mtime_ns or rec[1] != st_dir.st_ctime_ns:
             return None
         if not self.trusted(st_dir.st_ctime_ns, folder=True):
             return None
         entries: list[list[Any]] = rec[3]
-        if not all(_entry_ok(e) for e in entries):
+        if not all(entry_ok(e) for e in entries):
             return None  # a damaged record: list the folder afresh
         names = {e[0] for e in entries}
         sig = _rules_sig(parent_sig, real_dir, names)

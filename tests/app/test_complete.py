@@ -182,7 +182,7 @@ def test_cli_complete_json(
     server.default = fs.sse(["return a + b\n"])
     path = write_doc(tmp_path)
     rc = main(
-        ["complete", str(path), "--line", "4", "--character", "4", "--backend-url", server.url, "--json"]
+        ["complete", str(path), "--line", "5", "--character", "5", "--backend-url", server.url, "--json"]
     )
     out = capsys.readouterr()
     assert rc == 0, out.err
@@ -196,7 +196,7 @@ def test_cli_complete_plain_text(
 ) -> None:
     server.default = fs.sse(["return a", " * b"])
     path = write_doc(tmp_path)
-    assert main(["complete", str(path), "--line", "4", "--character", "4", "--backend-url", server.url]) == 0
+    assert main(["complete", str(path), "--line", "5", "--character", "5", "--backend-url", server.url]) == 0
     assert capsys.readouterr().out == "return a * b\n"
 
 
@@ -208,9 +208,9 @@ def test_cli_dry_run_sends_nothing(
         "complete",
         str(path),
         "--line",
-        "4",
+        "5",
         "--character",
-        "4",
+        "5",
         "--dry-run",
         "--backend-url",
         server.url,
@@ -229,14 +229,14 @@ def test_cli_dry_run_sends_nothing(
 
 def test_cli_dry_run_without_server(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write_doc(tmp_path)
-    assert main(["complete", str(path), "--line", "4", "--character", "4", "--dry-run", "--json"]) == 0
+    assert main(["complete", str(path), "--line", "5", "--character", "5", "--dry-run", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["sent"] is False and data["body"]["prompt"].endswith("<|fim_middle|>")
 
 
 def test_cli_without_server_says_how_to_configure(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write_doc(tmp_path)
-    assert main(["complete", str(path), "--line", "4"]) == 2
+    assert main(["complete", str(path), "--line", "5"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("codectx: error: no model server configured")
     assert "CODECTX_BACKEND_URL" in err and "codectx backend serve" in err
@@ -245,7 +245,7 @@ def test_cli_without_server_says_how_to_configure(tmp_path: Path, capsys: pytest
 def test_cli_dead_server_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write_doc(tmp_path)
     url = f"http://127.0.0.1:{fs.free_port()}/v1"
-    assert main(["complete", str(path), "--line", "4", "--backend-url", url, "--model", "m"]) == 3
+    assert main(["complete", str(path), "--line", "5", "--backend-url", url, "--model", "m"]) == 3
     err = capsys.readouterr().err
     assert "cannot connect to the model server" in err and "Traceback" not in err
 
@@ -262,9 +262,9 @@ def test_cli_offline_mode(
         "complete",
         str(path),
         "--line",
-        "4",
+        "5",
         "--character",
-        "4",
+        "5",
         "--backend-url",
         server.url,
     ]
@@ -279,9 +279,9 @@ def test_cli_offline_mode(
 def test_cli_bad_position_and_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write_doc(tmp_path)
     assert main(["complete", str(path), "--line", "-1", "--dry-run"]) == 2
-    assert main(["complete", str(tmp_path / "nope.py"), "--line", "0", "--dry-run"]) == 2
+    assert main(["complete", str(tmp_path / "nope.py"), "--line", "1", "--dry-run"]) == 2
     err = capsys.readouterr().err
-    assert "must not be negative" in err and "no such file" in err
+    assert "lines are 1-based" in err and "no such file" in err
 
 
 async def test_explain_and_selection_errors(tmp_path: Path, server: fs.FaultServer) -> None:
@@ -349,7 +349,7 @@ def test_cli_reads_unsaved_text_from_stdin(
     server.default = fs.sse(["b * 2"])
     path = write_doc(tmp_path)
     monkeypatch.setattr("sys.stdin", io.StringIO("def unsaved(b):\n    return \n"))
-    argv = ["complete", str(path), "--line", "1", "--character", "11", "--stdin", "--backend-url", server.url]
+    argv = ["complete", str(path), "--line", "2", "--character", "12", "--stdin", "--backend-url", server.url]
     assert main(argv) == 0
     assert capsys.readouterr().out == "b * 2\n"
     prompt = server.requests[-1].json()["prompt"]

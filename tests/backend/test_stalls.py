@@ -53,7 +53,7 @@ def complete_cli(
     for key, value in backend.items():
         monkeypatch.setenv(f"CODECTX_BACKEND_{key.upper()}", str(value))
     monkeypatch.setenv("CODECTX_BACKEND_RETRIES", "0")
-    argv = ["complete", str(doc), "--line", "1", "--character", "4", "--backend-url", url, "--no-context"]
+    argv = ["complete", str(doc), "--line", "2", "--character", "5", "--backend-url", url, "--no-context"]
     argv += ["--root", str(doc.parent)]  # the document's folder is the workspace
     code = main(argv)
     out, err = capsys.readouterr()
@@ -151,7 +151,7 @@ def test_shell_complete_json_keeps_a_slow_stream(
     doc = tmp_path / "doc.py"
     doc.write_text("x = 1\n")
     monkeypatch.setenv("CODECTX_BACKEND_TOTAL_TIMEOUT_S", "1.5")
-    argv = ["complete", str(doc), "--line", "0", "--backend-url", server.url, "--no-context", "--json"]
+    argv = ["complete", str(doc), "--line", "1", "--backend-url", server.url, "--no-context", "--json"]
     code = main([*argv, "--root", str(tmp_path)])
     out, _ = capsys.readouterr()
     data = json.loads(out)

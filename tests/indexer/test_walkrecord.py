@@ -204,6 +204,18 @@ def _git_exclude_edited(root: Path) -> None:
     (root / ".git/info/exclude").write_text("main.py\n")
 
 
+def _dot_ignore_added(root: Path) -> None:
+    _w(root, "app/deep/.ignore", "er/*.md\n")
+
+
+def _dot_ignore_negates_a_gitignore(root: Path) -> None:
+    _w(root, ".ignore", "!gen_a.py\n")  # beats lib/.gitignore's gen_*.py (ripgrep's precedence)
+
+
+def _global_excludes_written(root: Path) -> None:
+    _w(Path(os.environ["XDG_CONFIG_HOME"]), "git/ignore", "util.py\n")
+
+
 def _symlink_added(root: Path) -> None:
     os.symlink(root / "web", root / "app" / "deep" / "er" / "web_link")
 
@@ -250,6 +262,9 @@ def _made_unreadable(root: Path) -> None:
         _codectxignore_edited,
         _codectxignore_removed,
         _git_exclude_edited,
+        _dot_ignore_added,
+        _dot_ignore_negates_a_gitignore,
+        _global_excludes_written,
         _symlink_added,
         _symlink_to_a_later_folder_added,
         _same_size_binary_mtime_kept,

@@ -111,6 +111,8 @@ async def _script(rec: Recorder, root: Path) -> dict[str, Any]:
         await rec.call("find_definition", {}),
         await rec.call("get_context", {"path": "nope/missing.py", "line": 1}),
         await rec.call("search_code", {"query": "charge", "language": "pyhton"}),
+        await rec.call("get_context", {"path": "shipyard/payments.py", "line": 0}),
+        await rec.call("get_context", {"path": "shipyard/payments.py", "line": 100000}),
     ]
     burst = [
         rec.call("search_code", {"query": QUERIES[i % len(QUERIES)], "k": 5})
@@ -213,11 +215,14 @@ def test_read_code_refuses_paths_outside_and_never_send_files(recorded: dict[str
 
 
 def test_malformed_arguments_are_tool_errors(recorded: dict[str, Any]) -> None:
-    k0, no_query, line0, nothing, missing, typo = recorded["bad"]
+    k0, no_query, line0, nothing, missing, typo, context0, past = recorded["bad"]
     assert all(a.is_error for a in recorded["bad"])
     assert "unknown language" in typo.text and "python" in typo.text
     assert "k" in k0.text and "query" in no_query.text and "start_line" in line0.text
     assert "symbol" in nothing.text
+    # Positions in errors are the agent's own, 1-based (the schema refuses 0), with the file's length.
+    assert "line" in context0.text and "greater than or equal to 1" in context0.text
+    assert "line 100000 is past the end of shipyard/payments.py (it has" in past.text
     assert "nope/missing.py: no such file" in missing.text
     assert str(recorded["root"]) not in missing.text  # the agent is told workspace paths only
     assert "Traceback" not in " ".join(a.text for a in recorded["bad"])

@@ -91,7 +91,7 @@ def test_kill_9_of_complete_with_a_request_in_flight_leaves_its_entry_20_of_20(
     ws = _workspace(tmp_path)
     env = _env(tmp_path, holding_server.url)
     log = AuditLog(Path(env["XDG_STATE_HOME"]) / "codectx" / "audit.jsonl")
-    command = [sys.executable, "-m", "codectx", "complete", "calc.py", "--line", "4", "--character", "11"]
+    command = [sys.executable, "-m", "codectx", "complete", "calc.py", "--line", "5", "--character", "12"]
     for run in range(20):
         proc = subprocess.Popen([*command, "--no-context"], cwd=ws, env=env, stderr=subprocess.PIPE)
         try:
@@ -181,7 +181,7 @@ def test_nothing_is_sent_when_the_entry_cannot_be_written(
     log = AuditLog(Path(env["XDG_STATE_HOME"]) / "codectx" / "audit.jsonl")
     log.append({"endpoint": "earlier", "bytes": 0, "sources": []})
     log.path.write_bytes(log.path.read_bytes()[:-20])  # the last line torn
-    command = [sys.executable, "-m", "codectx", "complete", "calc.py", "--line", "4", "--character", "11"]
+    command = [sys.executable, "-m", "codectx", "complete", "calc.py", "--line", "5", "--character", "12"]
     done = subprocess.run(
         [*command, "--no-context", "--model", "m"],
         cwd=ws,

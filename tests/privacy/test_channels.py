@@ -215,8 +215,8 @@ def test_cli_complete_leaks_no_planted_secret_at_any_cursor(
     refused = [p for p in positions(planted_repo, [s for s in secrets if s.never_send]) if p.inside][::40]
     for pos in positions(planted_repo, sendable, outside=1) + refused:
         before = len(capture.requests)
-        args = ["complete", str(planted_repo / pos.file), "--line", str(pos.line),
-                "--character", str(pos.character), "--backend-url", capture.url, "--model", "m",
+        args = ["complete", str(planted_repo / pos.file), "--line", str(pos.line + 1),
+                "--character", str(pos.character + 1), "--backend-url", capture.url, "--model", "m",
                 "--lexical"]  # fmt: skip
         code, _, err = _cli(args, planted_repo, capsys)
         posts = [r for r in capture.requests[before:] if r.method == "POST" and r.path == "/v1/completions"]
@@ -414,7 +414,7 @@ def test_real_engine_path_leaks_no_planted_secret(
         for p in inside:
             picked.setdefault((p.file, p.line), p)  # one cursor inside each secret line
         for pos in picked.values():
-            where = ["--line", str(pos.line), "--character", str(pos.character)]
+            where = ["--line", str(pos.line + 1), "--character", str(pos.character + 1)]  # 1-based
             server = ["--backend-url", proxy.url, "--model", vllm_server.model_name, "--lexical"]
             args = ["complete", str(planted_repo / pos.file), *where, *server]
             code, _, err = _cli(args, planted_repo, capsys)

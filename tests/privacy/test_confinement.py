@@ -81,29 +81,29 @@ def test_no_document_outside_the_workspace_is_sent_by_complete(ws: Path, capture
     url = ["--backend-url", capture.url, "--no-context"]
     outside = [Path("/etc/passwd"), *_home_credentials(), ws / "app" / "outlink.py"]
     for document in outside:
-        done = _codectx(["complete", str(document), "--line", "0", *url], ws)
+        done = _codectx(["complete", str(document), "--line", "1", *url], ws)
         assert done.returncode == 2, (document, done.stderr)
         assert "outside the workspace" in done.stderr or "not inside a workspace" in done.stderr
         assert str(document) in done.stderr and "Traceback" not in done.stderr
     # A link's target is named next to the workspace it left.
-    done = _codectx(["complete", "app/outlink.py", "--line", "0", *url], ws)
+    done = _codectx(["complete", "app/outlink.py", "--line", "1", *url], ws)
     assert str(ws.parent / "outside.py") in done.stderr and str(ws) in done.stderr
     # From the home folder, home is no implicit workspace; naming it makes never-send refuse instead.
     home = Path(os.environ["HOME"])
     for document in outside[1:4]:
-        assert _codectx(["complete", str(document), "--line", "0", *url], home).returncode == 2
-        named = _codectx(["complete", str(document), "--line", "0", "--root", str(home), *url], home)
+        assert _codectx(["complete", str(document), "--line", "1", *url], home).returncode == 2
+        named = _codectx(["complete", str(document), "--line", "1", "--root", str(home), *url], home)
         assert named.returncode == 3 and "never-send" in named.stderr, named.stderr
     assert [r for r in capture.requests if r.path.endswith("/completions")] == []
     # A file inside the workspace still goes.
-    done = _codectx(["complete", "app/calc.py", "--line", "1", "--character", "4", *url], ws)
+    done = _codectx(["complete", "app/calc.py", "--line", "2", "--character", "5", *url], ws)
     assert done.returncode == 0, done.stderr
     assert len([r for r in capture.requests if r.path.endswith("/completions")]) == 1
 
 
 def test_context_refuses_documents_outside_the_workspace(ws: Path) -> None:
     for document in ("/etc/passwd", "app/outlink.py"):
-        done = _codectx(["context", document, "--line", "0", "--lexical"], ws)
+        done = _codectx(["context", document, "--line", "1", "--lexical"], ws)
         assert done.returncode == 2, done.stderr
         assert "outside the workspace" in done.stderr or "not inside a workspace" in done.stderr
 
@@ -130,7 +130,7 @@ def test_a_symlink_to_a_secret_file_is_never_indexed_retrieved_or_sent(
     assert "app/outlink.py" not in {f.path for f in found.files}
     # Sending it as the current document is refused on its real path.
     done = _codectx(
-        ["complete", "app/envlink.py", "--line", "0", "--backend-url", capture.url, "--no-context"], ws
+        ["complete", "app/envlink.py", "--line", "1", "--backend-url", capture.url, "--no-context"], ws
     )
     assert done.returncode == 3 and "is a link to .env" in done.stderr, done.stderr
     assert [r for r in capture.requests if r.path.endswith("/completions")] == []

@@ -186,7 +186,7 @@ def test_no_planted_secret_reaches_the_server(
     ]
     for path, line, character in runs:
         done = _codectx(
-            ["complete", str(path), "--line", str(line), "--character", str(character),
+            ["complete", str(path), "--line", str(line + 1), "--character", str(character + 1),
              "--backend-url", url, "--model", "m", "--lexical", "--json"],
             root,
             capsys,

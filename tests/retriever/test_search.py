@@ -154,7 +154,7 @@ def test_context_cli_explain_json_stdin_and_batch(tmp_path: Path) -> None:
     root = copy_repo("python", tmp_path)
     build_index(root)
     explain = codectx(
-        "context", "app/main.py", "--line", "12", "--character", "20", "--explain", "--lexical", cwd=root
+        "context", "app/main.py", "--line", "13", "--character", "21", "--explain", "--lexical", cwd=root
     )
     assert explain.returncode == 0, explain.stderr
     assert "why: definition of `fmt`" in explain.stdout and "budget" in explain.stdout
@@ -162,9 +162,9 @@ def test_context_cli_explain_json_stdin_and_batch(tmp_path: Path) -> None:
         "context",
         "app/main.py",
         "--line",
-        "12",
+        "13",
         "--character",
-        "20",
+        "21",
         "--explain",
         "--lexical",
         "--budget",
@@ -178,9 +178,9 @@ def test_context_cli_explain_json_stdin_and_batch(tmp_path: Path) -> None:
         "context",
         "app/main.py",
         "--line",
-        str(n),
+        str(n + 1),
         "--character",
-        "25",
+        "26",
         "--stdin",
         "--json",
         "--lexical",
@@ -213,7 +213,7 @@ def test_context_cli_explain_json_stdin_and_batch(tmp_path: Path) -> None:
     assert "outside the workspace" in out[2]["error"]
     past = codectx("context", "app/main.py", "--line", "999", cwd=root)
     assert past.returncode == 2 and "past the end" in past.stderr and "Traceback" not in past.stderr
-    unknown = codectx("context", "app/nope.py", "--line", "0", cwd=root)
+    unknown = codectx("context", "app/nope.py", "--line", "1", cwd=root)
     assert unknown.returncode == 2 and "no such file" in unknown.stderr
 
 

@@ -163,9 +163,9 @@ def main() -> int:
             "complete",
             "calc.py",
             "--line",
-            "2",
+            "3",
             "--character",
-            "11",
+            "1",  # 1-based: the empty line 3 (the LSP request below overshoots; the CLI refuses to)
             "--backend-url",
             url,
         ],
