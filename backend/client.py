@@ -43,14 +43,9 @@ from codectx.backend.errors import (
     BackendProtocolError,
     BackendRejected,
 )
+from codectx.backend.gate import Gate, Prepared, Sources, default_gate
 from codectx.backend.textstream import TextStream
-from codectx.backend.transport import (
-    Gate,
-    Prepared,
-    Sources,
-    Transport,
-    default_gate,
-)
+from codectx.backend.transport import Transport
 from codectx.backend.wire import Reply, Usage
 
 from codectx.settings import Settings
