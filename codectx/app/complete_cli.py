@@ -160,12 +160,12 @@ async def _run(
         context = session.context(rel, text, args.line, args.character)
         context_ms = (time.perf_counter() - started) * 1000
         if args.dry_run:
-            dry = await session.dry_run(rel, text, args.line, args.character, context=context)
+            dry = await session.completer.dry_run(rel, text, args.line, args.character, context=context)
             _print_unsent(args, dry.body, dry.endpoint, dry.audit_id, "dry run")
             return 0
         echo = _SlowEcho(enabled=not args.json)
         try:
-            result = await session.complete(
+            result = await session.completer.complete(
                 rel,
                 text,
                 args.line,
