@@ -199,8 +199,8 @@ class WorkspaceSession:
         context: AssembledContext | None = None,
     ) -> RefactorEdit:
         """The replacement for `selection` = (start line, start char, end line, end char), 0-based, by a
-        free-text instruction; secrets the model saw as placeholders are put back. EditRefused when
-        the file would no longer parse (unless it did not parse before either)."""
+        free-text instruction (`.code`: the new text); secrets the model saw as placeholders are put
+        back. EditRefused when the file would no longer parse (unless it did not parse before either)."""
         try:
             edit = await refactoring.refactor_edit(
                 self.model, self.redaction, path, text, selection, instruction, context
@@ -210,18 +210,6 @@ class WorkspaceSession:
             raise
         self.last = edit.sent
         return edit
-
-    async def refactor(
-        self,
-        path: str,
-        text: str,
-        selection: Selection,
-        instruction: str,
-        *,
-        context: AssembledContext | None = None,
-    ) -> str:
-        """`refactor_edit`'s code alone."""
-        return (await self.refactor_edit(path, text, selection, instruction, context=context)).code
 
     async def explain(self, path: str, text: str, start_line: int, end_line: int) -> Explanation:
         """The model's explanation of lines start_line..end_line (0-based, inclusive) of `path`."""

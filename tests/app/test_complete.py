@@ -157,7 +157,7 @@ async def test_refactor_round_trip(tmp_path: Path, server: fs.FaultServer) -> No
     doc = "def add(a, b):\n    return a + b\n"
     async with BackendClient(settings) as client:
         service = session_for(settings, client)
-        new = await service.refactor("calc.py", doc, (1, 0, 2, 0), "use sum")
+        new = (await service.refactor_edit("calc.py", doc, (1, 0, 2, 0), "use sum")).code
     assert new == "    return sum((a, b))\n"
     messages = server.requests[-1].json()["messages"]
     assert "use sum" in messages[-1]["content"] and "calc.py#L2-L2" in messages[-1]["content"]
@@ -302,7 +302,7 @@ async def test_explain_and_selection_errors(tmp_path: Path, server: fs.FaultServ
         assert user.startswith("Explain this code from calc.py (lines 1-2):") and doc.rstrip("\n") in user
         assert service.last is explained.sent and service.last.kind == "explain"
         with pytest.raises(UsageError, match="select some code"):
-            await service.refactor("calc.py", doc, (1, 0, 1, 0), "x")
+            await service.refactor_edit("calc.py", doc, (1, 0, 1, 0), "x")
         with pytest.raises(UsageError, match="outside the document"):
             await service.explain("calc.py", doc, 9, 9)
 
