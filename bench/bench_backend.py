@@ -8,7 +8,7 @@ downloaded from PyPI into bench/data, never vendored):
    with the cursor moving down a line each time (fresh engine, so nothing
    was cached before), read from vLLM's /metrics before and after;
 2. time to first token, interleaved, of (a) a direct minimal httpx streaming
-   call and (b) a codectx completion (WorkspaceSession.complete: FIM prompt, privacy
+   call and (b) a codectx completion (WorkspaceSession.completer.complete: FIM prompt, privacy
    gate, audit, client) of the same ~1.5K-token repository-level prompt; the
    difference of the medians is what codectx adds.
 

@@ -1,6 +1,6 @@
 """`codectx complete`: one completion from the shell, through the same session an editor request takes.
 
-WorkspaceSession.context (when the workspace is indexed), then WorkspaceSession.complete: the
+WorkspaceSession.context (when the workspace is indexed), then WorkspaceSession.completer.complete: the
 family's FIM prompt, redaction and audit in the privacy gate, the send, post-processing. With
 `--dry-run` the exact request body is printed and nothing is sent.
 """
