@@ -43,14 +43,9 @@ from codectx.backend.errors import (
     BackendProtocolError,
     BackendRejected,
 )
+from codectx.backend.gate import Gate, Prepared, Sources, default_gate
 from codectx.backend.textstream import TextStream
-from codectx.backend.transport import (
-    Gate,
-    Prepared,
-    Sources,
-    Transport,
-    default_gate,
-)
+from codectx.backend.transport import Transport
 from codectx.backend.wire import Reply, Usage
 
 from codectx.settings import Settings
@@ -208,26 +203,10 @@ class BackendClient:
     # -- completions -----------------------------------------------------------------------
 
     async def completion_body(
-        self,
-        prompt: str,
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        stop: Sequence[str] = (),
-        stream: bool = False,
-        model: str | None = None,
-        extra: dict[str, Any] | None = None,
+        self, prompt: str, *, stream: bool = False, **options: Unpack[RequestOptions]
     ) -> dict[str, Any]:
         """The /v1/completions body, exactly as it will be handed to the gate."""
-        b = self.settings.backend
-        body: dict[str, Any] = {
-            "model": model or await self.model(),
-            "prompt": prompt,
-            "max_tokens": int(max_tokens if max_tokens is not None else b.max_tokens),
-            "temperature": float(temperature if temperature is not None else b.temperature),
-            "stream": stream,
-        }
-        return _with_options(body, stop, stream, extra)
+        return await self._body({"prompt": prompt}, int(self.settings.backend.max_tokens), stream, options)
 
     async def complete(
         self, prompt: str, *, sources: Sources = (), **options: Unpack[RequestOptions]
@@ -247,25 +226,26 @@ class BackendClient:
     # -- chat ------------------------------------------------------------------------------
 
     async def chat_body(
-        self,
-        messages: Sequence[dict[str, str]],
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        stop: Sequence[str] = (),
-        stream: bool = False,
-        model: str | None = None,
-        extra: dict[str, Any] | None = None,
+        self, messages: Sequence[dict[str, str]], *, stream: bool = False, **options: Unpack[RequestOptions]
     ) -> dict[str, Any]:
+        """The /v1/chat/completions body (an answer gets at least 1024 tokens unless told otherwise)."""
+        least = max(int(self.settings.backend.max_tokens), 1024)
+        return await self._body({"messages": [dict(m) for m in messages]}, least, stream, options)
+
+    async def _body(
+        self, payload: dict[str, Any], default_max_tokens: int, stream: bool, options: RequestOptions
+    ) -> dict[str, Any]:
+        """A completion or chat body: the model, the payload, then the sampling options."""
         b = self.settings.backend
+        max_tokens, temperature = options.get("max_tokens"), options.get("temperature")
         body: dict[str, Any] = {
-            "model": model or await self.model(),
-            "messages": [dict(m) for m in messages],
-            "max_tokens": int(max_tokens if max_tokens is not None else max(b.max_tokens, 1024)),
+            "model": options.get("model") or await self.model(),
+            **payload,
+            "max_tokens": int(max_tokens if max_tokens is not None else default_max_tokens),
             "temperature": float(temperature if temperature is not None else b.temperature),
             "stream": stream,
         }
-        return _with_options(body, stop, stream, extra)
+        return _with_options(body, options.get("stop", ()), stream, options.get("extra"))
 
     async def chat(
         self, messages: Sequence[dict[str, str]], *, sources: Sources = (), **options: Unpack[RequestOptions]

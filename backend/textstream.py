@@ -14,7 +14,9 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from codectx.backend.errors import BackendTimeout, BackendUnavailable
-from codectx.backend.transport import RETRY_STATUSES, EventStream, Prepared, Sources
+from codectx.backend.eventstream import EventStream
+from codectx.backend.gate import Prepared, Sources
+from codectx.backend.retries import RETRY_STATUSES, backoff
 from codectx.backend.wire import Usage
 
 if TYPE_CHECKING:  # the client creates streams; a stream only calls back into it
@@ -132,7 +134,7 @@ class TextStream:
                     yield event
                 return
             except BackendUnavailable as exc:
-                delay = c.transport._backoff(attempt)
+                delay = backoff(attempt)
                 if self.text or exc.status not in RETRY_STATUSES or attempt >= c.transport.retries:
                     raise
                 if time.monotonic() + delay >= self._started + c.transport.timeouts.first_token_s:

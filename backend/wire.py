@@ -21,7 +21,7 @@ from codectx.backend.errors import (
 )
 
 if TYPE_CHECKING:
-    from codectx.backend.transport import Prepared
+    from codectx.backend.gate import Prepared
 
 
 @dataclass(frozen=True)

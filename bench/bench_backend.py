@@ -8,7 +8,7 @@ downloaded from PyPI into bench/data, never vendored):
    with the cursor moving down a line each time (fresh engine, so nothing
    was cached before), read from vLLM's /metrics before and after;
 2. time to first token, interleaved, of (a) a direct minimal httpx streaming
-   call and (b) a codectx completion (WorkspaceSession.complete: FIM prompt, privacy
+   call and (b) a codectx completion (WorkspaceSession.completer.complete: FIM prompt, privacy
    gate, audit, client) of the same ~1.5K-token repository-level prompt; the
    difference of the medians is what codectx adds.
 
@@ -199,7 +199,7 @@ async def codectx_ttft(service: WorkspaceSession, path: str, text: str, line: in
     """Seconds from calling the service to its first delta (prompt, gate, audit, send, parse)."""
     first: list[float] = []
     started = time.perf_counter()
-    await service.complete(
+    await service.completer.complete(
         path, text, line, 0, context=ctx, on_delta=lambda _d: first.append(time.perf_counter())
     )
     if not first:
@@ -230,7 +230,7 @@ async def measure(base: str, args: argparse.Namespace, src: Path) -> dict[str, A
         tokens = 0
         for snippet in all_snippets:
             trial = [*snippets, snippet]
-            dry = await service.dry_run(
+            dry = await service.completer.dry_run(
                 CURRENT_FILE, text, start_line, 0, context=context_at(text, start_line, trial)
             )
             trial_tokens = len(await client.tokenize(dry.prompt.text))
@@ -247,7 +247,8 @@ async def measure(base: str, args: argparse.Namespace, src: Path) -> dict[str, A
         before = await client.metrics_text()
         for step in range(args.moving):
             line = start_line + step
-            await service.complete(CURRENT_FILE, text, line, 0, context=context_at(text, line, snippets))
+            ctx = context_at(text, line, snippets)
+            await service.completer.complete(CURRENT_FILE, text, line, 0, context=ctx)
         after = await client.metrics_text()
         rate = hit_rate(before, after)
 
@@ -257,7 +258,7 @@ async def measure(base: str, args: argparse.Namespace, src: Path) -> dict[str, A
         url = base + "/v1/completions"
         for line in range(start_line + args.moving, start_line + args.moving + 40):
             ctx = context_at(text, line, snippets)
-            body = (await service.dry_run(CURRENT_FILE, text, line, 0, context=ctx)).body
+            body = (await service.completer.dry_run(CURRENT_FILE, text, line, 0, context=ctx)).body
             if await direct_ttft(http, url, body) is not None:
                 break
         else:

@@ -8,7 +8,8 @@ WorkspaceEdit).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +31,17 @@ ACCEPTED = "codectx.accepted"
 STATUS = "codectx.status"
 
 
-def first_arg(args: tuple[Any, ...]) -> dict[str, Any]:
+# A command's one argument, a JSON object as the editor sent it (untrusted: values are checked
+# where they are read). Handlers take `*args: object`: pygls passes them as they came.
+Arguments = dict[str, object]
+
+
+def first_arg(args: tuple[object, ...]) -> Arguments:
+    """The command's JSON object (none: empty; a bare string: a search query)."""
     if not args or args[0] is None:
         return {}
     if isinstance(args[0], dict):
-        return args[0]
+        return {str(k): v for k, v in args[0].items()}
     if isinstance(args[0], str):
         return {"query": args[0]}  # `codectx.search "words"` from a command line
     raise LspError('command arguments must be one object, e.g. [{"query": "..."}]')
@@ -72,17 +79,29 @@ def search_locations(results: Sequence[SearchHit], root: Path) -> list[types.Loc
     return out
 
 
+@dataclass(frozen=True)
+class SearchQuery:
+    """A search request's arguments, checked: {query, k?} (`codectx.search`, `codectx/search`)."""
+
+    query: str
+    k: int | None = None
+
+    @classmethod
+    def of(cls, args: Mapping[str, object]) -> SearchQuery:
+        query = str(args.get("query") or "").strip()
+        if not query:
+            raise LspError('codectx.search needs a query: [{"query": "what to find", "k": 10}]')
+        k = args.get("k")
+        if k is not None and (not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 1000):
+            raise LspError("k must be a whole number between 1 and 1000")
+        return cls(query, k)
+
+
 async def run_search(
-    ls: CodectxServer, args: dict[str, Any]
+    ls: CodectxServer, request: SearchQuery
 ) -> tuple[list[types.Location], list[tuple[Path, SearchHit]], SearchAnswer]:
     """Search every folder's index (the query is embedded in a worker thread): (locations, (root,
     hit) pairs, the last folder's answer for its notes and timing)."""
-    query = str(args.get("query") or "").strip()
-    if not query:
-        raise LspError('codectx.search needs a query: [{"query": "what to find", "k": 10}]')
-    k = args.get("k")
-    if k is not None and (not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 1000):
-        raise LspError("k must be a whole number between 1 and 1000")
     folders = list(ls.workspaces.folders.values())
     if not folders:
         raise LspError("no workspace folder is open")
@@ -92,7 +111,7 @@ async def run_search(
     for folder in folders:
         if folder.open_store() is None:
             continue
-        response = await in_worker(ls.session(folder).search, query, k)
+        response = await in_worker(ls.session(folder).search, request.query, request.k)
         locations.extend(search_locations(response.results, folder.root))
         results.extend((folder.root, r) for r in response.results)
     if response is None:
@@ -103,7 +122,7 @@ async def run_search(
 def register(server: CodectxServer) -> None:
     @server.command(REINDEX)
     @guarded()
-    async def reindex(ls: CodectxServer, *args: Any) -> dict[str, Any]:
+    async def reindex(ls: CodectxServer, *args: object) -> dict[str, Any]:
         """Starts reindexing every folder; with {"wait": true} answers when it is done."""
         opts = first_arg(args)
         folders = list(ls.workspaces.folders.values())
@@ -115,7 +134,7 @@ def register(server: CodectxServer) -> None:
 
     @server.command(STATUS)
     @guarded()
-    async def status(ls: CodectxServer, *args: Any) -> dict[str, Any]:
+    async def status(ls: CodectxServer, *args: object) -> dict[str, Any]:
         """Index state per folder; never blocks."""
         return {
             "folders": folder_status(ls),
@@ -125,22 +144,22 @@ def register(server: CodectxServer) -> None:
 
     @server.command(SEARCH)
     @guarded()
-    async def search(ls: CodectxServer, *args: Any) -> list[types.Location]:
+    async def search(ls: CodectxServer, *args: object) -> list[types.Location]:
         """Hybrid search over every folder's index (query embedding in a worker thread)."""
-        locations, _, _ = await run_search(ls, first_arg(args))
+        locations, _, _ = await run_search(ls, SearchQuery.of(first_arg(args)))
         return locations
 
     @server.command(SHOW_CONTEXT)
     @guarded()
-    async def show_context(ls: CodectxServer, *args: Any) -> dict[str, Any]:
+    async def show_context(ls: CodectxServer, *args: object) -> dict[str, Any]:
         """The items, redactions and exact payload of the last (or a given) request; never blocks."""
         opts = first_arg(args)
-        record = ls.history.get(opts.get("requestId"), with_payload=True)
+        record = ls.history.get(_request_id(opts), with_payload=True)
         return record.as_json()
 
     @server.command(REFACTOR)
     @guarded()
-    async def refactor(ls: CodectxServer, *args: Any) -> types.WorkspaceEdit | None:
+    async def refactor(ls: CodectxServer, *args: object) -> types.WorkspaceEdit | None:
         """Rewrites a range by a free-text instruction; awaits the backend. {"apply": true} applies it."""
         opts = first_arg(args)
         uri = str(opts.get("uri") or "")
@@ -165,7 +184,7 @@ def register(server: CodectxServer) -> None:
 
     @server.command(APPLY_ACTION)
     @guarded()
-    async def apply_action(ls: CodectxServer, *args: Any) -> dict[str, Any]:
+    async def apply_action(ls: CodectxServer, *args: object) -> dict[str, Any]:
         """Computes and applies an action's edit (clients without resolve). Awaits the backend."""
         data = first_arg(args)
         edit, message = await actions.resolve_edit(ls, data)
@@ -175,13 +194,19 @@ def register(server: CodectxServer) -> None:
 
     @server.command(ACCEPTED)
     @guarded()
-    async def accepted(ls: CodectxServer, *args: Any) -> None:
+    async def accepted(ls: CodectxServer, *args: object) -> None:
         """Notes that a suggestion was accepted; never blocks."""
         opts = first_arg(args)
         try:
-            ls.history.get(str(opts.get("requestId") or "")).status = "accepted"
+            ls.history.get(_request_id(opts) or "").status = "accepted"
         except LspError:
             pass
+
+
+def _request_id(args: Mapping[str, object]) -> str | None:
+    """The `requestId` of a request in the history, or None (the last request)."""
+    value = args.get("requestId")
+    return str(value) if value else None
 
 
 async def _apply(ls: CodectxServer, edit: types.WorkspaceEdit, label: str) -> None:

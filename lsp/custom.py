@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from codectx.lsp.commands import first_arg, run_search
+from codectx.lsp.commands import Arguments, SearchQuery, first_arg, run_search
 from codectx.lsp.errors import LspError
 from codectx.lsp.handlers import guarded
 from codectx.lsp.positions import Codec, clamp, split_lines
@@ -21,11 +21,12 @@ CONTEXT = "codectx/context"
 SEARCH = "codectx/search"
 
 
-def _params(params: Any) -> dict[str, Any]:
+def _params(params: object) -> Arguments:
+    """A custom request's params as a JSON object (values untrusted: checked where read)."""
     if params is None:
         return {}
     if isinstance(params, dict):
-        return params
+        return {str(k): v for k, v in params.items()}
     # pygls hands unknown methods' params over as a namedtuple-like object
     as_dict = getattr(params, "_asdict", None)
     if callable(as_dict):
@@ -33,7 +34,7 @@ def _params(params: Any) -> dict[str, Any]:
     return first_arg((params,))
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> object:
     as_dict = getattr(value, "_asdict", None)
     if callable(as_dict):
         return {k: _plain(v) for k, v in as_dict().items()}
@@ -45,12 +46,12 @@ def _plain(value: Any) -> Any:
 def register(server: CodectxServer) -> None:
     @server.feature(SEARCH)
     @guarded()
-    async def search(ls: CodectxServer, params: Any) -> dict[str, Any]:
+    async def search(ls: CodectxServer, params: object) -> dict[str, Any]:
         """{query, k?} → ranked results with text; the query is embedded in a worker thread."""
-        args = _params(params)
-        _locations, results, response = await run_search(ls, args)
+        request = SearchQuery.of(_params(params))
+        _locations, results, response = await run_search(ls, request)
         return {
-            "query": args.get("query"),
+            "query": request.query,
             "results": [{**r.as_dict(show=True), "uri": (root / r.path).as_uri()} for root, r in results],
             "partial": response.partial,
             "notes": list(response.notes),
@@ -59,17 +60,14 @@ def register(server: CodectxServer) -> None:
 
     @server.feature(CONTEXT)
     @guarded()
-    async def context(ls: CodectxServer, params: Any) -> dict[str, Any]:
+    async def context(ls: CodectxServer, params: object) -> dict[str, Any]:
         """{uri, position} → the context a completion there would use; or {requestId} → a past request."""
         args = _params(params)
-        if args.get("requestId") or not args.get("uri"):
-            return ls.history.get(args.get("requestId"), with_payload=True).as_json()
+        request_id = args.get("requestId")
+        if request_id or not args.get("uri"):
+            return ls.history.get(str(request_id) if request_id else None, with_payload=True).as_json()
         uri = str(args["uri"])
-        position = args.get("position") or {}
-        try:
-            pos = types.Position(line=int(position["line"]), character=int(position["character"]))
-        except (KeyError, TypeError, ValueError):
-            raise LspError("codectx/context needs {uri, position: {line, character}}") from None
+        pos = _position(args.get("position"))
         folder, _path, rel, text = ls.document(uri)
         lines = split_lines(text)
         line, column = clamp(lines, pos, Codec.of(ls.workspace.position_encoding))
@@ -77,3 +75,13 @@ def register(server: CodectxServer) -> None:
         if result is None:
             raise LspError("no index is ready yet; indexing runs in the background (see progress)")
         return result.as_dict(text=True)
+
+
+def _position(value: object) -> types.Position:
+    """A request's {line, character} as an LSP position, or a clear LspError."""
+    try:
+        if not isinstance(value, dict):
+            raise TypeError(value)
+        return types.Position(line=int(value["line"]), character=int(value["character"]))
+    except (KeyError, TypeError, ValueError):
+        raise LspError("codectx/context needs {uri, position: {line, character}}") from None

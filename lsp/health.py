@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from codectx.backend.client import BackendClient
-from codectx.backend.transport import Gate
+from codectx.backend.gate import Gate
 from codectx.lsp.handlers import guarded, in_worker
 
 from codectx.settings import Settings
@@ -207,7 +207,7 @@ async def probe(ls: CodectxServer, folder: Folder | None, settings: Settings) ->
 
 def _gate(session: WorkspaceSession | None, settings: Settings) -> Gate:
     """The folder session's privacy gate, else one for these settings (built in a worker thread)."""
-    from codectx.backend.transport import default_gate
+    from codectx.backend.gate import default_gate
 
     return session.client.gate if session is not None else default_gate(settings)
 

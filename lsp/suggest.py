@@ -122,7 +122,7 @@ class Suggester:
         record.timings["context_ms"] = (time.perf_counter() - started) * 1000
         if context is not None:
             record.used(context, budget=True)
-        completion = await self._ls.session(folder).complete(
+        completion = await self._ls.session(folder).completer.complete(
             rel, text, line, column, context=context, on_delta=deltas.append, on_sent=record.remember
         )
         record.model = completion.model

@@ -1,6 +1,6 @@
 """`codectx complete`: one completion from the shell, through the same session an editor request takes.
 
-WorkspaceSession.context (when the workspace is indexed), then WorkspaceSession.complete: the
+WorkspaceSession.context (when the workspace is indexed), then WorkspaceSession.completer.complete: the
 family's FIM prompt, redaction and audit in the privacy gate, the send, post-processing. With
 `--dry-run` the exact request body is printed and nothing is sent.
 """
@@ -162,12 +162,12 @@ async def _run(
         context = session.context(rel, text, args.line, args.character)
         context_ms = (time.perf_counter() - started) * 1000
         if args.dry_run:
-            dry = await session.dry_run(rel, text, args.line, args.character, context=context)
+            dry = await session.completer.dry_run(rel, text, args.line, args.character, context=context)
             _print_unsent(args, dry.body, dry.endpoint, dry.audit_id, "dry run")
             return 0
         echo = _SlowEcho(enabled=not args.json)
         try:
-            result = await session.complete(
+            result = await session.completer.complete(
                 rel,
                 text,
                 args.line,

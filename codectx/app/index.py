@@ -10,9 +10,8 @@ The heavy modules (LanceDB, tree-sitter, onnxruntime) are imported inside the fu
 first use: importing codectx.app costs nothing, and the language server pays for them in a
 worker thread while it warms up (`warm_imports`), never on its event loop.
 
-It is longer than most modules (~500 lines) for that reason: it is the one door, and most of it
-is the Protocols that describe what comes through; the lookups for tool clients (MCP) are its
-last section.
+The shapes of what comes through (Protocols and dataclasses) are in codectx.app.index_types,
+re-exported here; the lookups for tool clients (MCP) are this module's last section.
 """
 
 from __future__ import annotations
@@ -21,10 +20,30 @@ import importlib
 import logging
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, cast
 
+# The shapes of what this door returns; their home is codectx.app.index_types (re-exported here).
+from codectx.app.index_types import AssembledContext as AssembledContext
+from codectx.app.index_types import ContextBudget as ContextBudget
+from codectx.app.index_types import ContextPiece as ContextPiece
+from codectx.app.index_types import DefinitionMatch as DefinitionMatch
+from codectx.app.index_types import DefinitionSite as DefinitionSite
+from codectx.app.index_types import IndexCounts as IndexCounts
+from codectx.app.index_types import IndexFigures as IndexFigures
+from codectx.app.index_types import IndexRun as IndexRun
+from codectx.app.index_types import Named as Named
+from codectx.app.index_types import NameLookup as NameLookup
+from codectx.app.index_types import ProgressCallback as ProgressCallback
+from codectx.app.index_types import QueryEmbedder as QueryEmbedder
+from codectx.app.index_types import RankedPiece as RankedPiece
+from codectx.app.index_types import RecentRegion as RecentRegion
+from codectx.app.index_types import ReferenceSite as ReferenceSite
+from codectx.app.index_types import SearchAnswer as SearchAnswer
+from codectx.app.index_types import Searcher as Searcher
+from codectx.app.index_types import SearchHit as SearchHit
+from codectx.app.index_types import Span as Span
+from codectx.app.index_types import Store as Store
 from codectx.errors import UsageError
 
 # The retriever's request errors, re-exported for the shell commands.
@@ -33,7 +52,6 @@ from codectx.retriever.errors import UnknownFile as UnknownFile
 from codectx.settings import Settings
 
 if TYPE_CHECKING:  # concrete types, for annotations and a cast only
-    from codectx.indexer.storage.reader import IndexReader
     from codectx.retriever.context import RecentEdit
 
 log = logging.getLogger(__name__)
@@ -44,168 +62,6 @@ HEAVY_MODULES = (
     "codectx.indexer.parsing.parse",
     "codectx.retriever.context",
 )
-
-
-class DefinitionSite(Protocol):
-    """Where a symbol is defined (codectx.indexer.model.Definition); lines 0-based, inclusive."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def qualname(self) -> str: ...
-    @property
-    def kind(self) -> str: ...  # function, method, class, interface, struct, enum, variable, ...
-    @property
-    def path(self) -> str: ...
-    @property
-    def language(self) -> str: ...
-    @property
-    def start_line(self) -> int: ...
-    @property
-    def end_line(self) -> int: ...
-
-
-# An open index: the storage's typed reader (codectx.indexer.storage.reader). The app hands it to
-# the retriever and asks it for definitions by name; named here only for types, so importing
-# codectx.app does not import LanceDB.
-Store: TypeAlias = "IndexReader"
-
-
-class QueryEmbedder(Protocol):
-    """Turns a query into a vector (codectx.indexer.embedding.embedder.Embedder)."""
-
-    @property
-    def model_id(self) -> str: ...
-
-    def embed_query(self, text: str) -> Any: ...
-
-
-class ContextPiece(Protocol):
-    """One item of completion context (codectx.retriever.context.ContextItem)."""
-
-    @property
-    def path(self) -> str: ...
-    @property
-    def start_line(self) -> int: ...
-    @property
-    def end_line(self) -> int: ...
-    @property
-    def text(self) -> str: ...
-
-
-class RankedPiece(ContextPiece, Protocol):
-    """A context item as the retriever ranked it: why it is there and what it costs."""
-
-    @property
-    def symbol(self) -> str: ...
-    @property
-    def reason(self) -> str: ...
-    @property
-    def tokens(self) -> int: ...
-    @property
-    def why(self) -> str: ...  # for people (`codectx context --explain`)
-
-    def as_dict(self, text: bool = True) -> dict[str, Any]: ...
-
-
-class RecentRegion(ContextPiece, Protocol):
-    """A region the user edited lately (codectx.retriever.context.RecentEdit; make one with `recent_edit`)."""
-
-
-class ContextBudget(Protocol):
-    def as_dict(self) -> dict[str, Any]: ...
-
-
-class AssembledContext(Protocol):
-    """What the retriever assembled for a cursor (codectx.retriever.context.ContextResult)."""
-
-    @property
-    def items(self) -> Sequence[RankedPiece]: ...
-    @property
-    def prefix(self) -> str: ...
-    @property
-    def suffix(self) -> str: ...
-    @property
-    def prefix_start_line(self) -> int: ...
-    @property
-    def suffix_end_line(self) -> int: ...
-    @property
-    def budget(self) -> ContextBudget: ...
-    @property
-    def notes(self) -> Sequence[str]: ...
-
-    def as_dict(self, text: bool = True) -> dict[str, Any]: ...
-
-
-class SearchHit(Protocol):
-    """One search result (codectx.retriever.search.SearchResult)."""
-
-    @property
-    def path(self) -> str: ...
-    @property
-    def start_line(self) -> int: ...
-    @property
-    def end_line(self) -> int: ...
-    @property
-    def symbol(self) -> str: ...
-    @property
-    def qualname(self) -> str: ...
-    @property
-    def kind(self) -> str: ...
-    @property
-    def score(self) -> float: ...
-    @property
-    def text(self) -> str: ...
-
-    def as_dict(self, show: bool = False) -> dict[str, Any]: ...
-
-
-class SearchAnswer(Protocol):
-    """A search's results and how complete they are (codectx.retriever.search.SearchResponse)."""
-
-    @property
-    def results(self) -> Sequence[SearchHit]: ...
-    @property
-    def partial(self) -> bool: ...
-    @property
-    def vectors_pending(self) -> int: ...
-    @property
-    def notes(self) -> Sequence[str]: ...
-    @property
-    def elapsed_ms(self) -> float: ...
-
-
-class Searcher(Protocol):
-    """Hybrid search over one index (codectx.retriever.search.HybridSearcher)."""
-
-    def search(
-        self,
-        query: str,
-        k: int | None = None,
-        languages: Sequence[str] | None = None,
-        glob: str | None = None,
-        dense: bool = True,
-    ) -> SearchAnswer: ...
-
-
-class IndexRun(Protocol):
-    """What an indexing run reports (codectx.indexer.report.IndexReport)."""
-
-    @property
-    def files(self) -> int: ...  # indexed files after the run
-    @property
-    def chunks(self) -> int: ...
-    @property
-    def vectors_embedded(self) -> int: ...  # in this run
-    @property
-    def vectors_pending(self) -> int: ...  # chunks still without a vector
-    @property
-    def warnings(self) -> Sequence[str]: ...
-    @property
-    def quick(self) -> bool: ...  # nothing had changed: answered from the manifest, no table touched
-
-
-ProgressCallback = Callable[..., None]
 
 
 # ---- opening ------------------------------------------------------------------------------------
@@ -383,47 +239,6 @@ def index_folder(
 # ---- lookups for tool clients (MCP): definitions at a position, references, index figures ---------
 
 
-@dataclass(frozen=True)
-class DefinitionMatch:
-    """A definition the name at a position refers to, and how it was resolved (import, same-file,
-    name, ...: retriever.definitions.CONFIDENCE, best first)."""
-
-    site: DefinitionSite
-    used_as: str  # the identifier or chain as written at the position
-    how: str
-
-
-@dataclass(frozen=True)
-class ReferenceSite:
-    """One use of an identifier (0-based line and column); `chain` is the attribute chain ending at
-    it ("self.session.send"), "" for a bare name."""
-
-    path: str
-    line: int
-    column: int
-    name: str
-    chain: str
-
-
-class IndexFigures(Protocol):
-    """What an index holds (codectx.indexer.store.IndexStats)."""
-
-    @property
-    def files(self) -> int: ...
-    @property
-    def chunks(self) -> int: ...
-    @property
-    def symbols(self) -> int: ...
-    @property
-    def vectors_done(self) -> int: ...
-    @property
-    def vectors_pending(self) -> int: ...
-    @property
-    def last_indexed(self) -> float | None: ...
-    @property
-    def model_id(self) -> str | None: ...
-
-
 _NAME_CHARS = re.compile(r"[\w$]")
 
 
@@ -480,13 +295,6 @@ def references_to(store: Store, name: str, *, limit: int, candidates: int = 400)
                 if len(found) >= limit:
                     return found
     return found
-
-
-class NameLookup(Protocol):
-    """What definition lookups read: an open index, or its in-memory snapshot (`in_memory`)."""
-
-    def symbols_named(self, name: str) -> Sequence[DefinitionSite]: ...
-    def file_imports(self, path: str) -> Sequence[Any]: ...
 
 
 def in_memory(store: Store) -> NameLookup:

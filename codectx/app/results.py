@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from codectx.backend.gate import Finding, Prepared
 from codectx.backend.prompts import FimPrompt
-from codectx.backend.transport import Finding, Prepared
 
 
 @dataclass

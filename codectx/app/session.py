@@ -8,7 +8,7 @@ redaction of each request's pieces, and the last request it sent (for "show cont
 
     session = WorkspaceSession(settings, index=source, embedder=lambda: embedder)
     ctx = session.context("pkg/mod.py", text, line, character)      # blocking: a worker thread
-    done = await session.complete("pkg/mod.py", text, line, character, context=ctx)
+    done = await session.completer.complete("pkg/mod.py", text, line, character, context=ctx)
     edit = await session.refactor_edit("pkg/mod.py", text, (l0, c0, l1, c1), "use pathlib", context=ctx)
     prose = await session.explain("pkg/mod.py", text, first_line, last_line)
     hits = session.search("parse the config")                        # blocking: a worker thread
@@ -23,7 +23,9 @@ Which methods block and which await is in their type: `context`, `search`, `defi
 `definitions_at`, `references`, `index_figures`, `read_file`, `warm_up_gate` and what
 `session.handout` does (tool results' redaction and audit: codectx.app.handout) use the CPU and
 the disk (call them off an event loop); the `async` ones talk to the model server and are
-cancellable (cancelling closes the stream, so vLLM aborts the request).
+cancellable (cancelling closes the stream, so vLLM aborts the request). Completions are the
+session's `completer` (codectx.app.completion.Completer: `complete`, `dry_run`), called directly,
+so their parameters are declared once.
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ from codectx.app.index import (
 from codectx.app.model import ServedModel
 from codectx.app.redaction import OpenText, RequestRedaction
 from codectx.app.refactor import Selection
-from codectx.app.results import Completion, DryRun, Explanation, FileText, RefactorEdit, SentRequest
+from codectx.app.results import Explanation, FileText, RefactorEdit, SentRequest
 from codectx.backend.client import BackendClient
 from codectx.errors import CodectxError
 from codectx.settings import Settings
@@ -101,6 +103,7 @@ class WorkspaceSession:
         self.client = client if client is not None else BackendClient(settings)
         self.redaction = RequestRedaction(settings, self.client.gate, read_open)
         self.model = ServedModel(settings, self.client)
+        # Completions (`complete`, `dry_run`): the completer is their one owner, called directly.
         self.completer = Completer(settings, self.model, self.redaction, self._remember)
         self.handout = Handout(settings, self.redaction)  # what a tool client (MCP) is handed
         self.last: SentRequest | None = None  # what the last model request sent (or would have)
@@ -194,41 +197,6 @@ class WorkspaceSession:
 
     # ---- the model (async, cancellable) -----------------------------------------------------
 
-    async def complete(
-        self,
-        path: str,
-        text: str,
-        line: int,
-        character: int,
-        *,
-        context: AssembledContext | None,
-        mode: str = "auto",
-        on_delta: Callable[[str], None] | None = None,
-        context_ms: float = 0.0,
-        on_sent: Callable[[SentRequest], None] | None = None,
-    ) -> Completion:
-        """The model's completion at a 0-based (line, character) of `path` (workspace-relative), with
-        `context` from `self.context` (None: the code around the cursor only). Streamed raw pieces go
-        to `on_delta` as they arrive; what was sent goes to `on_sent` when the request is over, also
-        when it failed or was cancelled. Offline mode raises BackendOffline after logging the request."""
-        return await self.completer.complete(
-            path,
-            text,
-            line,
-            character,
-            context,
-            mode=mode,
-            on_delta=on_delta,
-            context_ms=context_ms,
-            on_sent=on_sent,
-        )
-
-    async def dry_run(
-        self, path: str, text: str, line: int, character: int, *, context: AssembledContext | None
-    ) -> DryRun:
-        """The exact request `complete` would send, built, redacted and logged as not sent."""
-        return await self.completer.dry_run(path, text, line, character, context)
-
     async def refactor_edit(
         self,
         path: str,
@@ -239,8 +207,8 @@ class WorkspaceSession:
         context: AssembledContext | None = None,
     ) -> RefactorEdit:
         """The replacement for `selection` = (start line, start char, end line, end char), 0-based, by a
-        free-text instruction; secrets the model saw as placeholders are put back. EditRefused when
-        the file would no longer parse (unless it did not parse before either)."""
+        free-text instruction (`.code`: the new text); secrets the model saw as placeholders are put
+        back. EditRefused when the file would no longer parse (unless it did not parse before either)."""
         try:
             edit = await refactoring.refactor_edit(
                 self.model, self.redaction, path, text, selection, instruction, context
@@ -250,18 +218,6 @@ class WorkspaceSession:
             raise
         self.last = edit.sent
         return edit
-
-    async def refactor(
-        self,
-        path: str,
-        text: str,
-        selection: Selection,
-        instruction: str,
-        *,
-        context: AssembledContext | None = None,
-    ) -> str:
-        """`refactor_edit`'s code alone."""
-        return (await self.refactor_edit(path, text, selection, instruction, context=context)).code
 
     async def explain(self, path: str, text: str, start_line: int, end_line: int) -> Explanation:
         """The model's explanation of lines start_line..end_line (0-based, inclusive) of `path`."""

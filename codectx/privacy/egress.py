@@ -18,74 +18,24 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from codectx.privacy.audit import AuditLog
-from codectx.privacy.errors import AuditError, EgressBlocked, PrivacyError, ScanTimeout
+from codectx.privacy.bodywalk import BodyWalker, scan_view, text_size
+from codectx.privacy.errors import AuditError, EgressBlocked, ScanTimeout
 from codectx.privacy.keys import tag
 from codectx.privacy.policy import never_send_match
 from codectx.privacy.redact import TOKEN_PREFIX, Redactor
-from codectx.privacy.sanitize import sanitize
+
+# The request types, importable from here where the gate is (their home: codectx.privacy.request).
+from codectx.privacy.request import PreparedRequest as PreparedRequest
+from codectx.privacy.request import RedactionEvent as RedactionEvent
+from codectx.privacy.request import SourceSpan as SourceSpan
+from codectx.privacy.request import as_span
 
 if TYPE_CHECKING:
     from codectx.settings import Settings
-
-
-@dataclass(frozen=True)
-class SourceSpan:
-    """A file region whose text is in the request (0-based inclusive lines, workspace-relative path)."""
-
-    path: str
-    start_line: int
-    end_line: int
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "start_line": self.start_line, "end_line": self.end_line}
-
-
-@dataclass(frozen=True)
-class RedactionEvent:
-    """One redaction in a request: rule, where (JSON field, line in it, likely file), length, tag."""
-
-    rule: str
-    field: str
-    line: int
-    length: int
-    hmac8: str
-    file: str | None = None
-    stage: str = "gate"  # "gate": found by the gate's scan; "piece": masked before the prompt was built
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "rule": self.rule,
-            "file": self.file,
-            "field": self.field,
-            "line": self.line,
-            "length": self.length,
-            "hmac8": self.hmac8,
-            "stage": self.stage,
-        }
-
-
-@dataclass(frozen=True)
-class PreparedRequest:
-    endpoint: str
-    content: bytes  # exactly what may be sent
-    sha256: str
-    findings: list[RedactionEvent]
-    sources: list[SourceSpan]
-    stripped_chars: int = 0
-    offline: bool = False
-    ruleset: str = ""
-    aliases: dict[str, str] = field(default_factory=dict)  # real path -> alias, when anonymising
-    method: str = "POST"
-
-    @property
-    def size(self) -> int:
-        return len(self.content)
 
 
 class EgressGate:
@@ -148,13 +98,13 @@ class EgressGate:
 
     def prepare(self, endpoint: str, body: dict[str, Any], sources: list[SourceSpan]) -> PreparedRequest:
         """The exact redacted bytes for `body`, or EgressBlocked (nothing may be sent)."""
-        spans = [_as_span(s) for s in sources]
+        spans = [as_span(s) for s in sources]
         for span in spans:
             reason = self.refusal(span.path)
             if reason:
                 raise EgressBlocked(f"refused to send: {reason} (secret-bearing files never leave)")
         limit = int(self.settings.privacy.max_request_bytes)
-        if _text_size(body) > 2 * limit + 4096:
+        if text_size(body) > 2 * limit + 4096:
             # Far over the limit: refuse before spending a scan on it (redaction only adds ~40 B a secret).
             raise EgressBlocked(
                 f"request body is far over privacy.max_request_bytes ({limit:,} bytes); nothing was sent"
@@ -162,7 +112,7 @@ class EgressGate:
         deadline = time.monotonic() + float(self.settings.privacy.scan_timeout_s)
         aliases = {s.path: self.alias(s.path) for s in spans} if self.settings.privacy.anonymize_paths else {}
         try:
-            walker = _Walker(self.redactor, bool(self.settings.privacy.redact), deadline, spans, aliases)
+            walker = BodyWalker(self.redactor, bool(self.settings.privacy.redact), deadline, spans, aliases)
             cleaned = walker.walk(body, "")
             if walker.secrets:
                 # A secret found in one field is redacted wherever else it appears in the body.
@@ -202,7 +152,7 @@ class EgressGate:
             aliases=aliases,
         )
 
-    def _rescan(self, content: bytes, deadline: float, walker: _Walker) -> bytes:
+    def _rescan(self, content: bytes, deadline: float, walker: BodyWalker) -> bytes:
         """Scan the final bytes as one text; anything left is redacted in place if JSON-safe, else blocked.
 
         The scan reads an escape-aware view of the text (same offsets): inside a string, a `\\n`, `\\t`,
@@ -211,7 +161,7 @@ class EgressGate:
         already scanned, while a key in one string and a value in the next is still caught.
         """
         text = content.decode("utf-8")
-        view = _scan_view(text)
+        view = scan_view(text)
         result = self.redactor.redact(view, "", deadline)
         if not result.findings:
             return content
@@ -307,169 +257,3 @@ class EgressGate:
         entry = self._entry(prepared)
         entry.update(method="TOOL", sent=True, status="returned to the tool client", call=call)
         return str(self._append(entry, prepared)["id"])
-
-
-class _Walker:
-    """Recursively sanitise, anonymise and redact every string in a JSON-like body."""
-
-    def __init__(
-        self,
-        redactor: Redactor,
-        redact: bool,
-        deadline: float,
-        spans: list[SourceSpan],
-        aliases: dict[str, str],
-    ) -> None:
-        self.redactor = redactor
-        self.redact = redact
-        self.deadline = deadline
-        self.paths = sorted({s.path for s in spans}, key=len, reverse=True)
-        self.aliases = aliases
-        self.events: list[RedactionEvent] = []
-        self.stripped = 0
-        self.secrets: dict[str, str] = {}  # value -> rule, for this request only (never stored)
-        self.propagating = False
-
-    def walk(self, value: Any, where: str) -> Any:
-        if isinstance(value, str):
-            return self._string(value, where or "<body>")
-        if isinstance(value, bool) or value is None or isinstance(value, int):
-            return value
-        if isinstance(value, float):
-            if value != value or value in (float("inf"), float("-inf")):
-                raise PrivacyError(f"{where}: {value} is not valid JSON")
-            return value
-        if isinstance(value, dict):
-            out: dict[str, Any] = {}
-            for key, item in value.items():
-                if not isinstance(key, str):
-                    raise PrivacyError(f"{where}: JSON object keys must be strings, got {key!r}")
-                path = f"{where}.{key}" if where else key
-                out[self._string(key, path + "<key>")] = self.walk(item, path)
-            return out
-        if isinstance(value, (list, tuple)):
-            return [self.walk(item, f"{where}[{i}]") for i, item in enumerate(value)]
-        raise PrivacyError(f"{where or '<body>'}: cannot send a {type(value).__name__}")
-
-    def _string(self, text: str, where: str) -> str:
-        if self.propagating:
-            return self._propagate(text, where)
-        # Lone surrogates (undecodable bytes read with surrogateescape) cannot be UTF-8 encoded.
-        text = text.encode("utf-8", "replace").decode("utf-8") if _has_surrogate(text) else text
-        text, count = sanitize(text)
-        self.stripped += count
-        for path in self.paths:
-            if path in self.aliases and path in text:
-                text = text.replace(path, self.aliases[path])
-        if not self.redact:
-            return text
-        if TOKEN_PREFIX in text:
-            self._placed(text, where)
-        result = self.redactor.redact(text, "", self.deadline)
-        for finding in result.findings:
-            self.secrets.setdefault(text[finding.start : finding.end], finding.rule)
-            self.events.append(
-                RedactionEvent(
-                    finding.rule,
-                    where,
-                    finding.line,
-                    finding.length,
-                    finding.hmac8,
-                    self._file_at(text, finding.start),
-                )
-            )
-        return result.text
-
-    def _placed(self, text: str, where: str) -> None:
-        """Tokens already in the text (pieces redacted before the prompt was built) go in the log too."""
-        for m in _PLACED.finditer(text):
-            line = text.count("\n", 0, m.start())
-            self.events.append(
-                RedactionEvent(
-                    m.group(1), where, line, 0, m.group(2), self._file_at(text, m.start()), stage="piece"
-                )
-            )
-
-    def _propagate(self, text: str, where: str) -> str:
-        """Second pass: redact other occurrences of values found secret in any field."""
-        if not any(value in text for value in self.secrets):
-            return text
-        result = self.redactor.redact(text, "", self.deadline, known=self.secrets.items())
-        for finding in result.findings:
-            self.events.append(
-                RedactionEvent(
-                    finding.rule,
-                    where,
-                    finding.line,
-                    finding.length,
-                    finding.hmac8,
-                    self._file_at(text, finding.start),
-                )
-            )
-        return result.text
-
-    def _file_at(self, text: str, offset: int) -> str | None:
-        """The source whose path (or alias) appears last before `offset`: the file a finding came from."""
-        best: tuple[int, str] | None = None
-        for path in self.paths:
-            shown = self.aliases.get(path, path)
-            pos = text.rfind(shown, 0, offset)
-            if pos != -1 and (best is None or pos > best[0]):
-                best = (pos, path)
-        return best[1] if best else None
-
-
-_PLACED = re.compile(r"\[REDACTED:([a-z0-9-]+):([0-9a-f]{8})\]")
-
-
-def _text_size(value: Any) -> int:
-    """Characters of text in a JSON-like body (a cheap lower bound of its serialised size)."""
-    if isinstance(value, str):
-        return len(value)
-    if isinstance(value, dict):
-        return sum(len(str(k)) + _text_size(v) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return sum(_text_size(v) for v in value)
-    return 0
-
-
-# What an escape means to the scanner, two characters for two (offsets are kept): whitespace stays
-# whitespace (a real newline keeps line-based checks on source lines) and an escaped quote ends a value
-# (a value that starts after one starts with a space, and is dropped as prose: the walker judged it).
-_VIEW_ESCAPES = {"n": " \n", "t": " \t", "r": " \r", "f": " \f", '"': '" '}
-
-
-def _scan_view(text: str) -> str:
-    """`text` (compact JSON) with each string escape replaced by what it stands for, offsets unchanged."""
-    if "\\" not in text:
-        return text
-    out: list[str] = []
-    pos = 0
-    index = text.find("\\")
-    while index != -1:
-        out.append(text[pos:index])
-        pair = text[index : index + 2]
-        out.append(_VIEW_ESCAPES.get(pair[1:], pair))
-        pos = index + len(pair)
-        index = text.find("\\", pos)
-    out.append(text[pos:])
-    return "".join(out)
-
-
-def _has_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
-def _as_span(source: Any) -> SourceSpan:
-    if isinstance(source, SourceSpan):
-        return source
-    if isinstance(source, dict):
-        return SourceSpan(str(source["path"]), int(source["start_line"]), int(source["end_line"]))
-    try:
-        return SourceSpan(str(source.path), int(source.start_line), int(source.end_line))
-    except AttributeError:
-        raise EgressBlocked(f"cannot tell which file a request source {source!r} comes from") from None

@@ -86,7 +86,7 @@ async def test_complete_document_only(tmp_path: Path, server: fs.FaultServer) ->
     settings = make_settings(tmp_path, server.url)
     async with BackendClient(settings) as client:
         service = session_for(settings, client)
-        result = await service.complete("calc.py", DOC, 4, 4, context=None)
+        result = await service.completer.complete("calc.py", DOC, 4, 4, context=None)
     assert result.text == "return a + b"
     assert result.mode == "block" and result.model == "m"
     assert set(result.timings) == {"context_ms", "ttft_ms", "total_ms"}
@@ -109,7 +109,7 @@ async def test_stream_is_closed_when_the_block_ends(tmp_path: Path, server: fs.F
     settings = make_settings(tmp_path, server.url)
     async with BackendClient(settings) as client:
         service = session_for(settings, client)
-        result = await service.complete("calc.py", DOC, 4, 4, context=None)
+        result = await service.completer.complete("calc.py", DOC, 4, 4, context=None)
         assert result.text == "return a + b"
         # Before the client closes its pool: the completion's connection is already gone.
         assert server.wait_idle(10.0) == 0
@@ -124,7 +124,7 @@ async def test_complete_with_retrieved_context(tmp_path: Path, server: fs.FaultS
     )
     async with BackendClient(settings) as client:
         service = session_for(settings, client)
-        result = await service.complete("calc.py", DOC, 4, 11, context=ctx)
+        result = await service.completer.complete("calc.py", DOC, 4, 11, context=ctx)
     assert result.text == "helper(a)"
     prompt = server.requests[-1].json()["prompt"]
     assert prompt.startswith("<|repo_name|>ws\n<|file_sep|>util.py#L4-L5\ndef helper(x):")
@@ -140,7 +140,7 @@ async def test_never_send_file_is_refused_before_any_byte(tmp_path: Path, server
     async with BackendClient(settings) as client:
         service = session_for(settings, client)
         with pytest.raises(EgressBlocked):
-            await service.complete(".env", "API_KEY=abc\n", 0, 8, context=None)
+            await service.completer.complete(".env", "API_KEY=abc\n", 0, 8, context=None)
     assert "/v1/completions" not in [r.path for r in server.requests]
 
 
@@ -157,7 +157,7 @@ async def test_refactor_round_trip(tmp_path: Path, server: fs.FaultServer) -> No
     doc = "def add(a, b):\n    return a + b\n"
     async with BackendClient(settings) as client:
         service = session_for(settings, client)
-        new = await service.refactor("calc.py", doc, (1, 0, 2, 0), "use sum")
+        new = (await service.refactor_edit("calc.py", doc, (1, 0, 2, 0), "use sum")).code
     assert new == "    return sum((a, b))\n"
     messages = server.requests[-1].json()["messages"]
     assert "use sum" in messages[-1]["content"] and "calc.py#L2-L2" in messages[-1]["content"]
@@ -302,7 +302,7 @@ async def test_explain_and_selection_errors(tmp_path: Path, server: fs.FaultServ
         assert user.startswith("Explain this code from calc.py (lines 1-2):") and doc.rstrip("\n") in user
         assert service.last is explained.sent and service.last.kind == "explain"
         with pytest.raises(UsageError, match="select some code"):
-            await service.refactor("calc.py", doc, (1, 0, 1, 0), "x")
+            await service.refactor_edit("calc.py", doc, (1, 0, 1, 0), "x")
         with pytest.raises(UsageError, match="outside the document"):
             await service.explain("calc.py", doc, 9, 9)
 
@@ -313,8 +313,8 @@ async def test_server_without_tokenize_gets_stop_strings(tmp_path: Path, server:
     settings = make_settings(tmp_path, server.url)
     async with BackendClient(settings) as client:
         service = session_for(settings, client)
-        assert (await service.complete("calc.py", DOC, 4, 4, context=None)).text == "return 1"
-        await service.complete("calc.py", DOC, 4, 4, context=None)
+        assert (await service.completer.complete("calc.py", DOC, 4, 4, context=None)).text == "return 1"
+        await service.completer.complete("calc.py", DOC, 4, 4, context=None)
     bodies = [r.json() for r in server.requests if r.path == "/v1/completions"]
     assert "<|file_sep|>" in bodies[0]["stop"] and bodies[0]["skip_special_tokens"] is False
     assert "stop_token_ids" not in bodies[0]
@@ -366,7 +366,7 @@ async def test_prompt_is_fitted_to_a_small_server(tmp_path: Path, server: fs.Fau
     ctx = Context(items, prefix=big, suffix=big, prefix_start_line=0, suffix_end_line=4000)
     async with BackendClient(settings) as client:
         service = session_for(settings, client)
-        await service.complete("big.py", big + big, 2000, 0, context=ctx)
+        await service.completer.complete("big.py", big + big, 2000, 0, context=ctx)
         ratio = await client.chars_per_token()  # measured on a built-in sample via /tokenize
     prompt = [r.json()["prompt"] for r in server.requests if r.path == "/v1/completions"][-1]
     assert len(prompt) <= (512 - 64 - 32) * ratio * 0.85 + 200
@@ -389,7 +389,7 @@ async def test_a_prompt_that_fills_the_window_is_cut_and_sent_again(
     big = "".join(f"v{i} = {i}\n" for i in range(2000))
     async with BackendClient(settings) as client:
         service = session_for(settings, client)
-        result = await service.complete("big.py", big + big, 2000, 0, context=None)
+        result = await service.completer.complete("big.py", big + big, 2000, 0, context=None)
     assert result.text == "1"
     first, second = [r.json()["prompt"] for r in server.requests if r.path == "/v1/completions"]
     assert len(second) < len(first) * 0.95
@@ -404,7 +404,7 @@ async def test_other_rejections_are_not_retried(tmp_path: Path, server: fs.Fault
     async with BackendClient(settings) as client:
         service = session_for(settings, client)
         with pytest.raises(BackendRejected, match="temperature"):
-            await service.complete("calc.py", DOC, 4, 4, context=None)
+            await service.completer.complete("calc.py", DOC, 4, 4, context=None)
     assert len([r for r in server.requests if r.path == "/v1/completions"]) == 1
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from codectx.backend.errors import BackendRejected, BackendUnavailable
 
-from tests.backend.test_faults import client_for
 from tests.support import faultserver as fs
+from tests.support.backendclient import client_for
 
 SHED = (
     b'data: {"error": {"message": "The engine is currently busy and cannot accept new requests.", '

@@ -159,11 +159,8 @@ async def test_cancelling_the_caller_aborts_the_request(vllm_server: Engine) -> 
         for _ in range(300):  # polls, not a time limit
             after = await observer.metrics_text()
             count = metric(after, tokens)
-            if (
-                metric(after, "vllm:num_requests_running") == 0
-                and count > metric(before, tokens)
-                and count == previous
-            ):
+            idle = metric(after, "vllm:num_requests_running") == 0
+            if idle and count > metric(before, tokens) and count == previous:
                 break
             previous = count
             await asyncio.sleep(0.3)
