@@ -377,18 +377,30 @@ __all__ = ["vllm_model", "vllm_server"]  # fixtures, imported for pytest
 
 
 def forward(target: str) -> fs.Behaviour:
-    """Pass each captured request on to the real engine and relay its answer."""
+    """Pass each captured request on to the real engine and relay its answer: a stream as it
+    comes (waiting for the whole answer first would trip the client's first-byte timeout on a
+    loaded machine), anything else whole."""
 
     async def run(conn: fs.Conn) -> None:
         import httpx
 
         req = conn.request
         keep = {k: v for k, v in req.headers.items() if k in ("content-type", "authorization", "accept")}
-        async with httpx.AsyncClient(timeout=300) as client:
-            reply = await client.request(req.method, target + req.path, content=req.body, headers=keep)
-        await conn.respond(
-            reply.status_code, reply.content, reply.headers.get("content-type", "application/json")
-        )
+        async with (
+            httpx.AsyncClient(timeout=300) as client,
+            client.stream(req.method, target + req.path, content=req.body, headers=keep) as reply,
+        ):
+            kind = reply.headers.get("content-type", "application/json")
+            if reply.status_code != 200 or "text/event-stream" not in kind:
+                await conn.respond(reply.status_code, await reply.aread(), kind)
+                return
+            await conn.start_chunked(kind)
+            try:
+                async for part in reply.aiter_raw():
+                    await conn.chunk(part)
+                await conn.end_chunked()
+            except (ConnectionError, OSError):
+                return  # codectx hung up at the block's end; leaving closes the engine's stream too
 
     return run
 
