@@ -20,6 +20,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,10 +29,19 @@ from codectx.lsp.errors import ServiceUnavailable, UriRefused
 from codectx.lsp.uris import folder_for, relative_posix, uri_to_path
 
 from codectx.app.embedders import Embedders
-from codectx.app.index import IndexRun, Store, index_folder, open_existing
+from codectx.app.index import (
+    IndexRun,
+    Store,
+    index_folder,
+    load_in_background,
+    open_existing,
+    see_changes,
+    snapshot_phase,
+)
 from codectx.app.session import WorkspaceSession
 from codectx.errors import CodectxError
 from codectx.settings import Settings
+from codectx.tuning import background_thread
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +139,7 @@ class Folder:
         if self.store is not None:
             return self.store
         try:
-            self.store = open_existing(self.settings.index_dir())
+            store = open_existing(self.settings.index_dir())
         except ImportError:
             return None
         except CodectxError as exc:
@@ -140,7 +150,18 @@ class Folder:
         except Exception:  # a corrupt index must not take requests down
             log.exception("opening the index of %s failed", self.root)
             return None
-        return self.store
+        try:
+            # Requests are answered from LanceDB lookups until the in-memory snapshot is in.
+            load_in_background(store)
+        except Exception:
+            log.warning("loading the index of %s in the background failed", self.root, exc_info=True)
+        self.store = store
+        return store
+
+    def snapshot_phase(self) -> str:
+        """ "lookup" while the index loads into memory, "memory" after, "direct", "" with no store."""
+        store = self.store
+        return snapshot_phase(store) if store is not None else ""
 
     def require_store(self) -> Store:
         store = self.open_store()
@@ -159,12 +180,20 @@ class Workspaces:
         self._on_error = on_error
         self._embedders = embedders  # the server's models: indexing shares them, loads no second copy
         self._watch_task: asyncio.Task[None] | None = None
+        # Index runs get their own thread at a lower CPU priority: requests are served from the
+        # default pool, and under contention they get the core first.
+        self._index_pool = ThreadPoolExecutor(
+            1, thread_name_prefix="codectx-index", initializer=background_thread
+        )
 
     def _run_index(
         self, folder: Folder, paths: list[Path] | None, on_progress: Callable[..., None]
     ) -> IndexRun:
         embedder = self._embedders.get(folder.settings)
-        return index_folder(folder.root, folder.settings, paths, progress=on_progress, embedder=embedder)
+        report = index_folder(folder.root, folder.settings, paths, progress=on_progress, embedder=embedder)
+        if paths and folder.store is not None:
+            see_changes(folder.store)  # the kept store's snapshot reads the saved files now
+        return report
 
     def set_folder(self, root: Path, settings: Settings) -> Folder:
         root = root.resolve()
@@ -256,7 +285,7 @@ class Workspaces:
                 loop.call_soon_threadsafe(on_loop, values)
 
         try:
-            report = await loop.run_in_executor(None, self._run_index, folder, paths, on_progress)
+            report = await loop.run_in_executor(self._index_pool, self._run_index, folder, paths, on_progress)
         except asyncio.CancelledError:
             folder.state = "idle"
             self._sink(folder, folder.progress, "end")
@@ -280,7 +309,11 @@ class Workspaces:
             for warning in list(report.warnings)[:100]:
                 log.warning("indexing %s: %s", folder.root, warning)
             self._apply_report(folder, report)
-            folder.store = None  # reopen: the run may have created or replaced tables
+            if not (report.quick or paths):
+                # Reopen: a full run may have created or replaced tables. A quick run (nothing
+                # changed) and a run over saved files keep the store, and with it the snapshot
+                # that is loading or loaded (it follows the changed rows itself).
+                folder.store = None
         folder.progress.stage = folder.state
         self._sink(folder, folder.progress, "end")
 
@@ -317,6 +350,7 @@ class Workspaces:
         for folder in self.folders.values():
             if folder.task:
                 folder.task.cancel()
+        self._index_pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _lexical_names(path: Path, folders: Iterable[Path]) -> list[str]:

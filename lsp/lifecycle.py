@@ -164,6 +164,10 @@ async def _warm_up(ls: CodectxServer) -> None:
     settings = (
         next(iter(ls.workspaces.folders.values())).settings if ls.workspaces.folders else ls.default_settings
     )
+    for folder in list(ls.workspaces.folders.values()):
+        # An index already there opens now and starts loading into memory in the background;
+        # requests are answered from LanceDB lookups meanwhile.
+        await in_worker(folder.open_store)
     for problem in await in_worker(ls.embedders.warm_up, settings):
         log.warning("warm-up: %s", problem)
     for folder in list(ls.workspaces.folders.values()):

@@ -248,6 +248,12 @@ def warm_imports() -> list[str]:
             importlib.import_module(name)
         except Exception as exc:
             missing.append(f"{name}: {exc}")
+    try:  # the token counter reads its vocabulary on first use (~0.1 s of the first context)
+        from codectx.retriever.tokens import default_counter
+
+        default_counter().count("warm up")
+    except Exception as exc:
+        missing.append(f"token counter: {exc}")
     return missing
 
 
@@ -497,6 +503,40 @@ def in_memory(store: Store) -> NameLookup:
 
     snapshot: NameLookup = snapshot_of(store)
     return snapshot
+
+
+def load_in_background(store: Store) -> None:
+    """Start loading the store's in-memory snapshot on a background thread (once per store):
+    until it is in, context and name lookups are answered from LanceDB lookups, then from memory
+    (the switch is logged). For long-lived processes; a small index is left to load at once on
+    first use, as before (it takes well under a second)."""
+    from codectx.retriever.snapshot import snapshot_of
+
+    snapshot_of(store).load_in_background()
+
+
+def see_changes(store: Store) -> None:
+    """After a write to the index, make the store's snapshot read what changed now (not at its
+    next periodic check)."""
+    from codectx.retriever.snapshot import snapshot_of
+
+    snapshot_of(store).refresh_now()
+
+
+def snapshot_phase(store: Store) -> str:
+    """How the store's lookups are answered: "direct", "lookup" (the snapshot is loading in the
+    background) or "memory" (loaded)."""
+    from codectx.retriever.snapshot import snapshot_of
+
+    phase: str = snapshot_of(store).phase
+    return phase
+
+
+def hold_background_loads(gate: Path | None) -> None:
+    """Test hook (`CODECTX_TEST_SNAPSHOT_GATE`): background snapshot loads wait until `gate` exists."""
+    from codectx.retriever.snapshotload import hold_loads_until
+
+    hold_loads_until(gate)
 
 
 def index_figures(store: Store) -> IndexFigures:
