@@ -16,6 +16,7 @@ hops back onto the event loop, where it becomes `$/progress`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
@@ -32,6 +33,7 @@ from codectx.app.embedders import Embedders
 from codectx.app.index import (
     IndexRun,
     Store,
+    first_files,
     index_folder,
     load_in_background,
     open_existing,
@@ -44,6 +46,9 @@ from codectx.settings import Settings
 from codectx.tuning import background_thread
 
 log = logging.getLogger(__name__)
+
+FIRST_OPEN_WAIT_S = 0.5  # how long an unindexed folder's first run waits for an open document
+FIRST_FILES = 120  # at most this many files go first
 
 
 @dataclass
@@ -133,6 +138,8 @@ class Folder:
     missing_logged: bool = False
     pending_paths: set[Path] = field(default_factory=set)
     full_pending: bool = False
+    opened: asyncio.Event = field(default_factory=asyncio.Event)  # a document of it was opened
+    first_indexed: list[Path] = field(default_factory=list)  # what an unindexed folder indexed first
 
     def open_store(self) -> Store | None:
         """The folder's index store, opened on first use; None while there is none yet."""
@@ -174,8 +181,15 @@ class Folder:
 class Workspaces:
     """All workspace folders and their background indexing."""
 
-    def __init__(self, sink: ProgressSink, on_error: Callable[[str], None], embedders: Embedders) -> None:
+    def __init__(
+        self,
+        sink: ProgressSink,
+        on_error: Callable[[str], None],
+        embedders: Embedders,
+        open_files: Callable[[], list[Path]] = list,
+    ) -> None:
         self.folders: dict[Path, Folder] = {}
+        self._open_files = open_files  # the documents open in the editor
         self._sink = sink
         self._on_error = on_error
         self._embedders = embedders  # the server's models: indexing shares them, loads no second copy
@@ -253,6 +267,8 @@ class Workspaces:
             await asyncio.shield(folder.task)
 
     async def _index_loop(self, folder: Folder) -> None:
+        if folder.runs == 0 and folder.open_store() is None:
+            await self._index_first(folder)
         while True:
             folder.dirty = False
             paths = None if folder.full_pending or folder.runs == 0 else sorted(folder.pending_paths)
@@ -261,6 +277,45 @@ class Workspaces:
             await self._index_once(folder, paths)
             if not folder.dirty:
                 return
+
+    async def _index_first(self, folder: Folder) -> None:
+        """An unindexed folder: the open files, their imports and their folders first (requests get
+        context from them within seconds), then the whole folder."""
+        if not self._opened_in(folder):
+            # The editor opens its first document right after `initialized`; a moment's wait lets
+            # that document go first. Without one the whole folder is indexed in one run.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(folder.opened.wait(), FIRST_OPEN_WAIT_S)
+        opened = self._opened_in(folder)
+        if not opened:
+            return
+        loop = asyncio.get_running_loop()
+        first = await loop.run_in_executor(
+            self._index_pool, first_files, folder.root, folder.settings, opened, FIRST_FILES
+        )
+        folder.first_indexed = first
+        names = [relative_posix(p, folder.root) for p in first]
+        log.info(
+            "indexing %s: %d files first (the open files, their imports and folders): %s",
+            folder.root,
+            len(first),
+            ", ".join(names[:40]) + (", ..." if len(names) > 40 else ""),
+        )
+        await self._index_once(folder, first)
+        folder.full_pending = True  # then the rest (the loop's next run)
+
+    def _opened_in(self, folder: Folder) -> list[Path]:
+        out = []
+        for path in self._open_files():
+            try:
+                if folder_for(path, self.folders) == folder.root:
+                    out.append(path)
+            except Exception:
+                continue
+        return out
+
+    def note_opened(self, folder: Folder) -> None:
+        folder.opened.set()
 
     async def _index_once(self, folder: Folder, paths: list[Path] | None = None) -> None:
         loop = asyncio.get_running_loop()

@@ -100,6 +100,15 @@ def register(server: CodectxServer) -> None:
     def did_change(ls: CodectxServer, params: types.DidChangeTextDocumentParams) -> None:
         ls.recent.record(params)
 
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: CodectxServer, params: types.DidOpenTextDocumentParams) -> None:
+        """An unindexed folder's first run indexes the open document's neighbourhood first."""
+        try:
+            folder, _path, _rel = ls.workspaces.locate(params.text_document.uri)
+        except UriRefused:
+            return
+        ls.workspaces.note_opened(folder)
+
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: CodectxServer, params: types.DidCloseTextDocumentParams) -> None:
         pass

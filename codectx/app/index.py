@@ -386,6 +386,42 @@ def index_folder(
     return report
 
 
+def first_files(root: Path, settings: Settings, opened: Sequence[Path], limit: int = 200) -> list[Path]:
+    """What an unindexed workspace indexes first: the open files, what they import (followed
+    through the workspace files the imports resolve to, nearest first) and the other files of
+    their folders; at most `limit`, in that order. The full run follows."""
+    from codectx.indexer.parsing.languages import language_for as lookup
+    from codectx.indexer.parsing.parse import parse_file
+
+    root = root.resolve()
+    out: dict[Path, None] = {}
+    queue: list[Path] = [p.resolve() for p in opened]
+    folders: list[Path] = []
+    while queue and len(out) < limit:
+        path = queue.pop(0)
+        if path in out or not path.is_file() or root not in path.parents:
+            continue
+        out[path] = None
+        if path.parent not in folders and len(folders) < len(opened):
+            folders.append(path.parent)  # the open files' own folders
+        rel = path.relative_to(root).as_posix()
+        language = lookup(rel)
+        if not language:
+            continue
+        try:
+            parsed = parse_file(rel, path.read_text("utf-8", errors="replace"), language, settings, root)
+        except Exception:  # unreadable or unparsable: its imports stay unknown
+            continue
+        queue.extend(root / i.resolved for i in parsed.imports if i.resolved)
+    for folder in folders:
+        for entry in sorted(folder.iterdir()):
+            if len(out) >= limit:
+                break
+            if entry.is_file() and lookup(entry.name):
+                out.setdefault(entry, None)
+    return list(out)
+
+
 # ---- lookups for tool clients (MCP): definitions at a position, references, index figures ---------
 
 

@@ -7,6 +7,7 @@ background snapshot loads wait until that file exists (retriever/snapshotload.py
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -71,3 +72,46 @@ async def test_context_before_the_snapshot_is_ready_then_a_logged_switch(tmp_pat
         assert {"scale", "add"} <= _other_file_definitions(loaded), loaded["items"]
         assert not any("index lookups" in note for note in loaded["notes"])
         assert _order(await _context(lsp, uri)) == _order(loaded)  # stable within the memory phase
+
+
+UNINDEXED = {
+    "app/main.py": "from lib.helpers import helper\n\n\ndef run(value):\n    return helper(value)\n",
+    "app/sibling.py": "def sibling():\n    return 1\n",
+    "lib/__init__.py": "",
+    "lib/helpers.py": "from lib.deep import inner\n\n\ndef helper(value):\n    return inner(value) + 1\n",
+    "lib/deep.py": "def inner(value):\n    return value * 2\n",
+    **{f"other/unrelated_{n}.py": f"def unrelated_{n}():\n    return {n}\n" for n in range(6)},
+}
+
+
+def _files_of(message: str) -> int:
+    match = re.search(r"(\d+)(?:/\d+)? files", message)
+    assert match, message
+    return int(match.group(1))
+
+
+async def test_unindexed_workspace_indexes_the_open_files_imports_before_others(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    for rel, text in UNINDEXED.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    (root / ".git").mkdir()
+    opts = {"codectx": {"index": {"embed": False}, "lsp": {"index_on_open": False, "debounce_ms": 0}}}
+    async with lsp_session(tmp_path, root, opts, wait_warm=False) as lsp:
+        open_doc(lsp, root / "app" / "main.py")  # then indexing starts: the document is open by then
+        await lsp.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="codectx.reindex", arguments=[{"wait": True}])
+        )
+        await wait_for(lambda: _ended(lsp) >= 2, timeout=240)
+        first = [m.message for m in lsp.log_messages if "files first" in m.message]
+        assert len(first) == 1, first
+        listed = first[0].split("folders): ", 1)[1].split(", ")
+        # The open file, what it imports (and what that imports), its folder; nothing unrelated.
+        assert listed[0] == "app/main.py"
+        assert {"lib/helpers.py", "lib/deep.py", "app/sibling.py"} <= set(listed), listed
+        assert not any(name.startswith("other/") for name in listed), listed
+        ends = [v for v in progress_events(lsp) if isinstance(v, types.WorkDoneProgressEnd)]
+        assert _files_of(ends[0].message or "") == len(listed)  # the first run indexed just those
+        assert _files_of(ends[1].message or "") == len(UNINDEXED)  # then the whole folder
+        status = await _status(lsp)
+        assert status["state"] == "ready" and status["files"] == len(UNINDEXED)
