@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -140,11 +141,17 @@ class Folder:
     full_pending: bool = False
     opened: asyncio.Event = field(default_factory=asyncio.Event)  # a document of it was opened
     first_indexed: list[Path] = field(default_factory=list)  # what an unindexed folder indexed first
+    # Worker threads open the store at once (warm-up, the first requests): one opens it.
+    opening: threading.Lock = field(default_factory=threading.Lock)
 
     def open_store(self) -> Store | None:
         """The folder's index store, opened on first use; None while there is none yet."""
         if self.store is not None:
             return self.store
+        with self.opening:
+            return self.store if self.store is not None else self._open()
+
+    def _open(self) -> Store | None:
         try:
             store = open_existing(self.settings.index_dir())
         except ImportError:

@@ -59,6 +59,9 @@ def register(server: CodectxServer) -> None:
         for root in _initial_folders(params):
             ls.workspaces.set_folder(root, ls.settings_for_root(root.resolve()))
         ls.default_settings = ls.settings_for_root(None)
+        for folder in list(ls.workspaces.folders.values()):
+            # An index already there opens now (in a worker) and starts loading into memory.
+            asyncio.get_running_loop().create_task(in_worker(folder.open_store))
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: CodectxServer, params: types.InitializedParams) -> None:
