@@ -262,6 +262,8 @@ class IndexSnapshot:
             self._receivers = loaded.receivers
             self._loaded = True
             self._switched = True
+            self._columns = None  # the lookup phase's Arrow copies: memory answers from now on
+            self._named = {}
             return True
 
     def _warm_up(self, seed: tuple[tuple[Any, ...], dict[str, str]] | None = None) -> None:

@@ -386,39 +386,48 @@ def index_folder(
     return report
 
 
-def first_files(root: Path, settings: Settings, opened: Sequence[Path], limit: int = 200) -> list[Path]:
-    """What an unindexed workspace indexes first: the open files, what they import (followed
-    through the workspace files the imports resolve to, nearest first) and the other files of
-    their folders; at most `limit`, in that order. The full run follows."""
+def first_files(root: Path, settings: Settings, opened: Sequence[Path], limit: int = 60) -> list[Path]:
+    """What an unindexed workspace indexes first, at most `limit`, in this order: the open files,
+    what they import, the other files of their folders, then what the imports import (and so on,
+    through the workspace files the imports resolve to). The full run follows."""
     from codectx.indexer.parsing.languages import language_for as lookup
-    from codectx.indexer.parsing.parse import parse_file
+    from codectx.indexer.parsing.parse import file_imports
 
     root = root.resolve()
-    out: dict[Path, None] = {}
-    queue: list[Path] = [p.resolve() for p in opened]
-    folders: list[Path] = []
-    while queue and len(out) < limit:
-        path = queue.pop(0)
-        if path in out or not path.is_file() or root not in path.parents:
-            continue
-        out[path] = None
-        if path.parent not in folders and len(folders) < len(opened):
-            folders.append(path.parent)  # the open files' own folders
+
+    def inside(path: Path) -> bool:
+        return path.is_file() and root in path.parents
+
+    def imported_by(path: Path) -> list[Path]:
         rel = path.relative_to(root).as_posix()
         language = lookup(rel)
         if not language:
-            continue
+            return []
         try:
-            parsed = parse_file(rel, path.read_text("utf-8", errors="replace"), language, settings, root)
+            found = file_imports(rel, path.read_text("utf-8", errors="replace"), language, settings, root)
         except Exception:  # unreadable or unparsable: its imports stay unknown
-            continue
-        queue.extend(root / i.resolved for i in parsed.imports if i.resolved)
-    for folder in folders:
-        for entry in sorted(folder.iterdir()):
+            return []
+        return [root / i.resolved for i in found if i.resolved]
+
+    out: dict[Path, None] = {}
+
+    def take(paths: Sequence[Path]) -> list[Path]:
+        added = []
+        for path in paths:
             if len(out) >= limit:
                 break
-            if entry.is_file() and lookup(entry.name):
-                out.setdefault(entry, None)
+            if path not in out and inside(path):
+                out[path] = None
+                added.append(path)
+        return added
+
+    level = take([p.resolve() for p in opened])
+    folders = list(dict.fromkeys(p.parent for p in level))
+    level = take([i for p in level for i in imported_by(p)])
+    for folder in folders:
+        take([e for e in sorted(folder.iterdir()) if lookup(e.name)])
+    while level and len(out) < limit:
+        level = take([i for p in level for i in imported_by(p)])
     return list(out)
 
 
