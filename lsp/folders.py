@@ -165,7 +165,7 @@ class Folder:
             log.exception("opening the index of %s failed", self.root)
             return None
         try:
-            # Requests are answered from LanceDB lookups until the in-memory snapshot is in.
+            # Requests are answered from index lookups until the in-memory snapshot is in.
             load_in_background(store)
         except Exception:
             log.warning("loading the index of %s in the background failed", self.root, exc_info=True)

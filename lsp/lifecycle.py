@@ -178,7 +178,7 @@ async def _warm_up(ls: CodectxServer) -> None:
     )
     for folder in list(ls.workspaces.folders.values()):
         # An index already there opens now and starts loading into memory in the background;
-        # requests are answered from LanceDB lookups meanwhile.
+        # requests are answered from index lookups meanwhile.
         await in_worker(folder.open_store)
     for problem in await in_worker(ls.embedders.warm_up, settings):
         log.warning("warm-up: %s", problem)

@@ -11,10 +11,11 @@ re-index (didSave) is seen within that interval. The vectors are held by a
 typed `IndexReader` API.
 
 Two ways to fill it. `preload` reads everything now (the shell's `--batch`, small indexes).
-`load_in_background` (the language server) answers from LanceDB lookups while a background
-thread reads everything (retriever/snapshotload.py), then swaps it all in at once: the
-"lookup" phase, then the "memory" phase. Answers are stable within a phase (each phase reads
-one way); they may change at the switch, which is logged.
+`load_in_background` (the language server) answers from index lookups (Arrow copies of the
+tables, indexer/storage/columns.py) while a background thread reads everything
+(retriever/snapshotload.py), then swaps it all in at once: the "lookup" phase, then the
+"memory" phase. Answers are stable within a phase (each phase reads one way); they may change
+at the switch, which is logged.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ class IndexSnapshot:
 
     @property
     def phase(self) -> str:
-        """ "direct" (read on demand, no background load), "lookup" (LanceDB lookups while the
+        """ "direct" (read on demand, no background load), "lookup" (index lookups while the
         background load runs) or "memory" (the background load swapped in)."""
         if self._loader is None:
             return "direct"
@@ -203,7 +204,7 @@ class IndexSnapshot:
 
     def load_in_background(self) -> None:
         """Start reading everything into memory on a background thread (once); until it is in,
-        requests are answered from LanceDB lookups (the "lookup" phase)."""
+        requests are answered from index lookups (the "lookup" phase)."""
         if not loads_held():
             try:
                 if self.store.chunk_count() <= SYNC_LEXICAL_CHUNKS:
@@ -214,26 +215,29 @@ class IndexSnapshot:
             if self._loader is not None or self._loaded:
                 return
             self._loader = threading.Thread(target=self._load_loop, name="codectx-snapshot", daemon=True)
-        log.info("index %s: answering from LanceDB lookups while the snapshot loads", self.store.index_dir)
+        log.info("index %s: answering from index lookups while the snapshot loads", self.store.index_dir)
         self._loader.start()
 
     def _load_loop(self) -> None:
         background_thread()
         wait_for_gate()
         started = time.perf_counter()
-        for _attempt in range(LOAD_ATTEMPTS):
+        failures = 0
+        while failures < LOAD_ATTEMPTS:
             try:
                 loaded = load_all(self.store, lambda: _versions(self.store.table_versions), self.pacer.pause)
                 self._warm_token_counts(loaded.chunks)
                 self._warm_projection()
             except Exception:  # the store changed or broke under us: try again, then stay on lookups
+                failures += 1
                 log.info("loading the snapshot of %s failed", self.store.index_dir, exc_info=True)
                 continue
-            self.refresh(force=False)
+            self.refresh_now()
+            # A write landed while it was read (an index run): read it again.
             if self._install(loaded):
                 self.load_timings_ms = {**loaded.timings_ms, "total": _ms(started)}
                 log.info(
-                    "index %s: switched from LanceDB lookups to the in-memory snapshot after %.0f ms "
+                    "index %s: switched from index lookups to the in-memory snapshot after %.0f ms "
                     "(%d files, %d chunks; %s)",
                     self.store.index_dir,
                     self.load_timings_ms["total"],

@@ -3,7 +3,7 @@
 A language server opening a Django-size index would otherwise answer its first completion
 only after every structure is in memory (tens of seconds of CPU on 2 cores, the BM25 build
 most of it: `bench/bench_startup.py` has the split). Instead `IndexSnapshot.load_in_background`
-answers from LanceDB lookups while `load_all` reads everything here, on a thread that
+answers from index lookups while `load_all` reads everything here, on a thread that
 - runs at a lower CPU priority (`codectx.tuning.background_thread`);
 - gives way to requests: between batches it waits while a request is being served (`Pacer`),
   so a request under CPU contention is not stuck behind a GIL-holding loop;

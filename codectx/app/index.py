@@ -552,7 +552,7 @@ def in_memory(store: Store) -> NameLookup:
 
 def load_in_background(store: Store) -> None:
     """Start loading the store's in-memory snapshot on a background thread (once per store):
-    until it is in, context and name lookups are answered from LanceDB lookups, then from memory
+    until it is in, context and name lookups are answered from index lookups, then from memory
     (the switch is logged). For long-lived processes; a small index is left to load at once on
     first use, as before (it takes well under a second)."""
     from codectx.retriever.snapshot import snapshot_of
