@@ -108,7 +108,7 @@ def measure(root: Path, index_dir: Path) -> dict[str, Any]:
     cheap = IndexSnapshot(IndexStore.open(index_dir, create=False))
     cheap.load_in_background()
     first = clock.time(
-        "first context, lookup phase (LanceDB only)",
+        "first context, lookup phase (index lookups)",
         lambda: assemble_context(cheap, settings, FILE, text, line, col),
     )
     again = clock.time(
@@ -153,6 +153,7 @@ def measure(root: Path, index_dir: Path) -> dict[str, Any]:
     counter = default_counter()
     count_many = getattr(counter, "count_many", None)
     if count_many is not None:
+        # Counts are cached by text: the background load below then finds them counted.
         clock.time("token counts (all chunks)", lambda: count_many([c.text for c in chunks]))
     clock.time("index figures (stats)", store.stats)
     # --- the background load as the language server runs it, then the same request on it
