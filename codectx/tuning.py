@@ -51,6 +51,10 @@ behind it:
     (`gc.freeze`: still freed by reference counting when the index changes; the index's objects
     hold no reference cycles), and full collections come after `FULL_EVERY` collections of the
     middle generation instead of Python's 10. Young garbage is collected as often as before.
+- `background_thread()` (the language server's indexing thread and its snapshot loader, each
+  on its own thread): that thread runs at a lower CPU priority (Linux gives each thread its own
+  nice value), so a request under CPU contention gets the core first. It changes only the
+  calling thread, and only ever lowers priority (raising it back needs privileges).
 """
 
 from __future__ import annotations
@@ -250,3 +254,19 @@ def settle_heap() -> None:
     young, middle, full = gc.get_threshold()
     if full < FULL_EVERY:
         gc.set_threshold(young, middle, FULL_EVERY)
+
+
+# ---- background threads -------------------------------------------------------------------------
+
+BACKGROUND_NICE = 10  # added to a background thread's nice value
+
+
+def background_thread() -> None:
+    """Lower the calling thread's CPU priority (Linux; elsewhere, and when refused, nothing)."""
+    if sys.platform != "linux" or not hasattr(os, "setpriority"):
+        return
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + BACKGROUND_NICE)
+    except OSError:
+        return

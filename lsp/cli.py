@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import os
 import sys
+from pathlib import Path
 
 from codectx.errors import UsageError
 
@@ -63,6 +65,12 @@ def run(args: argparse.Namespace) -> int:
 
     # Over stdio the log goes to the editor's LSP log; on TCP (debugging) it stays on stderr.
     bridge = configure(args.log_level, args.log_file, to_client=not args.tcp)
+
+    gate = os.environ.get("CODECTX_TEST_SNAPSHOT_GATE")
+    if gate:  # tests: requests that arrive, deterministically, before the snapshot is in memory
+        from codectx.app.index import hold_background_loads
+
+        hold_background_loads(Path(gate))
 
     from codectx.lsp.registry import build_server
 

@@ -58,6 +58,8 @@ def folder_status(ls: CodectxServer) -> list[dict[str, Any]]:
             "files": f.progress.files,
             "chunks": f.progress.chunks,
             "vectors": f.progress.vectors,
+            # lookup: answered from LanceDB while the index loads into memory; memory: loaded
+            "snapshot": f.snapshot_phase(),
         }
         for f in ls.workspaces.folders.values()
     ]

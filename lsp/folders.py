@@ -16,10 +16,13 @@ hops back onto the event loop, where it becomes `$/progress`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,12 +31,25 @@ from codectx.lsp.errors import ServiceUnavailable, UriRefused
 from codectx.lsp.uris import folder_for, relative_posix, uri_to_path
 
 from codectx.app.embedders import Embedders
-from codectx.app.index import IndexRun, Store, index_folder, open_existing
+from codectx.app.index import (
+    IndexRun,
+    Store,
+    first_files,
+    index_folder,
+    load_in_background,
+    open_existing,
+    see_changes,
+    snapshot_phase,
+)
 from codectx.app.session import WorkspaceSession
 from codectx.errors import CodectxError
 from codectx.settings import Settings
+from codectx.tuning import background_thread
 
 log = logging.getLogger(__name__)
+
+FIRST_OPEN_WAIT_S = 0.5  # how long an unindexed folder's first run waits for an open document
+FIRST_FILES = 40  # at most this many files go first (each costs ~40 ms to index on 2 cores)
 
 
 @dataclass
@@ -123,13 +139,21 @@ class Folder:
     missing_logged: bool = False
     pending_paths: set[Path] = field(default_factory=set)
     full_pending: bool = False
+    opened: asyncio.Event = field(default_factory=asyncio.Event)  # a document of it was opened
+    first_indexed: list[Path] = field(default_factory=list)  # what an unindexed folder indexed first
+    # Worker threads open the store at once (warm-up, the first requests): one opens it.
+    opening: threading.Lock = field(default_factory=threading.Lock)
 
     def open_store(self) -> Store | None:
         """The folder's index store, opened on first use; None while there is none yet."""
         if self.store is not None:
             return self.store
+        with self.opening:
+            return self.store if self.store is not None else self._open()
+
+    def _open(self) -> Store | None:
         try:
-            self.store = open_existing(self.settings.index_dir())
+            store = open_existing(self.settings.index_dir())
         except ImportError:
             return None
         except CodectxError as exc:
@@ -140,7 +164,18 @@ class Folder:
         except Exception:  # a corrupt index must not take requests down
             log.exception("opening the index of %s failed", self.root)
             return None
-        return self.store
+        try:
+            # Requests are answered from index lookups until the in-memory snapshot is in.
+            load_in_background(store)
+        except Exception:
+            log.warning("loading the index of %s in the background failed", self.root, exc_info=True)
+        self.store = store
+        return store
+
+    def snapshot_phase(self) -> str:
+        """ "lookup" while the index loads into memory, "memory" after, "direct", "" with no store."""
+        store = self.store
+        return snapshot_phase(store) if store is not None else ""
 
     def require_store(self) -> Store:
         store = self.open_store()
@@ -153,18 +188,33 @@ class Folder:
 class Workspaces:
     """All workspace folders and their background indexing."""
 
-    def __init__(self, sink: ProgressSink, on_error: Callable[[str], None], embedders: Embedders) -> None:
+    def __init__(
+        self,
+        sink: ProgressSink,
+        on_error: Callable[[str], None],
+        embedders: Embedders,
+        open_files: Callable[[], list[Path]] = list,
+    ) -> None:
         self.folders: dict[Path, Folder] = {}
+        self._open_files = open_files  # the documents open in the editor
         self._sink = sink
         self._on_error = on_error
         self._embedders = embedders  # the server's models: indexing shares them, loads no second copy
         self._watch_task: asyncio.Task[None] | None = None
+        # Index runs get their own thread at a lower CPU priority: requests are served from the
+        # default pool, and under contention they get the core first.
+        self._index_pool = ThreadPoolExecutor(
+            1, thread_name_prefix="codectx-index", initializer=background_thread
+        )
 
     def _run_index(
         self, folder: Folder, paths: list[Path] | None, on_progress: Callable[..., None]
     ) -> IndexRun:
         embedder = self._embedders.get(folder.settings)
-        return index_folder(folder.root, folder.settings, paths, progress=on_progress, embedder=embedder)
+        report = index_folder(folder.root, folder.settings, paths, progress=on_progress, embedder=embedder)
+        if paths and folder.store is not None:
+            see_changes(folder.store)  # the kept store's snapshot reads the saved files now
+        return report
 
     def set_folder(self, root: Path, settings: Settings) -> Folder:
         root = root.resolve()
@@ -224,6 +274,8 @@ class Workspaces:
             await asyncio.shield(folder.task)
 
     async def _index_loop(self, folder: Folder) -> None:
+        if folder.runs == 0 and folder.open_store() is None:
+            await self._index_first(folder)
         while True:
             folder.dirty = False
             paths = None if folder.full_pending or folder.runs == 0 else sorted(folder.pending_paths)
@@ -232,6 +284,45 @@ class Workspaces:
             await self._index_once(folder, paths)
             if not folder.dirty:
                 return
+
+    async def _index_first(self, folder: Folder) -> None:
+        """An unindexed folder: the open files, their imports and their folders first (requests get
+        context from them within seconds), then the whole folder."""
+        if not self._opened_in(folder):
+            # The editor opens its first document right after `initialized`; a moment's wait lets
+            # that document go first. Without one the whole folder is indexed in one run.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(folder.opened.wait(), FIRST_OPEN_WAIT_S)
+        opened = self._opened_in(folder)
+        if not opened:
+            return
+        loop = asyncio.get_running_loop()
+        first = await loop.run_in_executor(
+            self._index_pool, first_files, folder.root, folder.settings, opened, FIRST_FILES
+        )
+        folder.first_indexed = first
+        names = [relative_posix(p, folder.root) for p in first]
+        log.info(
+            "indexing %s: %d files first (the open files, their imports and folders): %s",
+            folder.root,
+            len(first),
+            ", ".join(names[:40]) + (", ..." if len(names) > 40 else ""),
+        )
+        await self._index_once(folder, first)
+        folder.full_pending = True  # then the rest (the loop's next run)
+
+    def _opened_in(self, folder: Folder) -> list[Path]:
+        out = []
+        for path in self._open_files():
+            try:
+                if folder_for(path, self.folders) == folder.root:
+                    out.append(path)
+            except Exception:
+                continue
+        return out
+
+    def note_opened(self, folder: Folder) -> None:
+        folder.opened.set()
 
     async def _index_once(self, folder: Folder, paths: list[Path] | None = None) -> None:
         loop = asyncio.get_running_loop()
@@ -256,7 +347,7 @@ class Workspaces:
                 loop.call_soon_threadsafe(on_loop, values)
 
         try:
-            report = await loop.run_in_executor(None, self._run_index, folder, paths, on_progress)
+            report = await loop.run_in_executor(self._index_pool, self._run_index, folder, paths, on_progress)
         except asyncio.CancelledError:
             folder.state = "idle"
             self._sink(folder, folder.progress, "end")
@@ -280,7 +371,11 @@ class Workspaces:
             for warning in list(report.warnings)[:100]:
                 log.warning("indexing %s: %s", folder.root, warning)
             self._apply_report(folder, report)
-            folder.store = None  # reopen: the run may have created or replaced tables
+            if not (report.quick or paths):
+                # Reopen: a full run may have created or replaced tables. A quick run (nothing
+                # changed) and a run over saved files keep the store, and with it the snapshot
+                # that is loading or loaded (it follows the changed rows itself).
+                folder.store = None
         folder.progress.stage = folder.state
         self._sink(folder, folder.progress, "end")
 
@@ -317,6 +412,7 @@ class Workspaces:
         for folder in self.folders.values():
             if folder.task:
                 folder.task.cancel()
+        self._index_pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _lexical_names(path: Path, folders: Iterable[Path]) -> list[str]:

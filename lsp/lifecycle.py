@@ -59,6 +59,9 @@ def register(server: CodectxServer) -> None:
         for root in _initial_folders(params):
             ls.workspaces.set_folder(root, ls.settings_for_root(root.resolve()))
         ls.default_settings = ls.settings_for_root(None)
+        for folder in list(ls.workspaces.folders.values()):
+            # An index already there opens now (in a worker) and starts loading into memory.
+            asyncio.get_running_loop().create_task(in_worker(folder.open_store))
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: CodectxServer, params: types.InitializedParams) -> None:
@@ -99,6 +102,15 @@ def register(server: CodectxServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: CodectxServer, params: types.DidChangeTextDocumentParams) -> None:
         ls.recent.record(params)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: CodectxServer, params: types.DidOpenTextDocumentParams) -> None:
+        """An unindexed folder's first run indexes the open document's neighbourhood first."""
+        try:
+            folder, _path, _rel = ls.workspaces.locate(params.text_document.uri)
+        except UriRefused:
+            return
+        ls.workspaces.note_opened(folder)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: CodectxServer, params: types.DidCloseTextDocumentParams) -> None:
@@ -164,6 +176,10 @@ async def _warm_up(ls: CodectxServer) -> None:
     settings = (
         next(iter(ls.workspaces.folders.values())).settings if ls.workspaces.folders else ls.default_settings
     )
+    for folder in list(ls.workspaces.folders.values()):
+        # An index already there opens now and starts loading into memory in the background;
+        # requests are answered from index lookups meanwhile.
+        await in_worker(folder.open_store)
     for problem in await in_worker(ls.embedders.warm_up, settings):
         log.warning("warm-up: %s", problem)
     for folder in list(ls.workspaces.folders.values()):

@@ -23,6 +23,7 @@ from codectx.lsp.history import History
 from codectx.lsp.notices import Notices
 from codectx.lsp.progress import ProgressReporter
 from codectx.lsp.requests import PARSE_ERROR, CodectxProtocol
+from codectx.lsp.uris import uri_to_path
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
@@ -58,7 +59,9 @@ class CodectxServer(LanguageServer):
         self.notices = Notices(self.window_show_message)
         self.health = HealthMonitor(lambda payload: self.protocol.notify(HEALTH_CHANGED, payload))
         self.embedders = Embedders(before_first_load=_quiet_model_libraries)
-        self.workspaces = Workspaces(ProgressReporter(self), self._index_error, self.embedders)
+        self.workspaces = Workspaces(
+            ProgressReporter(self), self._index_error, self.embedders, open_files=self._open_files
+        )
         self.default_settings: Settings = build_settings(None).settings
         self.warm = False  # heavy modules imported and the embedder loaded
         self.history = History()
@@ -99,6 +102,16 @@ class CodectxServer(LanguageServer):
                 raise UriRefused(f"cannot read {path}: {exc.strerror}") from None
         check_usable(text, folder.settings.lsp.max_document_bytes)
         return folder, path, rel, text
+
+    def _open_files(self) -> list[Path]:
+        """The documents open in the editor, as paths (those that are files)."""
+        out = []
+        for uri in list(self.workspace.text_documents):
+            try:
+                out.append(uri_to_path(uri))
+            except UriRefused:
+                continue
+        return out
 
     def open_text(self, folder: Folder, rel: str) -> str | None:
         """An open buffer's text for a workspace-relative path (what a retrieved chunk is scanned against)."""

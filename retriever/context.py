@@ -33,7 +33,7 @@ from codectx.retriever.candidates import Candidate, gather_candidates, merge_ove
 from codectx.retriever.cursor_info import CursorInfo, cursor_info
 from codectx.retriever.errors import BadPosition, UnknownFile
 from codectx.retriever.search import HybridSearcher
-from codectx.retriever.snapshot import IndexSource, snapshot_of
+from codectx.retriever.snapshot import IndexSnapshot, IndexSource, snapshot_of
 from codectx.retriever.tokens import TokenCounter, count_many, default_counter
 
 from codectx.settings import Settings
@@ -196,6 +196,25 @@ def assemble_context(
     `path` is workspace-relative (POSIX); `text` is the document as the editor
     has it. Raises BadPosition for a cursor outside the document.
     """
+    snap = snapshot_of(store)
+    with snap.pacer.serving():  # a background load of the snapshot gives way meanwhile
+        result = _assemble(snap, settings, path, text, line, character, recent, embedder, token_counter)
+    if snap.phase == "lookup":
+        result.notes.append("answered from index lookups while the in-memory index loads")
+    return result
+
+
+def _assemble(
+    store: IndexSnapshot,
+    settings: Settings,
+    path: str,
+    text: str,
+    line: int,
+    character: int,
+    recent: list[RecentEdit] | None,
+    embedder: Any,
+    token_counter: TokenCounter | None,
+) -> ContextResult:
     started = time.perf_counter()
     timings: dict[str, float] = {}
     if not isinstance(text, str):

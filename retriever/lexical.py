@@ -40,6 +40,7 @@ _STOP_WORDS_TEXT = (
 )
 STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
 REBUILD_SHARE = 0.1  # rebuild once the delta holds this share of the main index's documents
+PAUSE_EVERY = 256  # documents between a background build's pauses
 
 _TOKEN = re.compile(r"[^\W_]+")
 _stemmer = Stemmer.Stemmer("english")  # Snowball English in C: the stemmer tantivy uses
@@ -97,7 +98,11 @@ class _Segment:
     """BM25 postings for a fixed list of documents."""
 
     def __init__(
-        self, keys: Sequence[str], texts: Iterable[str], counts_of: Callable[[str], Counter[str]]
+        self,
+        keys: Sequence[str],
+        texts: Iterable[str],
+        counts_of: Callable[[str], Counter[str]],
+        pause: Callable[[], None] | None = None,
     ) -> None:
         self.keys = list(keys)
         # A new term gets the next id on first lookup, without a Python-level branch per posting.
@@ -108,6 +113,8 @@ class _Segment:
         tfs = array("i")
         lengths = np.zeros(len(self.keys), dtype=np.float32)
         for doc, text in enumerate(texts):
+            if pause is not None and doc % PAUSE_EVERY == 0:
+                pause()  # a background build gives way to requests (retriever/snapshotload.py)
             counts = counts_of(text)
             lengths[doc] = counts.total()
             term_ids.extend(map(vocab.__getitem__, counts))
@@ -158,9 +165,14 @@ class _Segment:
 class LexicalIndex:
     """BM25 over documents keyed by id; supports removing and adding documents after the build."""
 
-    def __init__(self, items: Sequence[tuple[str, str]], analysis: Analysis = LANCEDB) -> None:
+    def __init__(
+        self,
+        items: Sequence[tuple[str, str]],
+        analysis: Analysis = LANCEDB,
+        pause: Callable[[], None] | None = None,
+    ) -> None:
         self.analysis = analysis
-        self._main = _Segment([k for k, _ in items], (t for _, t in items), analysis.counts)
+        self._main = _Segment([k for k, _ in items], (t for _, t in items), analysis.counts, pause)
         self._where = {k: (0, i) for i, k in enumerate(self._main.keys)}
         self._delta: _Segment | None = None
         self._delta_items: dict[str, str] = {}

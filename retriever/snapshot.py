@@ -9,29 +9,50 @@ re-index (didSave) is seen within that interval. The vectors are held by a
 `VectorCache` (retriever/vectorcache.py), the in-memory full-text index is a
 `LexicalIndex` (retriever/lexical.py); every read goes through the store's
 typed `IndexReader` API.
+
+Two ways to fill it. `preload` reads everything now (the shell's `--batch`, small indexes).
+`load_in_background` (the language server) answers from index lookups (Arrow copies of the
+tables, indexer/storage/columns.py) while a background thread reads everything
+(retriever/snapshotload.py), then swaps it all in at once: the "lookup" phase, then the
+"memory" phase. Answers are stable within a phase (each phase reads one way); they may change
+at the switch, which is logged.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
 from typing import Any, TypeAlias
 
 from codectx.indexer.model import Chunk, Definition, Import
+from codectx.indexer.storage.columns import TableColumns
 from codectx.indexer.storage.fulltext import query_text
 from codectx.indexer.storage.reader import IndexReader
 from codectx.indexer.storage.tables import ChunkHit, StoredChunk
 from codectx.retriever.lexical import LexicalIndex
 from codectx.retriever.receivers import ReceiverCalls
+from codectx.retriever.snapshotload import (
+    Loaded,
+    Pacer,
+    load_all,
+    loads_held,
+    symbol_table,
+    wait_for_gate,
+)
 from codectx.retriever.terms import TermSets
 from codectx.retriever.vectorcache import VectorCache
 
-from codectx.tuning import query_threads, settle_heap
+from codectx.tuning import background_thread, query_threads, settle_heap
 
 CHECK_INTERVAL_S = 1.0
 SYNC_LEXICAL_CHUNKS = 5000  # up to this many chunks, preload builds the full-text index at once
 MAX_FILES_CACHED = 2048
+MAX_NAMES_CACHED = 8192
+LOAD_ATTEMPTS = 3
+
+log = logging.getLogger(__name__)
 
 
 def _versions(read: Callable[[], tuple[Any, ...]]) -> tuple[Any, ...]:
@@ -65,6 +86,24 @@ class IndexSnapshot:
         self._receivers: ReceiverCalls | None = None
         self.context_searcher: Any = None  # retriever/context.py's searcher over this snapshot
         self.term_sets = TermSets()  # definition heads' terms, compared with each scope
+        self.pacer = Pacer()  # requests in flight, for a background load to give way to
+        self._named: dict[str, list[Definition]] = {}  # lookup phase: the answer per name
+        self._columns: TableColumns | None = None  # lookup phase: the tables as Arrow columns
+        self._loader: threading.Thread | None = None  # the background load, once started
+        self._switched = False  # the background load's structures are in (the "memory" phase)
+        self.load_timings_ms: dict[str, float] = {}
+
+    @property
+    def phase(self) -> str:
+        """ "direct" (read on demand, no background load), "lookup" (index lookups while the
+        background load runs) or "memory" (the background load swapped in)."""
+        if self._loader is None:
+            return "direct"
+        return "memory" if self._switched else "lookup"
+
+    @property
+    def _lookup(self) -> bool:
+        return self._loader is not None and not self._switched
 
     def refresh(self, force: bool = False) -> None:
         now = time.monotonic()
@@ -85,6 +124,8 @@ class IndexSnapshot:
             self._versions = versions
             self._by_name = None
             self._by_path = None
+            self._named = {}
+            self._columns = None
             self._progress = None
             self.vectors.clear()
             if self._loaded and not force:
@@ -97,6 +138,12 @@ class IndexSnapshot:
                 self._by_id = {}
                 self._lexical = None
                 self._receivers = None
+
+    def refresh_now(self) -> None:
+        """Check the table versions now: the caller has just written to the index."""
+        with self._lock:
+            self._checked = 0.0
+        self.refresh()
 
     def _files(self) -> dict[str, tuple[float, list[Import]]]:
         return {p: (f.indexed_at, f.imports) for p, f in self.store.imports_by_file().items()}
@@ -123,6 +170,10 @@ class IndexSnapshot:
         full-text search for this process: seconds on a Django-size index, so on a background
         thread unless `wait` or the index is small (LanceDB answers meanwhile).
         """
+        if self._loader is not None:
+            if wait:
+                self._loader.join()
+            return  # the background load fills everything
         # The full-text column comes with the one chunk scan, for the index built below.
         texts: dict[str, str] | None = {} if lexical and self._lexical is None else None
         versions = self._versions
@@ -152,6 +203,74 @@ class IndexSnapshot:
                 target=self._warm_up, args=(seed,), name="codectx-lexical", daemon=True
             )
             self._lexical_thread.start()
+
+    def load_in_background(self) -> None:
+        """Start reading everything into memory on a background thread (once); until it is in,
+        requests are answered from index lookups (the "lookup" phase)."""
+        if not loads_held():
+            try:
+                if self.store.chunk_count() <= SYNC_LEXICAL_CHUNKS:
+                    return  # small: the first request loads it at once (well under a second)
+            except Exception:  # no chunks table yet: the first request reads what there is
+                return
+        with self._lock:
+            if self._loader is not None or self._loaded:
+                return
+            self._loader = threading.Thread(target=self._load_loop, name="codectx-snapshot", daemon=True)
+        log.info("index %s: answering from index lookups while the snapshot loads", self.store.index_dir)
+        self._loader.start()
+
+    def _load_loop(self) -> None:
+        background_thread()
+        wait_for_gate()
+        started = time.perf_counter()
+        failures = 0
+        while failures < LOAD_ATTEMPTS:
+            try:
+                loaded = load_all(self.store, lambda: _versions(self.store.table_versions), self.pacer.pause)
+                self._warm_token_counts(loaded.chunks)
+                self._warm_projection()
+            except Exception:  # the store changed or broke under us: try again, then stay on lookups
+                failures += 1
+                log.info("loading the snapshot of %s failed", self.store.index_dir, exc_info=True)
+                continue
+            self.refresh_now()
+            # A write landed while it was read (an index run): read it again.
+            if self._install(loaded):
+                self.load_timings_ms = {**loaded.timings_ms, "total": _ms(started)}
+                log.info(
+                    "index %s: switched from index lookups to the in-memory snapshot after %.0f ms "
+                    "(%d files, %d chunks; %s)",
+                    self.store.index_dir,
+                    self.load_timings_ms["total"],
+                    len(loaded.chunks),
+                    sum(len(c) for c in loaded.chunks.values()),
+                    ", ".join(f"{k} {v:.0f} ms" for k, v in loaded.timings_ms.items()),
+                )
+                settle_heap()
+                return
+        log.warning("index %s: the snapshot did not load; answering from lookups", self.store.index_dir)
+
+    def _install(self, loaded: Loaded) -> bool:
+        """Swap in a background load, all at once, if no change landed while it was read."""
+        with self._lock:
+            if self._versions and loaded.versions != self._versions:
+                return False
+            self._versions = loaded.versions
+            self._checked = time.monotonic()
+            self._stamps = loaded.stamps
+            self._imports = loaded.imports
+            self._chunks = loaded.chunks
+            self._by_hash = {c.content_hash: c for cs in loaded.chunks.values() for c in cs}
+            self._by_id = {c.id: c for cs in loaded.chunks.values() for c in cs}
+            self._by_name = loaded.by_name
+            self._lexical = loaded.lexical
+            self._receivers = loaded.receivers
+            self._loaded = True
+            self._switched = True
+            self._columns = None  # the lookup phase's Arrow copies: memory answers from now on
+            self._named = {}
+            return True
 
     def _warm_up(self, seed: tuple[tuple[Any, ...], dict[str, str]] | None = None) -> None:
         self._rebuild_lexical(seed)
@@ -188,11 +307,13 @@ class IndexSnapshot:
         """Receiver -> member uses over the workspace; None while a large index builds it in the
         background (small ones build it on first use, so answers do not change under the caller)."""
         self.refresh()
+        if self._lookup:
+            return None  # the workspace-wide counts come with the snapshot
         if self._receivers is None and (not self._loaded or len(self._by_id) <= SYNC_LEXICAL_CHUNKS):
             return self._build_receivers()
         return self._receivers
 
-    def _warm_token_counts(self, batch: int = 512) -> None:
+    def _warm_token_counts(self, chunks: dict[str, list[Chunk]] | None = None, batch: int = 512) -> None:
         """Count every chunk's tokens once, up front: context assembly counts candidates on every
         request, and a first-time count is what makes a cold request slow. The tokenizer runs
         outside the GIL, so requests are served meanwhile."""
@@ -201,9 +322,11 @@ class IndexSnapshot:
         count_many = getattr(default_counter(), "count_many", None)
         if count_many is None:
             return
-        texts = [c.text for chunks in list(self._chunks.values()) for c in chunks]
+        by_file = self._chunks if chunks is None else chunks
+        texts = [c.text for cs in list(by_file.values()) for c in cs]
         for start in range(0, len(texts), batch):
             count_many(texts[start : start + batch])
+            self.pacer.pause()
 
     @property
     def lexical_ready(self) -> bool:
@@ -272,17 +395,19 @@ class IndexSnapshot:
         self._stamps = {p: stamp for p, (stamp, _i) in files.items()}
 
     def _load_symbols(self) -> dict[str, list[Definition]]:
-        table: dict[str, list[Definition]] = {}
-        for d in self.store.all_symbols():
-            table.setdefault(d.name, []).append(d)
-            if d.qualname and d.qualname != d.name:
-                table.setdefault(d.qualname, []).append(d)
-        for defs in table.values():
-            defs.sort(key=lambda d: (d.path, d.start_line))
-        return table
+        return symbol_table(self.store.all_symbols())
 
     def symbols_named(self, name: str) -> list[Definition]:
         self.refresh()
+        if self._lookup:
+            found = self._named.get(name)
+            if found is None:
+                found = self._lookups().symbols_named(name)  # as the store answers, in its order
+                with self._lock:
+                    if len(self._named) > MAX_NAMES_CACHED:
+                        self._named = {}
+                    self._named[name] = found
+            return found
         table = self._by_name
         if table is None:
             table = self._load_symbols()
@@ -293,10 +418,15 @@ class IndexSnapshot:
     def symbols_in_file(self, path: str) -> list[Definition]:
         """A file's definitions in line order (a module's members, a class's methods)."""
         self.refresh()
+        if self._lookup:  # the lookup phase: the Arrow copy answers; no whole-table decode here
+            return self._lookups().symbols_in_file(path)
         table = self._by_path
         if table is None:
             table = {}
-            for d in self.store.all_symbols():
+            # From the loaded name table when there is one (each definition once): no scan.
+            known = self._by_name
+            every = {id(d): d for defs in known.values() for d in defs}.values() if known else None
+            for d in every if every is not None else self.store.all_symbols():
                 table.setdefault(d.path, []).append(d)
             for defs in table.values():
                 defs.sort(key=lambda d: d.start_line)
@@ -311,7 +441,7 @@ class IndexSnapshot:
         found = self._imports.get(path)
         if found is None:
             try:
-                found = list(self.store.file_imports(path))
+                found = list(self._lookups().file_imports(path))
             except Exception:
                 found = []
             if len(self._imports) > MAX_FILES_CACHED:
@@ -325,11 +455,21 @@ class IndexSnapshot:
             return self._chunks.get(path, [])
         found = self._chunks.get(path)
         if found is None:
-            found = list(self.store.chunks_for_file(path))
+            found = list(self._lookups().chunks_for_file(path))
             if len(self._chunks) > MAX_FILES_CACHED:
                 self._chunks.clear()
             self._chunks[path] = found
         return found
+
+    def _lookups(self) -> IndexReader | TableColumns:
+        """Where single lookups go: Arrow copies of the tables in the lookup phase (a few hundred
+        ms to read, then no LanceDB scan per name or file), else the store."""
+        if not self._lookup:
+            return self.store
+        columns = self._columns
+        if columns is None:
+            columns = self._columns = self.store.columns()
+        return columns
 
     def progress(self) -> tuple[int, int]:
         """(vectors done, vectors pending)."""
@@ -343,18 +483,20 @@ class IndexSnapshot:
         return self._progress
 
     def dense_matrix(self, model_id: str) -> tuple[list[str], Any] | None:
-        """All vectors of a model as one normalized matrix (hashes, matrix), loaded once per index version."""
-        return self.vectors.matrix(model_id)
+        """All vectors of a model as one normalized matrix (hashes, matrix), loaded once per index
+        version; None while the snapshot loads in the background."""
+        return None if self._lookup else self.vectors.matrix(model_id)
 
     def dense_rows(self, model_id: str) -> tuple[Any, dict[str, int]] | None:
-        """The model's matrix and each chunk hash's row in it (built once per loaded matrix)."""
-        return self.vectors.rows(model_id)
+        """The model's matrix and each chunk hash's row in it (built once per loaded matrix); None
+        while the snapshot loads in the background."""
+        return None if self._lookup else self.vectors.rows(model_id)
 
     def vector_search(self, vector: Any, k: int, model_id: str, **kwargs: Any) -> list[ChunkHit]:
         """Nearest chunks by cosine: an exact scan of the in-memory matrix (~10x faster than a
         LanceDB query at 50k rows); falls back to the store's own search (filters, no vectors)."""
         self.refresh()
-        found = None if kwargs else self.vectors.nearest(vector, k, model_id)
+        found = None if kwargs or self._lookup else self.vectors.nearest(vector, k, model_id)
         if found is None:
             return list(self.store.vector_search(vector, k, model_id, **kwargs))
         return self._hits(found)
@@ -362,7 +504,7 @@ class IndexSnapshot:
     def approx_vector_search(self, vector: Any, k: int, model_id: str) -> list[ChunkHit]:
         """Nearest chunks for completion context: approximate on large indexes (vectorcache.py)."""
         self.refresh()
-        found = self.vectors.approx_nearest(vector, k, model_id)
+        found = None if self._lookup else self.vectors.approx_nearest(vector, k, model_id)
         if found is None:
             return list(self.store.vector_search(vector, k, model_id))
         return self._hits(found)
@@ -388,6 +530,10 @@ class IndexSnapshot:
         return [
             ChunkHit(by_id[h.key], h.score) for h in lexical.search(query_text(query), k) if h.key in by_id
         ]
+
+
+def _ms(since: float) -> float:
+    return (time.perf_counter() - since) * 1000
 
 
 # What the retriever's entry points take: an index reader, or a snapshot already made of one.

@@ -104,6 +104,12 @@ def warm_imports() -> list[str]:
             importlib.import_module(name)
         except Exception as exc:
             missing.append(f"{name}: {exc}")
+    try:  # the token counter reads its vocabulary on first use (~0.1 s of the first context)
+        from codectx.retriever.tokens import default_counter
+
+        default_counter().count("warm up")
+    except Exception as exc:
+        missing.append(f"token counter: {exc}")
     return missing
 
 
@@ -236,6 +242,51 @@ def index_folder(
     return report
 
 
+def first_files(root: Path, settings: Settings, opened: Sequence[Path], limit: int = 60) -> list[Path]:
+    """What an unindexed workspace indexes first, at most `limit`, in this order: the open files,
+    what they import, the other files of their folders, then what the imports import (and so on,
+    through the workspace files the imports resolve to). The full run follows."""
+    from codectx.indexer.parsing.languages import language_for as lookup
+    from codectx.indexer.parsing.parse import file_imports
+
+    root = root.resolve()
+
+    def inside(path: Path) -> bool:
+        return path.is_file() and root in path.parents
+
+    def imported_by(path: Path) -> list[Path]:
+        rel = path.relative_to(root).as_posix()
+        language = lookup(rel)
+        if not language:
+            return []
+        try:
+            found = file_imports(rel, path.read_text("utf-8", errors="replace"), language, settings, root)
+        except Exception:  # unreadable or unparsable: its imports stay unknown
+            return []
+        return [root / i.resolved for i in found if i.resolved]
+
+    out: dict[Path, None] = {}
+
+    def take(paths: Sequence[Path]) -> list[Path]:
+        added = []
+        for path in paths:
+            if len(out) >= limit:
+                break
+            if path not in out and inside(path):
+                out[path] = None
+                added.append(path)
+        return added
+
+    level = take([p.resolve() for p in opened])
+    folders = list(dict.fromkeys(p.parent for p in level))
+    level = take([i for p in level for i in imported_by(p)])
+    for folder in folders:
+        take([e for e in sorted(folder.iterdir()) if lookup(e.name)])
+    while level and len(out) < limit:
+        level = take([i for p in level for i in imported_by(p)])
+    return list(out)
+
+
 # ---- lookups for tool clients (MCP): definitions at a position, references, index figures ---------
 
 
@@ -305,6 +356,40 @@ def in_memory(store: Store) -> NameLookup:
 
     snapshot: NameLookup = snapshot_of(store)
     return snapshot
+
+
+def load_in_background(store: Store) -> None:
+    """Start loading the store's in-memory snapshot on a background thread (once per store):
+    until it is in, context and name lookups are answered from index lookups, then from memory
+    (the switch is logged). For long-lived processes; a small index is left to load at once on
+    first use, as before (it takes well under a second)."""
+    from codectx.retriever.snapshot import snapshot_of
+
+    snapshot_of(store).load_in_background()
+
+
+def see_changes(store: Store) -> None:
+    """After a write to the index, make the store's snapshot read what changed now (not at its
+    next periodic check)."""
+    from codectx.retriever.snapshot import snapshot_of
+
+    snapshot_of(store).refresh_now()
+
+
+def snapshot_phase(store: Store) -> str:
+    """How the store's lookups are answered: "direct", "lookup" (the snapshot is loading in the
+    background) or "memory" (loaded)."""
+    from codectx.retriever.snapshot import snapshot_of
+
+    phase: str = snapshot_of(store).phase
+    return phase
+
+
+def hold_background_loads(gate: Path | None) -> None:
+    """Test hook (`CODECTX_TEST_SNAPSHOT_GATE`): background snapshot loads wait until `gate` exists."""
+    from codectx.retriever.snapshotload import hold_loads_until
+
+    hold_loads_until(gate)
 
 
 def index_figures(store: Store) -> IndexFigures:

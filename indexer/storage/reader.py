@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 from codectx.indexer.model import Chunk, Definition, Import, Reference
+from codectx.indexer.storage.columns import TableColumns
 from codectx.indexer.storage.fulltext import query_text
 from codectx.indexer.storage.layout import META_FILE, SCHEMA_VERSION
 from codectx.indexer.storage.pathglob import path_glob as path_glob_filter
@@ -23,6 +24,7 @@ from codectx.indexer.storage.storeguard import guard_methods
 from codectx.indexer.storage.tables import (
     CHUNK_COLUMNS,
     FILES_SCHEMA,
+    SYMBOLS_SCHEMA,
     ChunkHit,
     FileImports,
     FileRecord,
@@ -148,6 +150,42 @@ class IndexReader:
             for row in self._scan("chunks", where, columns):
                 out.append(StoredChunk(chunk_from_row(row), (row["search"] or "") if search_text else ""))
         return out
+
+    def columns(self) -> TableColumns:
+        """The symbol, chunk and import tables as Arrow columns, rows decoded per lookup (read on
+        first use; a fresh one sees later writes)."""
+        return TableColumns(self._table)
+
+    # ---- the same whole tables in batches, for a background load that pauses between them
+
+    def _batches(self, table: str, columns: list[str], size: int) -> Iterator[list[dict[str, Any]]]:
+        reader = self._table(table).search().select(columns).limit(None).to_batches(size)
+        for batch in reader:
+            yield batch.to_pylist()
+
+    def iter_file_imports(self, size: int = 1024) -> Iterator[list[FileImports]]:
+        """Every file's imports and write time (`imports_by_file`), `size` files at a time."""
+        for rows in self._batches("files", ["path", "indexed_at", "imports"], size):
+            yield [
+                FileImports(r["path"], float(r["indexed_at"] or 0.0), imports_from_json(r["imports"]))
+                for r in rows
+            ]
+
+    def iter_chunks(self, size: int = 1024, search_text: bool = False) -> Iterator[list[StoredChunk]]:
+        """Every chunk (`chunks_of_files`), `size` at a time."""
+        columns = [*CHUNK_COLUMNS, "search"] if search_text else CHUNK_COLUMNS
+        for rows in self._batches("chunks", columns, size):
+            yield [StoredChunk(chunk_from_row(r), (r["search"] or "") if search_text else "") for r in rows]
+
+    def iter_symbols(self, size: int = 1024) -> Iterator[list[Definition]]:
+        """Every definition (`all_symbols`), `size` at a time."""
+        for rows in self._batches("symbols", [f.name for f in SYMBOLS_SCHEMA], size):
+            yield [definition_from_row(r) for r in rows]
+
+    def iter_reference_chains(self, size: int = 256) -> Iterator[dict[str, list[str]]]:
+        """Each file's attribute chains (`reference_chains`), `size` files at a time."""
+        for rows in self._batches("files", ["path", "references"], size):
+            yield {r["path"]: chains_from_json(r["references"]) for r in rows}
 
     def search_texts(self) -> dict[str, str]:
         """Chunk id -> the text its full-text index holds, for every chunk."""
