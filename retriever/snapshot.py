@@ -16,6 +16,11 @@ tables, indexer/storage/columns.py) while a background thread reads everything
 (retriever/snapshotload.py), then swaps it all in at once: the "lookup" phase, then the
 "memory" phase. Answers are stable within a phase (each phase reads one way); they may change
 at the switch, which is logged.
+
+Why this module is longer than ~450 lines: `IndexSnapshot` is one object whose cached tables,
+version stamps and phase are read and replaced under one lock by refreshes, the background
+swap and every lookup; the loading work itself (reading, building the maps and the BM25 index)
+is already in retriever/snapshotload.py, and what is left here is the state and its readers.
 """
 
 from __future__ import annotations
