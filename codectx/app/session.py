@@ -58,6 +58,7 @@ from codectx.app.index import (
     index_figures,
     references_to,
     searcher,
+    snapshot_phase,
 )
 from codectx.app.model import ServedModel
 from codectx.app.redaction import OpenText, RequestRedaction
@@ -150,10 +151,11 @@ class WorkspaceSession:
     def definitions_of(self, names: Sequence[str]) -> dict[str, list[DefinitionSite]]:
         """`definitions` of several names at once: one index scan for all of them, or in-memory
         lookups in a preloading session. Names with no definition are left out."""
-        if self._preload:
-            lookup = self._names()
+        store = self._store()
+        if self._in_memory(store):
+            lookup = in_memory(store)
             return {n: list(found) for n in dict.fromkeys(names) if (found := lookup.symbols_named(n))}
-        return {n: list(found) for n, found in self._store().symbols_named_any(names).items()}
+        return {n: list(found) for n, found in store.symbols_named_any(names).items()}
 
     def definitions_at(
         self, path: str, line: int, character: int, *, text: str | None = None
@@ -189,7 +191,13 @@ class WorkspaceSession:
     def _names(self) -> NameLookup:
         """Where names are looked up: the in-memory snapshot in a long-lived (preloading) session."""
         store = self._store()
-        return in_memory(store) if self._preload else store
+        return in_memory(store) if self._in_memory(store) else store
+
+    def _in_memory(self, store: Store) -> bool:
+        """Name lookups go to the snapshot in a preloading session, and wherever the snapshot is
+        loading or loaded in the background (the language server): Arrow copies, then the loaded
+        tables, instead of a LanceDB scan per name."""
+        return self._preload or snapshot_phase(store) != "direct"
 
     def warm_up_gate(self) -> None:
         """The privacy gate compiles its rules and loads its key on first use (about a second)."""

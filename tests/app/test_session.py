@@ -69,6 +69,31 @@ def test_definitions_by_short_and_qualified_name(session: WorkspaceSession) -> N
     assert session.definitions("no_such_name") == []
 
 
+def test_several_names_at_once_in_every_phase(session: WorkspaceSession, tmp_path: Path) -> None:
+    """`definitions_of` answers what `definitions` answers name by name: from one index scan in a
+    one-shot session, from the snapshot (Arrow copies, then memory) once it loads in the background
+    as the language server's does."""
+    from codectx.retriever.snapshotload import hold_loads_until
+
+    from codectx.app.index import load_in_background, snapshot_phase
+
+    names = ["normalize_phone_number", "LruCache.evict_oldest", "evict_oldest", "no_such_name"]
+    each = {n: found for n in names if (found := session.definitions(n))}
+    assert set(each) == {"normalize_phone_number", "LruCache.evict_oldest", "evict_oldest"}
+    store = session.index.open_store()
+    assert store is not None and snapshot_phase(store) == "direct"
+    assert session.definitions_of(names) == each
+    gate = tmp_path / "release"
+    hold_loads_until(gate)
+    try:
+        load_in_background(store)
+        assert snapshot_phase(store) == "lookup"
+        assert session.definitions_of(names) == each
+    finally:
+        hold_loads_until(None)
+        gate.touch()
+
+
 def test_search_through_the_session(session: WorkspaceSession) -> None:
     answer = session.search("evict oldest", 3, dense=False)
     assert answer.results and answer.results[0].path == "app/cache.py"
