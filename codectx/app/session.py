@@ -33,7 +33,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Protocol
+from typing import Protocol, Unpack
 
 from codectx.app import explain as explaining
 from codectx.app import refactor as refactoring
@@ -59,6 +59,7 @@ from codectx.app.index import (
     references_to,
     searcher,
 )
+from codectx.app.index_types import SearchFilters
 from codectx.app.model import ServedModel
 from codectx.app.redaction import OpenText, RequestRedaction
 from codectx.app.refactor import Selection
@@ -127,20 +128,13 @@ class WorkspaceSession:
             store, self.settings, path, text, line, character, recent=recent, embedder=self.embedder()
         )
 
-    def search(
-        self,
-        query: str,
-        k: int | None = None,
-        *,
-        languages: Sequence[str] | None = None,
-        glob: str | None = None,
-        dense: bool = True,
-    ) -> SearchAnswer:
-        """Hybrid search of the workspace index (it may embed the query)."""
+    def search(self, query: str, k: int | None = None, **filters: Unpack[SearchFilters]) -> SearchAnswer:
+        """Hybrid search of the workspace index (it may embed the query); `filters`: languages, glob
+        and dense, as Searcher.search takes them."""
         store = self._store()
         if self._searcher is None or self._searcher[0] is not store:
             self._searcher = (store, searcher(store, self.settings, self.embedder, preload=self._preload))
-        return self._searcher[1].search(query, k, languages, glob, dense)
+        return self._searcher[1].search(query, k, **filters)
 
     def definitions(self, name: str) -> list[DefinitionSite]:
         """Where `name` (a short name such as `send`, or a qualified one such as `Session.send`) is
