@@ -204,9 +204,8 @@ class WorkspaceSession:
         free-text instruction (`.code`: the new text); secrets the model saw as placeholders are put
         back. EditRefused when the file would no longer parse (unless it did not parse before either)."""
         try:
-            edit = await refactoring.refactor_edit(
-                self.model, self.redaction, path, text, selection, instruction, context
-            )
+            ask = refactoring.RefactorAsk(path, text, selection, instruction, context)
+            edit = await refactoring.refactor_edit(self.model, self.redaction, ask)
         except refactoring.EditRefused as exc:  # the request was made all the same
             self.last = exc.sent
             raise
