@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from codectx.app.cli import CommandIndex, NoIndexSource
+from codectx.app.completion import CompletionAsk
 from codectx.app.index import QueryEmbedder, document_root, load_embedder, read_document, relative_path
 from codectx.app.session import IndexSource, WorkspaceSession
 from codectx.backend.client import BackendClient
@@ -162,7 +163,9 @@ async def _run(
         context = session.context(rel, text, args.line, args.character)
         context_ms = (time.perf_counter() - started) * 1000
         if args.dry_run:
-            dry = await session.completer.dry_run(rel, text, args.line, args.character, context=context)
+            dry = await session.completer.dry_run(
+                CompletionAsk(rel, text, args.line, args.character, context)
+            )
             _print_unsent(args, dry.body, dry.endpoint, dry.audit_id, "dry run")
             return 0
         echo = _SlowEcho(enabled=not args.json)
