@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from codectx.clikit import add_json, print_json, print_jsonl, settings_for
+from codectx.clikit import add_command, add_json, print_json, print_jsonl, settings_for
 from codectx.errors import UsageError
 from codectx.positions import POSITIONS_FIELD, ZERO_BASED
 from codectx.privacy.audit import AuditLog
@@ -31,17 +31,20 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def _register_redact(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "redact",
         help="print a file with its secrets replaced (the engine used on every request)",
         description="Print FILE (or standard input) with each secret replaced by "
         "[REDACTED:<rule>:<tag>]. The tag is an HMAC keyed per install: one secret always gets the "
         "same tag here, and the mapping never leaves this machine. Only the secret's characters "
         "change; line structure is kept. Invisible and direction-changing Unicode is stripped.",
-        epilog="examples:\n  codectx redact config/settings.py\n  git diff | codectx redact -\n"
-        "  codectx redact --json .github/workflows/deploy.yml   # findings only, never values\n"
-        "  codectx redact --check notes.md   # exit 1 if anything would be redacted",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        examples=[
+            "codectx redact config/settings.py",
+            "git diff | codectx redact -",
+            "codectx redact --json .github/workflows/deploy.yml   # findings only, never values",
+            "codectx redact --check notes.md   # exit 1 if anything would be redacted",
+        ],
     )
     p.add_argument(
         "file", nargs="?", default="-", metavar="FILE", help="file to redact, '-' for stdin (default)"
