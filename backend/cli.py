@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,8 @@ from typing import Any
 from codectx.clikit import add_json, print_json, settings_for, stderr
 from codectx.errors import UsageError
 from codectx.settings import Settings, cache_dir, user_config_path
+
+Handler = Callable[[argparse.Namespace], int]
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -23,91 +26,110 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     bsub = backend.add_subparsers(dest="backend_command", metavar="COMMAND")
     bsub.required = True
+    # (name, one-line help, description, its own options, handler); every one also takes --json
+    commands: list[tuple[str, str, str | None, Callable[[argparse.ArgumentParser], None], Handler]] = [
+        (
+            "serve",
+            "start vLLM (or N replicas behind vllm-router) from a profile",
+            "Build the vLLM command line from a named profile and run it in the foreground "
+            "(Ctrl-C stops every process). Profiles: `codectx backend profiles`; add your own in "
+            f"{user_profiles_path()}.",
+            _serve_arguments,
+            _serve,
+        ),
+        (
+            "doctor",
+            "check this machine against a serving profile (vLLM, GPUs, memory, FP8, weights, ports)",
+            "Run the preflight checks of `codectx backend serve` without starting anything: "
+            f"vLLM importable and at the tested version ({_pinned()}), GPUs visible with enough memory "
+            "and a compute capability that runs the profile's FP8 weights and KV cache, the model's "
+            "weights present (or where they will come from), the ports free. Exits 3 when a check fails.",
+            _doctor_arguments,
+            _doctor,
+        ),
+        ("profiles", "list the serving profiles", None, _no_arguments, _profiles),
+        (
+            "make-test-model",
+            "generate the tiny Qwen3-MoE test model and tokenizer",
+            "Write a tiny random-weight Qwen3-MoE model (~1 MB) with a byte-level BPE "
+            "tokenizer carrying the Qwen FIM and chat special tokens. Deterministic for a seed. "
+            "The text it generates is noise; the serving protocol is real.",
+            _make_arguments,
+            _make_test_model,
+        ),
+        (
+            "check",
+            "is the server reachable, serving a model, answering FIM; time to first token",
+            "Check the configured model server (backend.url, CODECTX_BACKEND_URL or "
+            "--backend-url): reachable, model served, a fill-in-the-middle round trip, time to first token.",
+            _server_arguments,
+            _check,
+        ),
+        (
+            "bench",
+            "benchmark FIM requests: TTFT, inter-token latency, tokens/s, queue, KV cache, prefix hits",
+            "Send fill-in-the-middle requests with realistic prompt sizes at each "
+            "concurrency level and report TTFT and inter-token latency p50/p95, tokens/s, errors, and, "
+            "from the server's /metrics (scraped during each level), the deepest queue "
+            "(vllm:num_requests_waiting), the fullest KV cache (vllm:kv_cache_usage_perc) and the "
+            "prefix-cache hits and hit rate.",
+            _bench_arguments,
+            _bench,
+        ),
+    ]
+    for name, help_text, description, add_arguments, handler in commands:
+        parser = bsub.add_parser(name, help=help_text, description=description)
+        add_arguments(parser)
+        add_json(parser)
+        parser.set_defaults(func=handler)
 
-    serve = bsub.add_parser(
-        "serve",
-        help="start vLLM (or N replicas behind vllm-router) from a profile",
-        description="Build the vLLM command line from a named profile and run it in the foreground "
-        "(Ctrl-C stops every process). Profiles: `codectx backend profiles`; add your own in "
-        f"{user_profiles_path()}.",
-    )
-    _plan_arguments(serve)
-    serve.add_argument(
+
+def _serve_arguments(parser: argparse.ArgumentParser) -> None:
+    _plan_arguments(parser)
+    parser.add_argument(
         "--dry-run",
         action="store_true",
         help="run the preflight checks and print the commands, start nothing",
     )
-    serve.add_argument("--no-preflight", action="store_true", help="start without the preflight checks")
-    serve.add_argument("extra", nargs="*", metavar="VLLM_ARG", help="extra vLLM flags after `--`")
-    add_json(serve)
-    serve.set_defaults(func=_serve)
+    parser.add_argument("--no-preflight", action="store_true", help="start without the preflight checks")
+    parser.add_argument("extra", nargs="*", metavar="VLLM_ARG", help="extra vLLM flags after `--`")
 
-    doctor = bsub.add_parser(
-        "doctor",
-        help="check this machine against a serving profile (vLLM, GPUs, memory, FP8, weights, ports)",
-        description="Run the preflight checks of `codectx backend serve` without starting anything: "
-        f"vLLM importable and at the tested version ({_pinned()}), GPUs visible with enough memory "
-        "and a compute capability that runs the profile's FP8 weights and KV cache, the model's "
-        "weights present (or where they will come from), the ports free. Exits 3 when a check fails.",
-    )
-    _plan_arguments(doctor)
-    doctor.add_argument("extra", nargs="*", metavar="VLLM_ARG", help="extra vLLM flags after `--`")
-    add_json(doctor)
-    doctor.set_defaults(func=_doctor)
 
-    profiles = bsub.add_parser("profiles", help="list the serving profiles")
-    add_json(profiles)
-    profiles.set_defaults(func=_profiles)
+def _doctor_arguments(parser: argparse.ArgumentParser) -> None:
+    _plan_arguments(parser)
+    parser.add_argument("extra", nargs="*", metavar="VLLM_ARG", help="extra vLLM flags after `--`")
 
-    make = bsub.add_parser(
-        "make-test-model",
-        help="generate the tiny Qwen3-MoE test model and tokenizer",
-        description="Write a tiny random-weight Qwen3-MoE model (~1 MB) with a byte-level BPE "
-        "tokenizer carrying the Qwen FIM and chat special tokens. Deterministic for a seed. "
-        "The text it generates is noise; the serving protocol is real.",
-    )
-    make.add_argument("dir", help="folder to write (new or empty)")
-    make.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    add_json(make)
-    make.set_defaults(func=_make_test_model)
 
-    check = bsub.add_parser(
-        "check",
-        help="is the server reachable, serving a model, answering FIM; time to first token",
-        description="Check the configured model server (backend.url, CODECTX_BACKEND_URL or "
-        "--backend-url): reachable, model served, a fill-in-the-middle round trip, time to first token.",
-    )
-    check.add_argument("--backend-url", help="server URL, e.g. http://127.0.0.1:8000/v1")
-    check.add_argument("--model", help="served model name (default: backend.model or the first one)")
-    add_json(check)
-    check.set_defaults(func=_check)
+def _no_arguments(parser: argparse.ArgumentParser) -> None:
+    pass
 
-    bench = bsub.add_parser(
-        "bench",
-        help="benchmark FIM requests: TTFT, inter-token latency, tokens/s, queue, KV cache, prefix hits",
-        description="Send fill-in-the-middle requests with realistic prompt sizes at each "
-        "concurrency level and report TTFT and inter-token latency p50/p95, tokens/s, errors, and, "
-        "from the server's /metrics (scraped during each level), the deepest queue "
-        "(vllm:num_requests_waiting), the fullest KV cache (vllm:kv_cache_usage_perc) and the "
-        "prefix-cache hits and hit rate.",
-    )
-    bench.add_argument("--backend-url", help="server URL, e.g. http://127.0.0.1:8000/v1")
-    bench.add_argument("--model", help="served model name (default: backend.model or the first one)")
-    bench.add_argument("--concurrency", default="1,4,16", help="comma-separated levels (default 1,4,16)")
-    bench.add_argument("--requests", type=int, default=32, help="requests per level (default 32)")
-    bench.add_argument("--max-tokens", type=int, default=32, help="tokens per completion (default 32)")
-    bench.add_argument(
+
+def _make_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("dir", help="folder to write (new or empty)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+
+
+def _bench_arguments(parser: argparse.ArgumentParser) -> None:
+    _server_arguments(parser)
+    parser.add_argument("--concurrency", default="1,4,16", help="comma-separated levels (default 1,4,16)")
+    parser.add_argument("--requests", type=int, default=32, help="requests per level (default 32)")
+    parser.add_argument("--max-tokens", type=int, default=32, help="tokens per completion (default 32)")
+    parser.add_argument(
         "--prompt-tokens", type=int, default=1500, help="approximate prompt size in tokens (default 1500)"
     )
-    bench.add_argument("--seed", type=int, default=0, help="seed of the synthetic prompts")
-    add_json(bench)
-    bench.set_defaults(func=_bench)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic prompts")
 
 
 def _pinned() -> str:
     from codectx.backend.serve import VLLM_VERSION
 
     return f"vLLM {VLLM_VERSION}"
+
+
+def _server_arguments(parser: argparse.ArgumentParser) -> None:
+    """Which running server `check` and `bench` talk to."""
+    parser.add_argument("--backend-url", help="server URL, e.g. http://127.0.0.1:8000/v1")
+    parser.add_argument("--model", help="served model name (default: backend.model or the first one)")
 
 
 def _plan_arguments(parser: argparse.ArgumentParser) -> None:

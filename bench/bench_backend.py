@@ -56,6 +56,7 @@ from codectx.backend.serve import build_plan, load_profiles, start_process, stop
 from codectx.backend.testmodel import make_test_model  # noqa: E402
 
 from codectx.app.cli import NoIndexSource  # noqa: E402
+from codectx.app.completion import CompletionAsk  # noqa: E402
 from codectx.app.session import WorkspaceSession  # noqa: E402
 from codectx.settings import load_settings  # noqa: E402
 
@@ -231,7 +232,7 @@ async def measure(base: str, args: argparse.Namespace, src: Path) -> dict[str, A
         for snippet in all_snippets:
             trial = [*snippets, snippet]
             dry = await service.completer.dry_run(
-                CURRENT_FILE, text, start_line, 0, context=context_at(text, start_line, trial)
+                CompletionAsk(CURRENT_FILE, text, start_line, 0, context_at(text, start_line, trial))
             )
             trial_tokens = len(await client.tokenize(dry.prompt.text))
             if trial_tokens > args.prompt_tokens:
@@ -258,7 +259,7 @@ async def measure(base: str, args: argparse.Namespace, src: Path) -> dict[str, A
         url = base + "/v1/completions"
         for line in range(start_line + args.moving, start_line + args.moving + 40):
             ctx = context_at(text, line, snippets)
-            body = (await service.completer.dry_run(CURRENT_FILE, text, line, 0, context=ctx)).body
+            body = (await service.completer.dry_run(CompletionAsk(CURRENT_FILE, text, line, 0, ctx))).body
             if await direct_ttft(http, url, body) is not None:
                 break
         else:

@@ -13,7 +13,7 @@ import json
 import sys
 
 from codectx import __version__
-from codectx.clikit import print_json, settings_for, workspace_root
+from codectx.clikit import add_command, print_json, settings_for, workspace_root
 from codectx.errors import CodectxError
 from codectx.platforms import unsupported_platform
 from codectx.positions import CONVENTION
@@ -55,13 +55,15 @@ def _register_config(sub: argparse._SubParsersAction) -> None:  # type: ignore[t
 
 
 def _register_completion(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    completion = sub.add_parser(
+    completion = add_command(
+        sub,
         "completion",
         help="print a shell completion script (bash, zsh, tcsh)",
         description="Print a completion script for every codectx command and option.",
-        epilog="examples:\n  codectx completion bash > ~/.local/share/bash-completion/completions/codectx"
-        "\n  codectx completion zsh > ~/.zfunc/_codectx   # with fpath+=(~/.zfunc) before compinit",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        examples=[
+            "codectx completion bash > ~/.local/share/bash-completion/completions/codectx",
+            "codectx completion zsh > ~/.zfunc/_codectx   # with fpath+=(~/.zfunc) before compinit",
+        ],
     )
     completion.add_argument("shell", choices=["bash", "zsh", "tcsh"])
     completion.set_defaults(func=_completion)

@@ -5,12 +5,33 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from codectx.errors import UsageError
 from codectx.settings import Settings, find_workspace_root, load_settings
+
+
+def add_command(
+    sub: argparse._SubParsersAction,  # type: ignore[type-arg]
+    name: str,
+    *,
+    help: str,
+    description: str,
+    examples: Sequence[str],
+    see: str = "",
+) -> argparse.ArgumentParser:
+    """A subcommand whose --help shows `description` as written (its own line breaks) and ends with
+    its `examples`, one command line each, then the line `see` (where to read more), if any."""
+    epilog = "examples:\n" + "\n".join(f"  {example}" for example in examples)
+    return sub.add_parser(  # type: ignore[no-any-return]
+        name,
+        help=help,
+        description=description,
+        epilog=f"{epilog}\n{see}" if see else epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
 
 
 def add_json(parser: argparse.ArgumentParser) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import builtins
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from codectx.indexer.model import Definition, Import
 from codectx.retriever.callees import reachable_as_attribute
@@ -52,24 +52,18 @@ _SPLIT = re.compile(r"\?\.|\.|::|->")
 
 def library_names(imports: Sequence[Import]) -> set[str]:
     """Local names bound by imports that the indexer could not resolve into the workspace."""
-    names: set[str] = set()
-    for imp in imports:
-        if imp.resolved:
-            continue
-        if imp.alias:
-            names.add(imp.alias)
-        names.update(alias or original for original, alias in imp.names if original != "*")
-        if not imp.names and not imp.alias:
-            names.add(re.split(r"[./:]+", imp.module.lstrip("."))[0])
-    return names
+    return _bound_names(imp for imp in imports if not imp.resolved)
 
 
 def workspace_names(imports: Sequence[Import]) -> set[str]:
     """Local names bound by imports resolved into the workspace (modules and imported names)."""
+    return _bound_names(imp for imp in imports if imp.resolved)
+
+
+def _bound_names(imports: Iterable[Import]) -> set[str]:
+    """The local names these imports bind: an alias, the imported names, else the module's head."""
     names: set[str] = set()
     for imp in imports:
-        if not imp.resolved:
-            continue
         if imp.alias:
             names.add(imp.alias)
         names.update(alias or original for original, alias in imp.names if original != "*")

@@ -33,11 +33,31 @@ _SELF_FROM_PARAM = re.compile(r"\b(?:self|this)\.([A-Za-z_]\w*)\s*=\s*([A-Za-z_]
 _FACTORY_CALL = re.compile(r"(?<![\w.])([a-z_]\w*)\s*=\s*(?:await\s+)?((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s*\(")
 _RETURNS = re.compile(rf"->\s*{_TYPE}")
 _TS_RETURNS = re.compile(rf"\)\s*:\s*(?:Promise<)?{_TYPE}")
-_NOT_CLASSES_TEXT = (
-    "Optional Union Any None Type List Dict Tuple Set Literal Callable Iterable Iterator Sequence "
-    "Mapping Awaitable Generator Final ClassVar Promise"
+# Capitalised names in annotations that are typing constructs, not the receiver's class.
+NOT_CLASSES = frozenset(
+    [
+        "Optional",
+        "Union",
+        "Any",
+        "None",
+        "Type",
+        "List",
+        "Dict",
+        "Tuple",
+        "Set",
+        "Literal",
+        "Callable",
+        "Iterable",
+        "Iterator",
+        "Sequence",
+        "Mapping",
+        "Awaitable",
+        "Generator",
+        "Final",
+        "ClassVar",
+        "Promise",
+    ]
 )
-NOT_CLASSES = frozenset(_NOT_CLASSES_TEXT.split())
 MAX_FACTORIES = 12
 
 

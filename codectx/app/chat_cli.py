@@ -25,7 +25,7 @@ from codectx.app.complete_cli import NotedEmbedder
 from codectx.app.index import document_root, read_document, relative_path
 from codectx.app.session import WorkspaceSession
 from codectx.backend.errors import BackendNotConfigured
-from codectx.clikit import add_json, add_root, print_json, settings_for, stderr, workspace_root
+from codectx.clikit import add_command, add_json, add_root, print_json, settings_for, stderr, workspace_root
 from codectx.errors import CodectxError, UsageError
 from codectx.positions import Cursor, cursor_from_args, split_location, to_zero_based, zero_based_json
 from codectx.settings import Settings, state_dir
@@ -40,17 +40,19 @@ mentions: @file:PATH @symbol:NAME @folder:PATH @codebase:QUERY @diff"""
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    ask = sub.add_parser(
+    ask = add_command(
+        sub,
         "ask",
         help="ask one question about the codebase (context, redaction and audit as in the editor)",
         description="Ask the model server one question about the workspace. The context is chosen as "
         "in the editor's chat: the file and line you name, the definitions the question names, a "
         "search, and @-mentions (@file:PATH, @symbol:NAME, @folder:PATH, @codebase:QUERY, @diff). "
         "The answer streams to stdout, then its sources; the conversation is saved (codectx chat --list).",
-        epilog='examples:\n  codectx ask "where are settings read?"\n'
-        '  codectx ask "what does this do?" --file src/app.py --line 42\n'
-        '  codectx ask "summarise @file:README.md" --json | jq .citations',
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        examples=[
+            'codectx ask "where are settings read?"',
+            'codectx ask "what does this do?" --file src/app.py --line 42',
+            'codectx ask "summarise @file:README.md" --json | jq .citations',
+        ],
     )
     ask.add_argument("question", help="the question (quote it)")
     _common(ask)
@@ -58,14 +60,19 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     add_json(ask)
     ask.set_defaults(func=_ask)
 
-    chat = sub.add_parser(
+    chat = add_command(
+        sub,
         "chat",
         help="interactive chat about the codebase",
         description="A conversation with the model server about the workspace, with the same context, "
         "redaction and audit log as the editors' chat.\n\n" + HELP,
-        epilog="examples:\n  codectx chat\n  codectx chat --file src/app.py\n  codectx chat --list\n"
-        "  codectx chat --resume 3f2a9c1b7d4e\n  codectx chat --export 3f2a9c1b7d4e > talk.md",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        examples=[
+            "codectx chat",
+            "codectx chat --file src/app.py",
+            "codectx chat --list",
+            "codectx chat --resume 3f2a9c1b7d4e",
+            "codectx chat --export 3f2a9c1b7d4e > talk.md",
+        ],
     )
     _common(chat)
     chat.add_argument("--resume", metavar="ID", help="go on with a saved conversation")

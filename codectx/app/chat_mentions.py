@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from codectx.app.chat_model import WireRecord
 from codectx.app.index import Store, language_for
 
 LIMIT = 50
@@ -19,17 +20,13 @@ SKIP = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", "
 
 
 @dataclass(frozen=True)
-class MentionItem:
+class MentionItem(WireRecord):
+    """One completion item for an @-mention (docs/chat-protocol.md)."""
+
     kind: str
     value: str
     label: str
     detail: str = ""
-
-    def wire(self) -> dict[str, str]:
-        out = {"kind": self.kind, "value": self.value, "label": self.label}
-        if self.detail:
-            out["detail"] = self.detail
-        return out
 
 
 def workspace_files(store: Store | None, root: Path | None) -> list[str]:

@@ -10,7 +10,7 @@ prefix cache hits), also after a restart.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,6 +24,25 @@ _BLOCK = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.S | re.M)
 
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def fields_wire(record: Any) -> dict[str, Any]:
+    """A dataclass's fields, camelCased as the protocol names them; an optional text field (one that
+    defaults to "") is left out when empty."""
+    return {_camel(f.name): v for f in fields(record) if (v := getattr(record, f.name)) or f.default != ""}
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word[:1].upper() + word[1:] for word in rest)
+
+
+@dataclass(frozen=True)
+class WireRecord:
+    """A record whose wire form is `fields_wire` of it."""
+
+    def wire(self) -> dict[str, Any]:
+        return fields_wire(self)
 
 
 @dataclass(frozen=True)
@@ -69,30 +88,15 @@ class Citation:
     symbol: str = ""
 
     def wire(self, uri: str) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "path": self.path,
-            "uri": uri,
-            "startLine": self.start_line,
-            "endLine": self.end_line,
-            "reason": self.reason,
-        }
-        if self.symbol:
-            out["symbol"] = self.symbol
-        return out
+        return {"path": self.path, "uri": uri} | fields_wire(self)  # the uri goes next to the path
 
 
 @dataclass(frozen=True)
-class CodeBlock:
+class CodeBlock(WireRecord):
     index: int
     language: str
     text: str
     path: str = ""
-
-    def wire(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"index": self.index, "language": self.language, "text": self.text}
-        if self.path:
-            out["path"] = self.path
-        return out
 
 
 def blocks_of(text: str) -> list[CodeBlock]:
@@ -123,13 +127,19 @@ class Turn:
     sent: str = ""  # user: the content as the model saw it; assistant: the model's raw answer
     record: dict[str, Any] = field(default_factory=dict)  # assistant: what the turn sent (context)
 
+    def content_wire(self, uri_of: Any) -> dict[str, Any]:
+        """What a turn says, on the wire: its text, citations and code blocks."""
+        return {
+            "text": self.text,
+            "citations": [c.wire(uri_of(c.path)) for c in self.citations],
+            "blocks": [b.wire() for b in self.blocks],
+        }
+
     def wire(self, uri_of: Any) -> dict[str, Any]:
         out: dict[str, Any] = {
             "turnId": self.turn_id,
             "role": self.role,
-            "text": self.text,
-            "citations": [c.wire(uri_of(c.path)) for c in self.citations],
-            "blocks": [b.wire() for b in self.blocks],
+            **self.content_wire(uri_of),
             "createdAt": self.created_at,
         }
         if self.role == "assistant":
@@ -211,9 +221,7 @@ class TurnResult:
         return {
             "conversationId": self.conversation_id,
             "turnId": self.turn.turn_id,
-            "text": self.turn.text,
-            "citations": [c.wire(uri_of(c.path)) for c in self.turn.citations],
-            "blocks": [b.wire() for b in self.turn.blocks],
+            **self.turn.content_wire(uri_of),
             "notices": list(self.notices),
             "auditId": self.audit_id,
             "cancelled": self.turn.cancelled,

@@ -28,6 +28,7 @@ from codectx.app.index import (
 )
 from codectx.app.session import WorkspaceSession
 from codectx.clikit import (
+    add_command,
     add_index_dir,
     add_json,
     add_root,
@@ -84,15 +85,18 @@ class NoIndexSource:
 
 
 def _register_search(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "search",
         help="hybrid search of the index (vectors + full text + symbol names)",
         description="Search the workspace index. Natural language and identifiers both work: "
         "vector, full-text and symbol-name results are fused. Lines are 1-based (FILE:FIRST-LAST, "
         'inclusive); --json gives them 0-based, saying so in "positions": "0-based".',
-        epilog='examples:\n  codectx search "parse the config file"\n  codectx search Session.send -k 3 '
-        "--show\n  codectx search --batch queries.jsonl . > results.jsonl",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        examples=[
+            'codectx search "parse the config file"',
+            "codectx search Session.send -k 3 --show",
+            "codectx search --batch queries.jsonl . > results.jsonl",
+        ],
     )
     p.add_argument("query", nargs="?", help="what to look for (omit with --batch)")
     p.add_argument("path", nargs="?", help="workspace folder (default: the one enclosing the current folder)")
@@ -205,17 +209,19 @@ def _jsonl(source: str) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 def _register_context(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "context",
         help="the completion context codectx would send for a cursor position",
         description="Assemble completion context for FILE at a 1-based line and column (--line, "
         "--character, or FILE:LINE:COL): definitions of symbols used near the cursor, scope siblings, "
         "retrieved snippets, within the token budget. --json and --batch count from 0, like LSP.",
-        epilog="examples:\n  codectx context src/app.py --line 42 --character 9 --explain\n"
-        "  codectx context src/app.py:42:9 --explain\n"
-        "  cat buffer.py | codectx context src/app.py --line 4 --stdin --json\n"
-        "  codectx context --batch requests.jsonl . > contexts.jsonl",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        examples=[
+            "codectx context src/app.py --line 42 --character 9 --explain",
+            "codectx context src/app.py:42:9 --explain",
+            "cat buffer.py | codectx context src/app.py --line 4 --stdin --json",
+            "codectx context --batch requests.jsonl . > contexts.jsonl",
+        ],
     )
     p.add_argument(
         "file", nargs="?", help="the document, FILE or FILE:LINE[:COL] (with --batch: the workspace folder)"

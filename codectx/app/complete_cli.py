@@ -15,18 +15,20 @@ import time
 from pathlib import Path
 
 from codectx.app.cli import CommandIndex, NoIndexSource
+from codectx.app.completion import CompletionAsk
 from codectx.app.index import QueryEmbedder, document_root, load_embedder, read_document, relative_path
 from codectx.app.session import IndexSource, WorkspaceSession
 from codectx.backend.client import BackendClient
 from codectx.backend.errors import BackendNotConfigured, BackendOffline, BackendTimeout
-from codectx.clikit import add_index_dir, add_json, add_root, print_json, settings_for, stderr
+from codectx.clikit import add_command, add_index_dir, add_json, add_root, print_json, settings_for, stderr
 from codectx.errors import UsageError
 from codectx.positions import add_position_args, cursor_from_args, to_zero_based, zero_based_json
 from codectx.settings import Settings
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "complete",
         help="complete code at a cursor position with the model server",
         description="Complete FILE at a 1-based line and column (--line, --character, or FILE:LINE:COL, "
@@ -34,13 +36,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "the fill-in-the-middle prompt, redact it, log it in the audit log, send it to backend.url and "
         "print the completion. --dry-run prints the exact request body instead and sends nothing. "
         "--json counts from 0, like LSP.",
-        epilog="examples:\n"
-        "  codectx complete src/app.py --line 42 --character 9\n"
-        "  codectx complete src/app.py:42:9\n"
-        "  cat buffer.py | codectx complete src/app.py --line 4 --character 5 --stdin --json\n"
-        "  codectx complete src/app.py --line 11 --dry-run\n"
-        "  codectx complete src/app.py:11 --backend-url http://127.0.0.1:8000/v1",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        examples=[
+            "codectx complete src/app.py --line 42 --character 9",
+            "codectx complete src/app.py:42:9",
+            "cat buffer.py | codectx complete src/app.py --line 4 --character 5 --stdin --json",
+            "codectx complete src/app.py --line 11 --dry-run",
+            "codectx complete src/app.py:11 --backend-url http://127.0.0.1:8000/v1",
+        ],
     )
     p.add_argument("file", help="the document to complete in: FILE or FILE:LINE[:COL]")
     add_position_args(p)
@@ -162,7 +164,9 @@ async def _run(
         context = session.context(rel, text, args.line, args.character)
         context_ms = (time.perf_counter() - started) * 1000
         if args.dry_run:
-            dry = await session.completer.dry_run(rel, text, args.line, args.character, context=context)
+            dry = await session.completer.dry_run(
+                CompletionAsk(rel, text, args.line, args.character, context)
+            )
             _print_unsent(args, dry.body, dry.endpoint, dry.audit_id, "dry run")
             return 0
         echo = _SlowEcho(enabled=not args.json)

@@ -47,6 +47,18 @@ Remember = Callable[[SentRequest], None]
 
 
 @dataclass(frozen=True)
+class CompletionAsk:
+    """Where a completion is asked for: a 0-based (line, character) of `path` (workspace-relative),
+    the document's `text`, and the context assembled for it (None: the document alone)."""
+
+    path: str
+    text: str
+    line: int
+    character: int
+    context: AssembledContext | None = None
+
+
+@dataclass(frozen=True)
 class BuiltPrompt:
     """A completion prompt and what went into it."""
 
@@ -127,17 +139,9 @@ class Completer:
             tokens = len(PLACEHOLDER_SAMPLE)
         return tokens * ratio
 
-    def build_prompt(
-        self,
-        family: Family,
-        path: str,
-        text: str,
-        line: int,
-        character: int,
-        context: AssembledContext | None,
-        max_chars: int | None = None,
-    ) -> BuiltPrompt:
+    def build_prompt(self, family: Family, ask: CompletionAsk, max_chars: int | None = None) -> BuiltPrompt:
         """The prompt for a cursor; every piece is redacted with its own path first."""
+        path, text, line, character, context = ask.path, ask.text, ask.line, ask.character, ask.context
         found: list[RankedPiece] = []
         if context is not None:
             prefix, first = stable_prefix(text, context.prefix, context.prefix_start_line, line)
@@ -175,14 +179,7 @@ class Completer:
         return BuiltPrompt(prompt, sources, [summary(i) for i in found], prefix, suffix, placeholders)
 
     async def dry_run(
-        self,
-        path: str,
-        text: str,
-        line: int,
-        character: int,
-        context: AssembledContext | None,
-        status: str = "dry-run",
-        on_sent: Remember | None = None,
+        self, ask: CompletionAsk, status: str = "dry-run", on_sent: Remember | None = None
     ) -> DryRun:
         """Build, redact and record the request that `complete` would send; send nothing.
 
@@ -199,13 +196,13 @@ class Completer:
             model = PLACEHOLDER_MODEL
         family = detect_family(model, b.family) if model != PLACEHOLDER_MODEL else _configured(b.family)
         max_chars = await self.max_prompt_chars() if b.url and not offline else None
-        built = self.build_prompt(family, path, text, line, character, context, max_chars)
+        built = self.build_prompt(family, ask, max_chars)
         stop, extra = await self.stop_options(family, ask_server=bool(b.url) and not offline)
         body = await self.client.completion_body(
             built.prompt.text, stop=stop, stream=True, model=model, extra=extra
         )
         prepared, audit_id = self.client.dry_run("/v1/completions", body, built.sources, status=status)
-        sent = SentRequest.of("dry-run", path, prepared, built.items, audit_id, built.prompt.text)
+        sent = SentRequest.of("dry-run", ask.path, prepared, built.items, audit_id, built.prompt.text)
         self.remember(sent)
         if on_sent is not None:
             on_sent(sent)
@@ -231,8 +228,9 @@ class Completer:
         cancelled.
         Offline (privacy.offline): the request is built and logged, then BackendOffline is raised.
         """
+        ask = CompletionAsk(path, text, line, character, context)
         if self.client.gate.offline:
-            dry = await self.dry_run(path, text, line, character, context, "offline", on_sent)
+            dry = await self.dry_run(ask, "offline", on_sent)
             raise BackendOffline(
                 f"offline mode (privacy.offline): request built and logged "
                 f"(audit id {dry.audit_id}), not sent",
@@ -244,7 +242,7 @@ class Completer:
         max_chars = await self.max_prompt_chars()
         stop, extra = await self.stop_options(family)
         for attempt in (1, 2):
-            built = self.build_prompt(family, path, text, line, character, context, max_chars)
+            built = self.build_prompt(family, ask, max_chars)
             prefix, suffix = built.prefix, built.suffix
             if mode == "auto":
                 mode = choose_mode(prefix, suffix)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypedDict
 
 if TYPE_CHECKING:  # concrete types, for annotations only
     from codectx.indexer.storage.reader import IndexReader
@@ -140,6 +140,14 @@ class SearchAnswer(Protocol):
     def notes(self) -> Sequence[str]: ...
     @property
     def elapsed_ms(self) -> float: ...
+
+
+class SearchFilters(TypedDict, total=False):
+    """What a search takes besides the query and k, by keyword (left out: Searcher.search's default)."""
+
+    languages: Sequence[str] | None
+    glob: str | None
+    dense: bool
 
 
 class Searcher(Protocol):

@@ -83,6 +83,17 @@ LANGUAGES = {
 
 
 @dataclass(frozen=True)
+class RefactorAsk:
+    """What the user asks: `instruction` applied to `selection` of the file `path` (its `text`)."""
+
+    path: str
+    text: str
+    selection: Selection
+    instruction: str
+    context: AssembledContext | None = None  # the retrieved context, when the index has some
+
+
+@dataclass(frozen=True)
 class RefactorRequest:
     path: str
     instruction: str
@@ -214,19 +225,15 @@ def enclosing_scope(path: str, text: str, start_line: int, end_line: int, pad: i
 
 
 def prepare_request(
-    redaction: RequestRedaction,
-    path: str,
-    text: str,
-    selection: Selection,
-    instruction: str,
-    context: AssembledContext | None,
+    redaction: RequestRedaction, ask: RefactorAsk
 ) -> tuple[RefactorRequest, list[Snippet], str, Placeholders]:
     """(the request as the model sees it, its items, the original selection, placeholders).
 
     The selection, its scope, the instruction and each item are redacted before the messages are
     built, the selection and scope together (a secret across the selection's edge is masked whole
     in both)."""
-    selected, start_line, end_line, (a, b) = select_span(path, text, selection)
+    path, text, instruction, context = ask.path, ask.text, ask.instruction, ask.context
+    selected, start_line, end_line, (a, b) = select_span(path, text, ask.selection)
     scope_start, scope_end = enclosing_scope(path, text, start_line, end_line)
     rows = document_lines(text)
     sa = sum(len(r) for r in rows[:scope_start])
@@ -246,23 +253,14 @@ def prepare_request(
     return request, items, selected, pieces.placeholders if pieces is not None else Placeholders()
 
 
-async def refactor_edit(
-    model: ServedModel,
-    redaction: RequestRedaction,
-    path: str,
-    text: str,
-    selection: Selection,
-    instruction: str,
-    context: AssembledContext | None,
-) -> RefactorEdit:
+async def refactor_edit(model: ServedModel, redaction: RequestRedaction, ask: RefactorAsk) -> RefactorEdit:
     """The model edits the redacted selection; its placeholders are put back here. Lines whose
     placeholders the model dropped or garbled stay as in the file (the edit's notes say so)."""
-    if not instruction.strip():
+    if not ask.instruction.strip():
         raise UsageError("say what the refactor should do (an instruction is required)")
     served = await model.chat_model("refactoring")
-    request, items, original, placeholders = prepare_request(
-        redaction, path, text, selection, instruction, context
-    )
+    path, text = ask.path, ask.text
+    request, items, original, placeholders = prepare_request(redaction, ask)
     sources = [source_span(path, request.scope_start_line, request.scope_end_line)]
     sources += [source_span(i.path, i.start_line, i.end_line) for i in items]
     summaries = [{"path": i.path, "start_line": i.start_line, "end_line": i.end_line} for i in items]
@@ -271,7 +269,7 @@ async def refactor_edit(
     )
     code = parse_answer(answer, request.selection)
     code, notes = restore_edit(code, request.selection, original, placeholders)
-    _, _, _, (a, b) = select_span(path, text, selection)
+    _, _, _, (a, b) = select_span(path, text, ask.selection)
     try:
         check_parses(text, text[:a] + code + text[b:], language_for(path))
     except EditRefused as exc:

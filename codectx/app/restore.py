@@ -80,18 +80,14 @@ def restore_edit(code: str, sent: str, original: str, placeholders: Placeholders
                 to_answer[i1 + k] = j1 + k
     to_sent = {j: i for i, j in to_answer.items()}
     out = list(rows)
-    kept: set[int] = set()
-    removed: set[int] = set()
+    # A bad answer row gets its aligned line of the original back; one that aligns with none goes.
+    bad_rows = [j for j, is_bad in enumerate(bad) if is_bad]
+    back = {j: to_sent[j] for j in bad_rows if j in to_sent}
+    for j, i in back.items():
+        out[j] = orig_lines[i]
+    kept = set(back.values())
+    removed = {j for j in bad_rows if j not in back}
     inserted: dict[int, list[str]] = {}
-    for j, is_bad in enumerate(bad):
-        if not is_bad:
-            continue
-        i = to_sent.get(j)
-        if i is not None:
-            out[j] = orig_lines[i]
-            kept.add(i)
-        else:
-            removed.add(j)
     for i, line in enumerate(sent_lines):
         if i in kept or not any(t in line for t in dropped):
             continue

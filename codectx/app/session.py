@@ -33,7 +33,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Protocol
+from typing import Protocol, Unpack
 
 from codectx.app import explain as explaining
 from codectx.app import refactor as refactoring
@@ -60,6 +60,7 @@ from codectx.app.index import (
     searcher,
     snapshot_phase,
 )
+from codectx.app.index_types import SearchFilters
 from codectx.app.model import ServedModel
 from codectx.app.redaction import OpenText, RequestRedaction
 from codectx.app.refactor import Selection
@@ -128,20 +129,13 @@ class WorkspaceSession:
             store, self.settings, path, text, line, character, recent=recent, embedder=self.embedder()
         )
 
-    def search(
-        self,
-        query: str,
-        k: int | None = None,
-        *,
-        languages: Sequence[str] | None = None,
-        glob: str | None = None,
-        dense: bool = True,
-    ) -> SearchAnswer:
-        """Hybrid search of the workspace index (it may embed the query)."""
+    def search(self, query: str, k: int | None = None, **filters: Unpack[SearchFilters]) -> SearchAnswer:
+        """Hybrid search of the workspace index (it may embed the query); `filters`: languages, glob
+        and dense, as Searcher.search takes them."""
         store = self._store()
         if self._searcher is None or self._searcher[0] is not store:
             self._searcher = (store, searcher(store, self.settings, self.embedder, preload=self._preload))
-        return self._searcher[1].search(query, k, languages, glob, dense)
+        return self._searcher[1].search(query, k, **filters)
 
     def definitions(self, name: str) -> list[DefinitionSite]:
         """Where `name` (a short name such as `send`, or a qualified one such as `Session.send`) is
@@ -218,9 +212,8 @@ class WorkspaceSession:
         free-text instruction (`.code`: the new text); secrets the model saw as placeholders are put
         back. EditRefused when the file would no longer parse (unless it did not parse before either)."""
         try:
-            edit = await refactoring.refactor_edit(
-                self.model, self.redaction, path, text, selection, instruction, context
-            )
+            ask = refactoring.RefactorAsk(path, text, selection, instruction, context)
+            edit = await refactoring.refactor_edit(self.model, self.redaction, ask)
         except refactoring.EditRefused as exc:  # the request was made all the same
             self.last = exc.sent
             raise

@@ -12,7 +12,7 @@ from typing import Any
 
 from codectx.app.embedders import Embedders
 from codectx.app.session import WorkspaceSession
-from codectx.clikit import add_index_dir, settings_for, workspace_root
+from codectx.clikit import add_command, add_index_dir, settings_for, workspace_root
 from codectx.errors import UsageError
 from codectx.mcp.workspaces import KeptIndex, Roots, Workspace, root_names
 
@@ -20,17 +20,19 @@ RECHECK_S = 2.0
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "mcp",
         help="serve search, definitions and context to coding agents (Model Context Protocol)",
         description="An MCP server over stdio (the default: an agent starts it) or Streamable HTTP "
         "on loopback. It builds or opens each folder's index and keeps it fresh as files change. "
         "Everything it returns is redacted and recorded in the audit log (`codectx audit`); "
         "never-send files and paths outside the folders are refused.",
-        epilog="examples:\n  claude mcp add codectx -- codectx mcp /path/to/repo\n"
-        "  codectx mcp --http 127.0.0.1:8765 ~/src/api ~/src/web\n"
-        "configuration for each agent: docs/mcp.md",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        examples=[
+            "claude mcp add codectx -- codectx mcp /path/to/repo",
+            "codectx mcp --http 127.0.0.1:8765 ~/src/api ~/src/web",
+        ],
+        see="configuration for each agent: docs/mcp.md",
     )
     p.add_argument("paths", nargs="*", metavar="PATH", help="workspace folders (default: the current one)")
     p.add_argument(

@@ -94,6 +94,24 @@ class Tools:
             notes.append(f"{dropped} more results left out for the answer size limit")
         return payload
 
+    def _snippet(
+        self, ws: Workspace, where: tuple[str, int, int], about: dict[str, Any], text: str
+    ) -> dict[str, Any]:
+        """One result row: `where` (path, 0-based first and last line) shown 1-based, `about` it, and
+        its text cut at max_text_chars (`truncated` then says so)."""
+        path, start_line, end_line = where
+        shown, cut = _cut(text, self.limits.max_text_chars)
+        row: dict[str, Any] = {
+            "path": self.roots.shown(ws, path),
+            "start_line": start_line + 1,
+            "end_line": end_line + 1,
+            **about,
+            "text": shown,
+        }
+        if cut:
+            row["truncated"] = True
+        return row
+
     def _spans(self, rows: list[dict[str, Any]], rels: list[str]) -> list[SourceSpan]:
         return [
             SourceSpan(rel, row["start_line"] - 1, row["end_line"] - 1)
@@ -122,19 +140,12 @@ class Tools:
         hits = self._run(ws, lambda: ws.session.handout.redacted(answer.results))
         rows, rels = [], []
         for hit, text in hits:
-            shown, cut = _cut(text, self.limits.max_text_chars)
-            row: dict[str, Any] = {
-                "path": self.roots.shown(ws, hit.path),
-                "start_line": hit.start_line + 1,
-                "end_line": hit.end_line + 1,
+            about = {
                 "symbol": hit.qualname or hit.symbol,
                 "kind": hit.kind,
                 "score": round(float(hit.score), 4),
-                "text": shown,
             }
-            if cut:
-                row["truncated"] = True
-            rows.append(row)
+            rows.append(self._snippet(ws, (hit.path, hit.start_line, hit.end_line), about, text))
             rels.append(hit.path)
         notes = list(answer.notes)
         if answer.vectors_pending and dense:
@@ -263,19 +274,8 @@ class Tools:
         items = []
         rels = []
         for item, text in self._run(ws, lambda: handout.redacted(ctx.items)):
-            shown, cut = _cut(text, self.limits.max_text_chars)
-            entry: dict[str, Any] = {
-                "path": self.roots.shown(ws, item.path),
-                "start_line": item.start_line + 1,
-                "end_line": item.end_line + 1,
-                "symbol": item.symbol,
-                "kind": item.reason,
-                "tokens": item.tokens,
-                "text": shown,
-            }
-            if cut:
-                entry["truncated"] = True
-            items.append(entry)
+            about = {"symbol": item.symbol, "kind": item.reason, "tokens": item.tokens}
+            items.append(self._snippet(ws, (item.path, item.start_line, item.end_line), about, text))
             rels.append(item.path)
         notes = list(ctx.notes)
         payload: dict[str, Any] = {

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from codectx.clikit import add_json, print_json, print_jsonl, settings_for
+from codectx.clikit import add_command, add_json, print_json, print_jsonl, settings_for
 from codectx.errors import UsageError
 from codectx.positions import POSITIONS_FIELD, ZERO_BASED
 from codectx.privacy.audit import AuditLog
@@ -16,6 +17,9 @@ from codectx.privacy.redact import Redactor
 from codectx.privacy.sanitize import sanitize
 
 MAX_REDACT_BYTES = 64 * 1024 * 1024
+
+Arguments = Callable[[argparse.ArgumentParser], None]
+Handler = Callable[[argparse.Namespace], int]
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -27,17 +31,20 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def _register_redact(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "redact",
         help="print a file with its secrets replaced (the engine used on every request)",
         description="Print FILE (or standard input) with each secret replaced by "
         "[REDACTED:<rule>:<tag>]. The tag is an HMAC keyed per install: one secret always gets the "
         "same tag here, and the mapping never leaves this machine. Only the secret's characters "
         "change; line structure is kept. Invisible and direction-changing Unicode is stripped.",
-        epilog="examples:\n  codectx redact config/settings.py\n  git diff | codectx redact -\n"
-        "  codectx redact --json .github/workflows/deploy.yml   # findings only, never values\n"
-        "  codectx redact --check notes.md   # exit 1 if anything would be redacted",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        examples=[
+            "codectx redact config/settings.py",
+            "git diff | codectx redact -",
+            "codectx redact --json .github/workflows/deploy.yml   # findings only, never values",
+            "codectx redact --check notes.md   # exit 1 if anything would be redacted",
+        ],
     )
     p.add_argument(
         "file", nargs="?", default="-", metavar="FILE", help="file to redact, '-' for stdin (default)"
@@ -126,36 +133,60 @@ def _register_audit(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     audit_sub = p.add_subparsers(dest="audit_command", metavar="COMMAND")
     audit_sub.required = True
 
-    show = audit_sub.add_parser("show", help="list recent requests")
-    show.add_argument("--last", type=int, default=20, metavar="N", help="how many entries (default 20)")
-    add_json(show)
-    _add_log(show)
-    show.set_defaults(func=_audit_show)
+    # (name, one-line help, description, its own arguments, takes --json, handler); all take --log
+    commands: list[tuple[str, str, str | None, Arguments, bool, Handler]] = [
+        ("show", "list recent requests", None, _show_arguments, True, _audit_show),
+        (
+            "verify",
+            "check the chain, its head record, payloads and rotated files; exit 4 and say what changed",
+            None,
+            _no_arguments,
+            True,
+            _audit_verify,
+        ),
+        (
+            "rotate",
+            "start a new log file, chained to the old one (done on its own past 64 MiB)",
+            "Rename the log to audit.<first>-<last>.jsonl and start a new one whose first entry "
+            "holds the old file's sha256, so `verify` still checks the whole chain. --restart REASON starts "
+            "a new chain without checking the old log (kept aside as audit.broken-<time>.jsonl): the way "
+            "to resume after `verify` found a problem, which otherwise stops every request.",
+            _rotate_arguments,
+            False,
+            _audit_rotate,
+        ),
+        (
+            "payload",
+            "print the exact bytes sent for one entry",
+            None,
+            _payload_arguments,
+            False,
+            _audit_payload,
+        ),
+    ]
+    for name, help_text, description, add_arguments, json_out, handler in commands:
+        parser = audit_sub.add_parser(name, help=help_text, description=description)
+        add_arguments(parser)
+        if json_out:
+            add_json(parser)
+        _add_log(parser)
+        parser.set_defaults(func=handler)
 
-    verify = audit_sub.add_parser(
-        "verify",
-        help="check the chain, its head record, payloads and rotated files; exit 4 and say what changed",
-    )
-    add_json(verify)
-    _add_log(verify)
-    verify.set_defaults(func=_audit_verify)
 
-    rotate = audit_sub.add_parser(
-        "rotate",
-        help="start a new log file, chained to the old one (done on its own past 64 MiB)",
-        description="Rename the log to audit.<first>-<last>.jsonl and start a new one whose first entry "
-        "holds the old file's sha256, so `verify` still checks the whole chain. --restart REASON starts "
-        "a new chain without checking the old log (kept aside as audit.broken-<time>.jsonl): the way "
-        "to resume after `verify` found a problem, which otherwise stops every request.",
-    )
-    rotate.add_argument("--restart", metavar="REASON", help="start a new chain; REASON is recorded in it")
-    _add_log(rotate)
-    rotate.set_defaults(func=_audit_rotate)
+def _show_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--last", type=int, default=20, metavar="N", help="how many entries (default 20)")
 
-    payload = audit_sub.add_parser("payload", help="print the exact bytes sent for one entry")
-    payload.add_argument("id", help="the entry id (from `codectx audit show`)")
-    _add_log(payload)
-    payload.set_defaults(func=_audit_payload)
+
+def _rotate_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--restart", metavar="REASON", help="start a new chain; REASON is recorded in it")
+
+
+def _payload_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("id", help="the entry id (from `codectx audit show`)")
+
+
+def _no_arguments(parser: argparse.ArgumentParser) -> None:
+    pass
 
 
 def _add_log(parser: argparse.ArgumentParser) -> None:

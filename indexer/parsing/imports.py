@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from codectx.indexer.model import Import
@@ -323,16 +323,26 @@ def _c_imports(root_node: Node, res: Resolver) -> list[Import]:
     return out
 
 
+def _commands(
+    root_node: Node, res: Resolver, node_type: str, field: str, field_type: str, names: tuple[str, ...]
+) -> Iterator[tuple[Node, str]]:
+    """The `node_type` nodes whose `field` (a `field_type`) is one of `names`, with that name: the
+    statements that load another file (`require "x"`, `source x`)."""
+    quoted = " ".join(f'"{name}"' for name in names)
+    pattern = f"({node_type} {field}: ({field_type}) @f (#any-of? @f {quoted})) @n"
+    for node in find_matching(root_node, res.language, pattern):
+        head = node.child_by_field_name(field)
+        if head is not None and text_of(head) in names:
+            yield node, text_of(head)
+
+
 def _ruby_imports(root_node: Node, res: Resolver) -> list[Import]:
     out = []
-    pattern = '(call method: (identifier) @f (#any-of? @f "require" "require_relative" "load")) @n'
-    for node in find_matching(root_node, res.language, pattern):
-        method = node.child_by_field_name("method")
+    for node, kind in _commands(
+        root_node, res, "call", "method", "identifier", ("require", "require_relative", "load")
+    ):
         args = node.child_by_field_name("arguments")
-        if method is None or args is None or node.child_by_field_name("receiver") is not None:
-            continue
-        kind = text_of(method)
-        if kind not in ("require", "require_relative", "load") or not args.named_child_count:
+        if args is None or node.child_by_field_name("receiver") is not None or not args.named_child_count:
             continue
         arg = args.named_children[0]
         if arg.type != "string":
@@ -401,11 +411,7 @@ def _csharp_imports(root_node: Node, res: Resolver) -> list[Import]:
 
 def _bash_imports(root_node: Node, res: Resolver) -> list[Import]:
     out = []
-    pattern = '(command name: (command_name) @f (#any-of? @f "source" ".")) @n'
-    for node in find_matching(root_node, res.language, pattern):
-        name = node.child_by_field_name("name")
-        if name is None or text_of(name) not in ("source", "."):
-            continue
+    for node, _ in _commands(root_node, res, "command", "name", "command_name", ("source", ".")):
         args = node.children_by_field_name("argument")
         if not args:
             continue

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 @dataclass(frozen=True)
 class LangSpec:
     functions: frozenset[str] = frozenset()  # function-like: their own chunk when they have a body
-    classes: dict[str, str] = field(default_factory=dict)  # class-like node type -> kind
-    containers: frozenset[str] = frozenset()  # class-likes whose members become chunks of their own
+    nesting: dict[str, str] = field(default_factory=dict)  # class-like node type -> kind, members chunked
+    flat: dict[str, str] = field(default_factory=dict)  # the other class-likes -> kind (enums, aliases...)
     transparent: frozenset[str] = frozenset()  # namespaces: members chunked, no qualname scope
     wrappers: frozenset[str] = frozenset()  # decorators, export, template: look inside
     var_decls: frozenset[str] = frozenset()  # `const f = () => ...` declarations
@@ -27,15 +27,22 @@ class LangSpec:
     identifier_types: frozenset[str] = frozenset({"identifier"})
     chain_types: frozenset[str] = frozenset()  # attribute/member access nodes
     call_types: frozenset[str] = frozenset({"call_expression"})
+    classes: dict[str, str] = field(init=False)  # every class-like node type -> kind
+    containers: frozenset[str] = field(init=False)  # class-likes whose members become chunks of their own
+
+    def __post_init__(self) -> None:
+        # each class-like is named once, in `nesting` or `flat`; the chunker reads the union and the set
+        object.__setattr__(self, "classes", {**self.nesting, **self.flat})
+        object.__setattr__(self, "containers", frozenset(self.nesting))
 
 
 _C_IDENTS = frozenset({"identifier", "field_identifier", "type_identifier"})
+_CLASS_AND_INTERFACE = {"class_declaration": "class", "interface_declaration": "interface"}  # Java, C#, PHP
 
 SPECS: dict[str, LangSpec] = {
     "python": LangSpec(
         functions=frozenset({"function_definition"}),
-        classes={"class_definition": "class"},
-        containers=frozenset({"class_definition"}),
+        nesting={"class_definition": "class"},
         wrappers=frozenset({"decorated_definition"}),
         constants=frozenset({"assignment", "expression_statement"}),
         comment_prefixes=("#",),
@@ -45,8 +52,7 @@ SPECS: dict[str, LangSpec] = {
     ),
     "javascript": LangSpec(
         functions=frozenset({"function_declaration", "generator_function_declaration", "method_definition"}),
-        classes={"class_declaration": "class", "class": "class"},
-        containers=frozenset({"class_declaration", "class"}),
+        nesting={"class_declaration": "class", "class": "class"},
         wrappers=frozenset({"export_statement", "expression_statement"}),
         var_decls=frozenset({"lexical_declaration", "variable_declaration"}),
         func_values=frozenset({"arrow_function", "function_expression", "function", "generator_function"}),
@@ -63,7 +69,7 @@ SPECS: dict[str, LangSpec] = {
     ),
     "go": LangSpec(
         functions=frozenset({"function_declaration", "method_declaration"}),
-        classes={"type_spec": "type"},
+        flat={"type_spec": "type"},
         wrappers=frozenset({"type_declaration"}),
         constants=frozenset({"const_declaration", "var_declaration"}),
         identifier_types=frozenset(
@@ -73,17 +79,14 @@ SPECS: dict[str, LangSpec] = {
     ),
     "rust": LangSpec(
         functions=frozenset({"function_item"}),
-        classes={
+        nesting={"trait_item": "trait", "impl_item": "impl", "mod_item": "module"},
+        flat={
             "struct_item": "struct",
             "enum_item": "enum",
             "union_item": "struct",
-            "trait_item": "trait",
-            "impl_item": "impl",
-            "mod_item": "module",
             "type_item": "type",
             "macro_definition": "macro",
         },
-        containers=frozenset({"trait_item", "impl_item", "mod_item"}),
         signatures=frozenset({"function_signature_item"}),
         constants=frozenset({"const_item", "static_item"}),
         attribute_prefixes=("#[",),
@@ -92,16 +95,8 @@ SPECS: dict[str, LangSpec] = {
     ),
     "java": LangSpec(
         functions=frozenset({"method_declaration", "constructor_declaration"}),
-        classes={
-            "class_declaration": "class",
-            "interface_declaration": "interface",
-            "enum_declaration": "enum",
-            "record_declaration": "class",
-            "annotation_type_declaration": "interface",
-        },
-        containers=frozenset(
-            {"class_declaration", "interface_declaration", "enum_declaration", "record_declaration"}
-        ),
+        nesting={**_CLASS_AND_INTERFACE, "enum_declaration": "enum", "record_declaration": "class"},
+        flat={"annotation_type_declaration": "interface"},
         attribute_prefixes=("@",),
         identifier_types=frozenset({"identifier", "type_identifier"}),
         chain_types=frozenset({"field_access", "scoped_identifier"}),
@@ -109,21 +104,15 @@ SPECS: dict[str, LangSpec] = {
     ),
     "c": LangSpec(
         functions=frozenset({"function_definition"}),
-        classes={"struct_specifier": "struct", "union_specifier": "struct", "enum_specifier": "enum"},
+        flat={"struct_specifier": "struct", "union_specifier": "struct", "enum_specifier": "enum"},
         constants=frozenset({"preproc_def", "preproc_function_def", "type_definition"}),
         identifier_types=_C_IDENTS,
         chain_types=frozenset({"field_expression"}),
     ),
     "cpp": LangSpec(
         functions=frozenset({"function_definition"}),
-        classes={
-            "class_specifier": "class",
-            "struct_specifier": "struct",
-            "union_specifier": "struct",
-            "enum_specifier": "enum",
-            "namespace_definition": "namespace",
-        },
-        containers=frozenset({"class_specifier", "struct_specifier"}),
+        nesting={"class_specifier": "class", "struct_specifier": "struct"},
+        flat={"union_specifier": "struct", "enum_specifier": "enum", "namespace_definition": "namespace"},
         transparent=frozenset({"namespace_definition", "linkage_specification"}),
         wrappers=frozenset({"template_declaration"}),
         constants=frozenset({"preproc_def", "preproc_function_def", "type_definition", "alias_declaration"}),
@@ -140,17 +129,8 @@ SPECS: dict[str, LangSpec] = {
                 "operator_declaration",
             }
         ),
-        classes={
-            "class_declaration": "class",
-            "interface_declaration": "interface",
-            "struct_declaration": "struct",
-            "enum_declaration": "enum",
-            "record_declaration": "class",
-            "namespace_declaration": "namespace",
-        },
-        containers=frozenset(
-            {"class_declaration", "interface_declaration", "struct_declaration", "record_declaration"}
-        ),
+        nesting={**_CLASS_AND_INTERFACE, "struct_declaration": "struct", "record_declaration": "class"},
+        flat={"enum_declaration": "enum", "namespace_declaration": "namespace"},
         transparent=frozenset({"namespace_declaration"}),
         attribute_prefixes=("[",),
         chain_types=frozenset({"member_access_expression", "qualified_name"}),
@@ -158,8 +138,7 @@ SPECS: dict[str, LangSpec] = {
     ),
     "ruby": LangSpec(
         functions=frozenset({"method", "singleton_method"}),
-        classes={"class": "class", "module": "module", "singleton_class": "class"},
-        containers=frozenset({"class", "module", "singleton_class"}),
+        nesting={"class": "class", "module": "module", "singleton_class": "class"},
         comment_prefixes=("#",),
         identifier_types=frozenset({"identifier", "constant"}),
         chain_types=frozenset({"call", "scope_resolution"}),
@@ -167,16 +146,8 @@ SPECS: dict[str, LangSpec] = {
     ),
     "php": LangSpec(
         functions=frozenset({"function_definition", "method_declaration"}),
-        classes={
-            "class_declaration": "class",
-            "interface_declaration": "interface",
-            "trait_declaration": "trait",
-            "enum_declaration": "enum",
-            "namespace_definition": "namespace",
-        },
-        containers=frozenset(
-            {"class_declaration", "interface_declaration", "trait_declaration", "enum_declaration"}
-        ),
+        nesting={**_CLASS_AND_INTERFACE, "trait_declaration": "trait", "enum_declaration": "enum"},
+        flat={"namespace_definition": "namespace"},
         transparent=frozenset({"namespace_definition"}),
         comment_prefixes=("//", "/*", "*", "#"),
         attribute_prefixes=("#[",),
@@ -188,8 +159,7 @@ SPECS: dict[str, LangSpec] = {
     ),
     "kotlin": LangSpec(
         functions=frozenset({"function_declaration", "secondary_constructor"}),
-        classes={"class_declaration": "class", "object_declaration": "class", "companion_object": "class"},
-        containers=frozenset({"class_declaration", "object_declaration", "companion_object"}),
+        nesting={"class_declaration": "class", "object_declaration": "class", "companion_object": "class"},
         transparent=frozenset({"companion_object"}),
         attribute_prefixes=("@",),
         identifier_types=frozenset({"simple_identifier", "type_identifier"}),
@@ -205,19 +175,14 @@ SPECS: dict[str, LangSpec] = {
 
 _TS = LangSpec(
     functions=SPECS["javascript"].functions | {"function_signature"},
-    classes={
+    nesting={
         "class_declaration": "class",
         "class": "class",
         "abstract_class_declaration": "class",
-        "interface_declaration": "interface",
-        "enum_declaration": "enum",
-        "type_alias_declaration": "type",
         "internal_module": "module",
         "module": "module",
     },
-    containers=frozenset(
-        {"class_declaration", "class", "abstract_class_declaration", "internal_module", "module"}
-    ),
+    flat={"interface_declaration": "interface", "enum_declaration": "enum", "type_alias_declaration": "type"},
     wrappers=frozenset({"export_statement", "ambient_declaration", "expression_statement"}),
     var_decls=SPECS["javascript"].var_decls,
     func_values=SPECS["javascript"].func_values,

@@ -208,3 +208,24 @@ def test_javascript_assigned_functions_are_definitions() -> None:
     assert ("function", "helper") in [(d.kind, d.qualname) for d in parsed.definitions]
     near = identifiers_near(text, "javascript", 10, 6)
     assert near.enclosing is not None and near.enclosing.name == "helper"
+
+
+def test_ruby_requires_and_bash_sources_resolve(tmp_path: Path) -> None:
+    for rel in ("lib/foo.rb", "app/bar.rb", "app/env.sh", "common.sh"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("")
+    ruby = (
+        'require "foo"\nrequire_relative "bar"\nobj.require "x"\nputs "require"\nFoo.load "z"\nrequire 42\n'
+    )
+    parsed = parse_file("app/main.rb", ruby, "ruby", load_settings(None), tmp_path)
+    assert [(i.module, i.resolved, i.line) for i in parsed.imports] == [
+        ("foo", "lib/foo.rb", 0),  # require: lib/ first
+        ("bar", "app/bar.rb", 1),  # require_relative: next to the file
+    ]  # a method call on a receiver, a string "require" and a non-string argument are not imports
+    bash = 'source ./env.sh\n. common.sh\nsource "$HOME/x.sh"\necho source\nsource\n'
+    parsed = parse_file("app/run.sh", bash, "bash", load_settings(None), tmp_path)
+    assert [(i.module, i.resolved) for i in parsed.imports] == [
+        ("./env.sh", "app/env.sh"),
+        ("common.sh", "common.sh"),
+        ("$HOME/x.sh", ""),  # a variable in the path: not resolved
+    ]

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from codectx.backend.prompts import Snippet, fit_prompt
 
+from codectx.app.completion import CompletionAsk
 from codectx.app.redaction import cursor_offset, redact_around_cursor, redact_items
 from codectx.privacy.pieces import PieceRedactor
 from codectx.privacy.redact import TOKEN_PREFIX, Redactor
@@ -187,7 +188,7 @@ def test_a_prompt_full_of_secrets_stays_inside_its_budget(tmp_path: Path) -> Non
     secrets = [f"Zq{i:02d}xR7!vL2mP9k" for i in range(40)]
     doc = "".join(f'password_{i} = "{s}"\n' for i, s in enumerate(secrets)) + "def f():\n    \n"
     for budget in (400, 800, 1600):
-        built = completer.build_prompt(get_family("qwen"), "app.py", doc, 41, 4, None, budget)
+        built = completer.build_prompt(get_family("qwen"), CompletionAsk("app.py", doc, 41, 4), budget)
         prompt, prefix, suffix, placeholders = built.prompt, built.prefix, built.suffix, built.placeholders
         assert not any(s[:12] in prompt.text for s in secrets)
         weight = len(prefix) + len(suffix) + sum(90 - len(t) for t in placeholders.tokens_in(prefix + suffix))
