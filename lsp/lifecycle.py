@@ -106,11 +106,9 @@ def register(server: CodectxServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: CodectxServer, params: types.DidOpenTextDocumentParams) -> None:
         """An unindexed folder's first run indexes the open document's neighbourhood first."""
-        try:
-            folder, _path, _rel = ls.workspaces.locate(params.text_document.uri)
-        except UriRefused:
-            return
-        ls.workspaces.note_opened(folder)
+        found = _located(ls, params.text_document.uri)
+        if found is not None:
+            ls.workspaces.note_opened(found[0])
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: CodectxServer, params: types.DidCloseTextDocumentParams) -> None:
@@ -119,11 +117,9 @@ def register(server: CodectxServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: CodectxServer, params: types.DidSaveTextDocumentParams) -> None:
         """Schedules a coalesced incremental reindex of the file's folder; returns at once."""
-        try:
-            folder, path, _ = ls.workspaces.locate(params.text_document.uri)
-        except UriRefused:
-            return
-        ls.workspaces.request_reindex(folder, [path])
+        found = _located(ls, params.text_document.uri)
+        if found is not None:
+            ls.workspaces.request_reindex(found[0], [found[1]])
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def did_change_watched(ls: CodectxServer, params: types.DidChangeWatchedFilesParams) -> None:
@@ -211,3 +207,12 @@ async def _pull_folder_settings(ls: CodectxServer) -> None:
     for root, value in zip(roots, values or [], strict=False):
         ls.folder_settings[root] = value or None
     ls.refresh_settings()
+
+
+def _located(ls: CodectxServer, uri: str) -> tuple[Folder, Path] | None:
+    """(folder, path) of a document in a workspace folder; None for one outside them (refused)."""
+    try:
+        folder, path, _rel = ls.workspaces.locate(uri)
+    except UriRefused:
+        return None
+    return folder, path
