@@ -38,17 +38,24 @@ class InvalidParams(JsonRpcException):
     CODE = -32602
 
 
-def _need(args: dict[str, Any], *names: str) -> None:
-    for name in names:
-        if not isinstance(args.get(name), str):
-            raise InvalidParams(f"this chat request needs {{{', '.join(f'{n}: string' for n in names)}}}")
+def _need(args: dict[str, object], *names: str) -> list[str]:
+    """The string values of `names` in a request's params (InvalidParams when one is missing)."""
+    found = [args.get(name) for name in names]
+    strings = [value for value in found if isinstance(value, str)]
+    if len(strings) != len(names):
+        raise InvalidParams(f"this chat request needs {{{', '.join(f'{n}: string' for n in names)}}}")
+    return strings
+
+
+def _diagnostics(value: object) -> list[dict[str, Any]]:
+    """The editor's diagnostics for @problems: the objects of a list, anything else left out."""
+    return [d for d in value if isinstance(d, dict)] if isinstance(value, list) else []
 
 
 def _conversation(params: Any) -> str:
     """The `conversationId` of a request's params (InvalidParams when there is none)."""
     args = _params(params)
-    _need(args, "conversationId")
-    return str(args["conversationId"])
+    return _need(args, "conversationId")[0]
 
 
 def _position(value: Any) -> types.Position | None:
@@ -121,13 +128,12 @@ def register(server: CodectxServer) -> None:
     @guarded()
     async def send(ls: CodectxServer, params: Any) -> dict[str, Any]:
         args = _params(params)
-        _need(args, "conversationId", "message")
-        cid, message = args["conversationId"], args["message"]
+        cid, message = _need(args, "conversationId", "message")
         chat.get(cid)  # an unknown conversation fails before anything else
         uri = str(args.get("uri") or "")
         folder = folder_of(ls, uri)
         mentions = union(mentions_in(message), _mentions(args.get("mentions")))
-        turn = TurnInput(message, mentions=mentions, diagnostics=list(args.get("diagnostics") or []))
+        turn = TurnInput(message, mentions=mentions, diagnostics=_diagnostics(args.get("diagnostics")))
         where(ls, args, turn)
         session = ls.session(folder)
         line, character = turn.position or (0, 0)
@@ -207,8 +213,8 @@ def register(server: CodectxServer) -> None:
     @guarded()
     async def context(ls: CodectxServer, params: Any) -> dict[str, Any]:
         args = _params(params)
-        _need(args, "conversationId", "turnId")
-        return chat.record(args["conversationId"], args["turnId"])
+        cid, turn_id = _need(args, "conversationId", "turnId")
+        return chat.record(cid, turn_id)
 
     @server.feature("codectx/chat/mentions")
     @guarded()
@@ -220,7 +226,8 @@ def register(server: CodectxServer) -> None:
         if uri:
             with contextlib.suppress(Exception):
                 current = ls.workspaces.locate(uri)[2]
-        kind = args.get("kind") if args.get("kind") in MENTION_KINDS else None
+        asked = args.get("kind")
+        kind = asked if isinstance(asked, str) and asked in MENTION_KINDS else None
         gate = ls.session(folder).client.gate
         refusal = getattr(gate, "refusal", None)
 
@@ -242,11 +249,10 @@ def register(server: CodectxServer) -> None:
     @guarded()
     async def apply_block(ls: CodectxServer, params: Any) -> dict[str, Any]:
         args = _params(params)
-        _need(args, "conversationId", "turnId", "uri")
+        cid, turn_id, uri = _need(args, "conversationId", "turnId", "uri")
         index = args.get("blockIndex")
         if not isinstance(index, int) or isinstance(index, bool):
             raise InvalidParams("codectx/chat/applyBlock needs blockIndex: number")
-        uri = args["uri"]
         _folder, _path, rel, text = ls.document(uri)
         lines = split_lines(text)
         selection = None
@@ -257,7 +263,7 @@ def register(server: CodectxServer) -> None:
                 raise LspError("range needs {start, end} positions")
             codec = Codec.of(ls.workspace.position_encoding)
             selection = (*clamp(lines, a, codec), *clamp(lines, b, codec))
-        new, warnings = chat.apply(args["conversationId"], args["turnId"], index, rel, text, selection)
+        new, warnings = chat.apply(cid, turn_id, index, rel, text, selection)
         edit = {
             "changes": {
                 uri: [{"range": {"start": {"line": 0, "character": 0}, "end": _end(text)}, "newText": new}]
