@@ -11,7 +11,6 @@ it these tests skip and say which target to run.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -25,7 +24,6 @@ from tests.support.vscode import CHROMIUM, CODE_SERVER, NODE, node_env, node_too
 
 REPO = REPO_ROOT
 CODECTX = Path(sys.executable).parent / "codectx"
-ARTIFACTS = REPO / "test-artifacts" / "vscode-e2e"
 
 
 def test_typecheck(workdir: Path) -> None:
@@ -139,10 +137,10 @@ def z_png(vsix: Path, name: str) -> tuple[int, int]:
 @pytest.mark.slow
 @pytest.mark.vscode
 def test_end_to_end_in_code_server(vsix: Path, workdir: Path, tmp_path: Path) -> None:
+    artifacts = tmp_path / "artifacts"  # screenshots and logs: tests write only to temporary folders
     for what, path in (("code-server", CODE_SERVER), ("Chromium", CHROMIUM), ("codectx", CODECTX)):
         if not path.exists():
             pytest.skip(f"{what} is missing at {path}: run `make vscode-env`")
-    shutil.rmtree(ARTIFACTS, ignore_errors=True)
     result = subprocess.run(
         [
             str(NODE),
@@ -158,7 +156,7 @@ def test_end_to_end_in_code_server(vsix: Path, workdir: Path, tmp_path: Path) ->
             "--work",
             str(tmp_path / "e2e"),
             "--artifacts",
-            str(ARTIFACTS),
+            str(artifacts),
         ],
         cwd=workdir,
         env=node_env(),
@@ -172,7 +170,7 @@ def test_end_to_end_in_code_server(vsix: Path, workdir: Path, tmp_path: Path) ->
     report = json.loads(lines[-1])
     failed = [f"{r['name']}: {r['detail']}" for r in report["results"] if not r["ok"]]
     assert not failed and report["ok"], (
-        "VS Code end-to-end checks failed (screenshots and logs in test-artifacts/vscode-e2e):\n"
+        f"VS Code end-to-end checks failed (screenshots and logs in {artifacts}):\n"
         + "\n".join(failed)
         + f"\n--- log ---\n{result.stderr[-6000:]}"
     )

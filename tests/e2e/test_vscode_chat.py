@@ -19,15 +19,13 @@ import pytest
 
 from tests.support import chat_scenario
 from tests.support.lsp_helpers import make_repo
-from tests.support.paths import REPO_ROOT as REPO
 from tests.support.vscode import CHROMIUM, CODE_SERVER, NODE, node_env
-
-ARTIFACTS = REPO / "test-artifacts" / "vscode-chat-e2e"
 
 
 @pytest.mark.slow
 @pytest.mark.vscode
 def test_chat_view_in_code_server(vsix: Path, workdir: Path, tmp_path: Path) -> None:
+    artifacts = tmp_path / "artifacts"  # screenshots and logs: tests write only to temporary folders
     for what, path in (("code-server", CODE_SERVER), ("Chromium", CHROMIUM)):
         if not path.exists():
             pytest.skip(f"{what} is missing at {path}: run `make vscode-env`")
@@ -69,7 +67,7 @@ def test_chat_view_in_code_server(vsix: Path, workdir: Path, tmp_path: Path) -> 
         "--work",
         str(tmp_path / "e2e"),
         "--artifacts",
-        str(ARTIFACTS),
+        str(artifacts),
     ]
     if backend is not None:
         command += ["--backend-url", backend.url]
@@ -85,7 +83,7 @@ def test_chat_view_in_code_server(vsix: Path, workdir: Path, tmp_path: Path) -> 
     report = json.loads(lines[-1])
     failed = [f"{r['name']}: {r['detail']}" for r in report["results"] if not r["ok"]]
     assert not failed and report["ok"], (
-        "chat end-to-end checks failed (screenshots and logs in test-artifacts/vscode-chat-e2e):\n"
+        f"chat end-to-end checks failed (screenshots and logs in {artifacts}):\n"
         + "\n".join(failed)
         + f"\n--- log ---\n{result.stderr[-6000:]}"
     )

@@ -238,8 +238,14 @@ async function main() {
       if (original.includes(expect.note)) throw new Error("the original side already has the change");
       const toast = page.locator(".notifications-toasts .notification-list-item").filter({ hasText: "apply the proposed change" }).first();
       await toast.waitFor({ state: "visible", timeout: 10_000 });
-      await toast.locator(".monaco-button").filter({ hasText: /^Discard$/ }).click();
-      await proposalTab.first().waitFor({ state: "detached", timeout: 10_000 });
+      // A click while the toast is still sliding in can be lost (seen once in headless
+      // Chromium): click again while the toast and the proposal are both still there.
+      for (let attempt = 1; ; attempt++) {
+        await toast.locator(".monaco-button").filter({ hasText: /^Discard$/ }).click({ timeout: 10_000 });
+        const closed = await proposalTab.first().waitFor({ state: "detached", timeout: 10_000 }).then(() => true, () => false);
+        if (closed) break;
+        if (attempt === 3 || !(await toast.isVisible())) throw new Error("Discard did not close the proposal");
+      }
       if (readFileSync(opsPath, "utf8") !== opsBefore) throw new Error("the file changed on disk");
       const dirty = await page.locator(".tabs-container .tab.dirty").count();
       seen.afterDiscard = { dirtyTabs: dirty };
