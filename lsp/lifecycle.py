@@ -108,7 +108,7 @@ def register(server: CodectxServer) -> None:
         """An unindexed folder's first run indexes the open document's neighbourhood first."""
         found = _located(ls, params.text_document.uri)
         if found is not None:
-            ls.workspaces.note_opened(found[0])
+            ls.workspaces.note_opened(found[0], found[1])
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: CodectxServer, params: types.DidCloseTextDocumentParams) -> None:

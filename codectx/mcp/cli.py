@@ -7,14 +7,17 @@ import argparse
 import logging
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
 from codectx.app.embedders import Embedders
+from codectx.app.keeper import IndexKeeper
 from codectx.app.session import WorkspaceSession
 from codectx.clikit import add_command, add_index_dir, settings_for, workspace_root
 from codectx.errors import UsageError
 from codectx.mcp.workspaces import KeptIndex, Roots, Workspace, root_names
+from codectx.tuning import background_thread
 
 RECHECK_S = 2.0
 
@@ -76,11 +79,14 @@ def _mcp(args: argparse.Namespace) -> int:
         raise UsageError("--index-dir names one index: give one folder with it")
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="codectx mcp: %(message)s")
     embedders = Embedders()
+    # One index thread for all roots, at a lower CPU priority: tool calls get the cores first.
+    index_pool = ThreadPoolExecutor(1, thread_name_prefix="codectx-index", initializer=background_thread)
     extra: dict[str, Any] = {"index.embed": False} if args.lexical else {}
     workspaces = []
     for name, root in zip(root_names(roots), roots, strict=True):
         settings = settings_for(root, args, extra)
-        kept = KeptIndex(root, settings, embedders, args.recheck_s)
+        kept = KeptIndex(IndexKeeper(root, settings, embedders, index_pool), args.recheck_s)
+        kept.keeper.listener = kept.ran
 
         def embedder(s: Any = settings) -> Any:
             return embedders.get_or_none(s)

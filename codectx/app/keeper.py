@@ -1,0 +1,324 @@
+"""One folder's index kept fresh for a long-running front end (the language server, the MCP server).
+
+An `IndexKeeper` owns the folder's open store and the background runs that build and refresh it:
+- Requests are coalesced. While a run is going, more requests only mark it dirty and one more run
+  follows, over the union of what was asked (`None`: the whole folder, incrementally).
+- Runs happen on the executor it is given: one worker thread at a lower CPU priority, so requests,
+  served from other threads, get the cores first.
+- An unindexed folder whose front end reports open files indexes those files' neighbourhood first
+  (`first_files`), then the whole folder, so context comes within seconds.
+- After a full run that changed tables the store is reopened; after a run over saved files the
+  kept store's snapshot is told to read what changed.
+- Each run's begin, progress and end go to one listener, called in the worker thread; front ends
+  turn them into `$/progress` or a status answer.
+
+Calls never wait for a run: they read the index as it is. `wait_idle` and `refresh_and_wait` are
+for the callers that ask to wait (`codectx.reindex` with wait, the MCP tool `index_status`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import Executor, Future
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from codectx.app.embedders import Embedders
+from codectx.app.index import (
+    IndexRun,
+    Store,
+    first_files,
+    index_folder,
+    load_in_background,
+    open_existing,
+    see_changes,
+)
+from codectx.errors import CodectxError
+from codectx.settings import Settings
+
+log = logging.getLogger(__name__)
+
+FIRST_FILES = 40  # at most this many files go first (each costs ~40 ms to index on 2 cores)
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    """What a run reports: `begin`, `progress` (the indexer's callback arguments) or `end` (the
+    keeper's state, error and report are already updated)."""
+
+    kind: str
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] | None = None
+    paths: tuple[Path, ...] | None = None  # the files this run covers; None: the whole folder
+
+
+Listener = Callable[["IndexKeeper", RunEvent], None]
+
+
+def _ignore(_keeper: IndexKeeper, _event: RunEvent) -> None:
+    """No listener: nothing is reported."""
+
+
+class IndexKeeper:
+    """A folder's store and its background (re)indexing. Thread-safe; also an `IndexSource`."""
+
+    def __init__(
+        self,
+        root: Path,
+        settings: Settings,
+        embedders: Embedders,
+        executor: Executor,
+        *,
+        listener: Listener = _ignore,
+        background_load: bool = False,
+        opened_wait_s: float = 0.0,
+    ) -> None:
+        self.root = root
+        self.settings = settings
+        self.state = "idle"  # idle | indexing | ready | failed | unavailable
+        self.error = ""  # why the last run failed
+        self.open_error = ""  # why the store could not be opened
+        self.started = 0  # runs begun
+        self.finished = 0  # runs ended (also failed ones)
+        self.report: IndexRun | None = None  # the last successful run's
+        self.first_indexed: list[Path] = []  # what an unindexed folder indexed first
+        self._embedders = embedders  # the process's models: indexing loads no second copy
+        self._executor = executor
+        self.listener = listener  # set later by a front end that needs the keeper to build it
+        # Long-lived editors: open stores load into memory on a background thread and are
+        # answered from index lookups meanwhile (codectx.app.index.load_in_background).
+        self._background_load = background_load
+        self._opened_wait_s = opened_wait_s  # how long a first run waits for an open document
+        self._store: Store | None = None
+        self._missing_logged = False
+        self._lock = threading.Lock()
+        self._opening = threading.Lock()  # one thread opens the store; the others wait for it
+        self._changed = threading.Condition(self._lock)
+        self._busy = False  # a job is queued or running
+        self._dirty = False
+        self._closed = False
+        self._full = False
+        self._paths: set[Path] = set()
+        self._opened: list[Path] = []
+        self._opened_event = threading.Event()
+        self._idle: list[Future[None]] = []
+
+    # --- the store -------------------------------------------------------------
+
+    @property
+    def store(self) -> Store | None:
+        """The store if it is open (never opens it)."""
+        return self._store
+
+    def open_store(self) -> Store | None:
+        """The folder's store, opened on first use; None while there is none (see `open_error`)."""
+        store = self._store
+        if store is not None:
+            return store
+        with self._opening:
+            if self._store is None:
+                self._store = self._open()
+            return self._store
+
+    def _open(self) -> Store | None:
+        try:
+            store = open_existing(self.settings.index_dir())
+        except ImportError as exc:
+            self.open_error = f"the indexer is not installed ({exc.name})"
+            return None
+        except CodectxError as exc:
+            self.open_error = str(exc)
+            if not self._missing_logged:
+                self._missing_logged = True
+                log.info("no index yet for %s: %s", self.root, exc)
+            return None
+        except Exception as exc:  # a damaged index must not take the server down
+            log.warning("opening the index of %s failed: %r", self.root, exc)
+            self.open_error = f"the index cannot be opened ({type(exc).__name__})"
+            return None
+        self.open_error = ""
+        if self._background_load:
+            try:
+                load_in_background(store)
+            except Exception:
+                log.warning("loading the index of %s in the background failed", self.root, exc_info=True)
+        return store
+
+    def forget_store(self) -> None:
+        """Drop the open store (new settings, or a read failed); the next use opens it again."""
+        with self._opening:
+            self._store = None
+
+    def damaged(self) -> None:
+        """A read failed: drop the store and check the index now (the run repairs it)."""
+        self.forget_store()
+        self.request()
+
+    # --- runs ------------------------------------------------------------------
+
+    @property
+    def busy(self) -> bool:
+        """A run is queued or going."""
+        return self._busy
+
+    def note_opened(self, path: Path) -> None:
+        """A document of this folder is open in the editor: an unindexed folder indexes it first."""
+        with self._lock:
+            if path not in self._opened:
+                self._opened.append(path)
+        self._opened_event.set()
+
+    def request(self, paths: list[Path] | None = None) -> None:
+        """Index now, or once more after the current run (coalesced); `paths`: only these files."""
+        with self._lock:
+            if self._closed:
+                return
+            if paths:
+                self._paths.update(paths)
+            else:
+                self._full = True
+            if self._busy:
+                self._dirty = True
+                return
+            self._busy = True
+        try:
+            self._executor.submit(self._work)
+        except RuntimeError:  # the executor is shut down: the process is stopping
+            with self._lock:
+                self._busy = False
+                self._settle()
+
+    def idle(self) -> Future[None]:
+        """A future that is done when no run is queued or going (at once if none is)."""
+        future: Future[None] = Future()
+        with self._lock:
+            if self._busy:
+                self._idle.append(future)
+                return future
+        future.set_result(None)
+        return future
+
+    def wait_idle(self, timeout_s: float | None = None) -> bool:
+        """Block until no run is queued or going; False on timeout."""
+        try:
+            self.idle().result(timeout_s)
+        except TimeoutError:
+            return False
+        return True
+
+    def refresh_and_wait(self, timeout_s: float) -> bool:
+        """Check for changes now and wait until that check is over; False on timeout."""
+        with self._lock:
+            target = self.finished + (2 if self._busy else 1)  # a run already going may miss it
+        self.request()
+        with self._changed:
+            return self._changed.wait_for(lambda: self.finished >= target or self._closed, timeout_s)
+
+    def close(self) -> None:
+        """No more runs (a run that is going finishes; nothing follows it)."""
+        with self._lock:
+            self._closed = True
+            self._settle()
+
+    def _settle(self) -> None:
+        """Under the lock: wake whoever waits for the keeper to be idle."""
+        if not self._busy:
+            waiting, self._idle = self._idle, []
+            for future in waiting:
+                future.set_result(None)
+        self._changed.notify_all()
+
+    def _work(self) -> None:
+        """The worker thread's job: the first run's files, then runs until nothing is asked."""
+        try:
+            if self.started == 0 and self.open_store() is None:
+                self._first_run()
+            while True:
+                with self._lock:
+                    if self._closed:
+                        return
+                    self._dirty = False
+                    paths = None if self._full or self.started == 0 else sorted(self._paths)
+                    self._full = False
+                    self._paths.clear()
+                self._run(paths)
+                with self._lock:
+                    if not self._dirty:
+                        return
+        finally:
+            with self._lock:
+                self._busy = False
+                self._settle()
+
+    def _first_run(self) -> None:
+        """An unindexed folder: the open files, their imports and their folders first (requests get
+        context from them within seconds), then the whole folder."""
+        if self._opened_wait_s > 0:
+            # The editor opens its first document right after `initialized`; a moment's wait lets
+            # that document go first. Without one the whole folder is indexed in one run.
+            self._opened_event.wait(self._opened_wait_s)
+        with self._lock:
+            opened = list(self._opened)
+        if not opened:
+            return
+        first = first_files(self.root, self.settings, opened, FIRST_FILES)
+        self.first_indexed = first
+        names = [p.relative_to(self.root).as_posix() for p in first]
+        log.info(
+            "indexing %s: %d files first (the open files, their imports and folders): %s",
+            self.root,
+            len(first),
+            ", ".join(names[:40]) + (", ..." if len(names) > 40 else ""),
+        )
+        self._run(first)
+        with self._lock:
+            self._full = True  # then the rest (the next run)
+
+    def _run(self, paths: list[Path] | None) -> None:
+        self.state = "indexing"
+        self.started += 1
+        shown = tuple(paths) if paths else None
+        self._tell(RunEvent("begin", paths=shown))
+
+        def progress(*args: Any, **kwargs: Any) -> None:
+            self._tell(RunEvent("progress", args, kwargs, paths=shown))
+
+        try:
+            embedder = self._embedders.get_or_none(self.settings)
+            report = index_folder(self.root, self.settings, paths, progress=progress, embedder=embedder)
+        except ImportError as exc:
+            self.state, self.error = "unavailable", f"the indexer is not installed ({exc.name})"
+        except CodectxError as exc:
+            self.state, self.error = "failed", str(exc)
+        except Exception as exc:
+            log.exception("indexing %s crashed", self.root)
+            self.state, self.error = "failed", f"indexing crashed ({type(exc).__name__}: {exc})"
+        else:
+            self._done(report, paths)
+        with self._lock:
+            self.finished += 1
+            self._changed.notify_all()
+        self._tell(RunEvent("end", paths=shown))
+
+    def _done(self, report: IndexRun, paths: list[Path] | None) -> None:
+        # Bad ignore lines, undecodable names, files that changed kind: the log, no popup.
+        for warning in list(report.warnings)[:100]:
+            log.warning("indexing %s: %s", self.root, warning)
+        self.report = report
+        self.state, self.error = "ready", ""
+        store = self._store
+        if paths and store is not None:
+            see_changes(store)  # the kept store's snapshot reads the saved files now
+        elif not report.quick:
+            # Reopen: a full run may have created or replaced tables. A quick run (nothing
+            # changed) keeps the store, and with it the snapshot that is loading or loaded.
+            self.forget_store()
+
+    def _tell(self, event: RunEvent) -> None:
+        try:
+            self.listener(self, event)
+        except Exception:  # a listener's failure must not stop indexing
+            log.warning("an index listener failed on %s", event.kind, exc_info=True)

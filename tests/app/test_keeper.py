@@ -1,0 +1,196 @@
+"""codectx.app.keeper: one folder's index kept by a long-running front end, on the real indexer
+and LanceDB. Runs are held at their `begin` event by a gate the test opens, so "a request while a
+run is going" is a state the test waits for, not a timing guess."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from codectx.app.embedders import Embedders
+from codectx.app.keeper import IndexKeeper, RunEvent
+from codectx.settings import Settings, load_settings
+
+FILES = {
+    "app/main.py": "from app.util import helper\n\n\ndef run():\n    return helper(2)\n",
+    "app/util.py": "def helper(x):\n    return x * 2\n",
+    "other/far.py": "def far_away():\n    return 'far'\n",
+    "other/more.py": "def more():\n    return 'more'\n",
+}
+
+
+def settings_for(root: Path) -> Settings:
+    return load_settings(root, {"index.embed": False}, environ={}, user_config=root.parent / "none.toml")
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    for rel, text in FILES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    (root / ".git").mkdir()
+    return root
+
+
+class Recorder:
+    """The keeper's listener: records each run's paths and can hold runs at `begin`."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, tuple[Path, ...] | None, str]] = []
+        self.gate = threading.Event()
+        self.gate.set()
+        self.begun = threading.Semaphore(0)
+        self.fail_on: str | None = None
+
+    def __call__(self, keeper: IndexKeeper, event: RunEvent) -> None:
+        if event.kind == "progress":
+            return
+        self.events.append((event.kind, event.paths, keeper.state))
+        if event.kind == "begin":
+            self.begun.release()
+            assert self.gate.wait(30), "the test never released the run"
+        if self.fail_on == event.kind:
+            raise RuntimeError("a broken listener")
+
+    def runs(self) -> list[tuple[Path, ...] | None]:
+        return [paths for kind, paths, _ in self.events if kind == "begin"]
+
+
+@pytest.fixture
+def pool() -> Iterator[ThreadPoolExecutor]:
+    executor = ThreadPoolExecutor(1)
+    yield executor
+    executor.shutdown(wait=True)
+
+
+def keeper_of(root: Path, pool: ThreadPoolExecutor, recorder: Recorder, **kwargs: object) -> IndexKeeper:
+    return IndexKeeper(root, settings_for(root), Embedders(), pool, listener=recorder, **kwargs)  # type: ignore[arg-type]
+
+
+def index_once(keeper: IndexKeeper, recorder: Recorder) -> None:
+    """A first full run, waited for, with its `begin` counted off."""
+    keeper.request()
+    assert keeper.wait_idle(60)
+    assert recorder.begun.acquire(timeout=0)
+
+
+def test_requests_during_a_run_coalesce_into_one_more_run(ws: Path, pool: ThreadPoolExecutor) -> None:
+    recorder = Recorder()
+    keeper = keeper_of(ws, pool, recorder)
+    index_once(keeper, recorder)
+    assert keeper.state == "ready" and keeper.open_store() is not None
+    recorder.gate.clear()
+    keeper.request([ws / "app/util.py"])
+    assert recorder.begun.acquire(timeout=30)
+    # While that run is held: three more requests for files.
+    for rel in ("app/main.py", "other/far.py", "app/main.py"):
+        keeper.request([ws / rel])
+    assert keeper.busy
+    recorder.gate.set()
+    assert keeper.wait_idle(60)
+    assert recorder.runs() == [None, (ws / "app/util.py",), (ws / "app/main.py", ws / "other/far.py")]
+    assert keeper.started == keeper.finished == 3
+
+
+def test_a_full_request_during_a_run_makes_the_next_run_full(ws: Path, pool: ThreadPoolExecutor) -> None:
+    recorder = Recorder()
+    keeper = keeper_of(ws, pool, recorder)
+    index_once(keeper, recorder)
+    recorder.gate.clear()
+    keeper.request([ws / "app/util.py"])
+    assert recorder.begun.acquire(timeout=30)
+    keeper.request([ws / "app/main.py"])
+    keeper.request()
+    recorder.gate.set()
+    assert keeper.wait_idle(60)
+    assert recorder.runs()[1:] == [(ws / "app/util.py",), None]
+
+
+def test_an_unindexed_folder_indexes_the_open_files_neighbourhood_first(
+    ws: Path, pool: ThreadPoolExecutor
+) -> None:
+    recorder = Recorder()
+    keeper = keeper_of(ws, pool, recorder, opened_wait_s=30.0)
+    keeper.request()
+    assert keeper.busy and keeper.started == 0  # waiting for an open document
+    keeper.note_opened(ws / "app/main.py")
+    assert keeper.wait_idle(60)
+    first, second = recorder.runs()
+    assert first is not None and first[0] == ws / "app/main.py"
+    assert ws / "app/util.py" in first  # what it imports
+    assert ws / "other/far.py" not in first
+    assert second is None  # then the whole folder
+    assert keeper.first_indexed == list(first)
+    store = keeper.open_store()
+    assert store is not None
+    assert {d.path for d in store.symbols_named("far_away")} == {"other/far.py"}
+
+
+def test_without_an_open_document_the_first_run_is_the_whole_folder(
+    ws: Path, pool: ThreadPoolExecutor
+) -> None:
+    recorder = Recorder()
+    keeper = keeper_of(ws, pool, recorder)  # opened_wait_s=0: nothing waits
+    keeper.request()
+    assert keeper.wait_idle(60)
+    assert recorder.runs() == [None]
+
+
+def test_a_failed_run_is_reported_and_the_next_request_runs_again(ws: Path, pool: ThreadPoolExecutor) -> None:
+    recorder = Recorder()
+    keeper = keeper_of(ws, pool, recorder)
+    keeper.settings = load_settings(
+        ws,
+        {"index.embed": False, "index.index_dir": str(ws / "app/main.py")},  # a file, not a folder
+        environ={},
+        user_config=ws.parent / "none.toml",
+    )
+    keeper.request()
+    assert keeper.wait_idle(60)
+    assert keeper.state == "failed" and keeper.error
+    assert recorder.events[-1] == ("end", None, "failed")
+    keeper.settings = settings_for(ws)
+    keeper.request()
+    assert keeper.wait_idle(60)
+    assert keeper.state == "ready" and keeper.error == ""
+
+
+def test_a_broken_listener_does_not_stop_indexing(ws: Path, pool: ThreadPoolExecutor) -> None:
+    recorder = Recorder()
+    recorder.fail_on = "begin"
+    keeper = keeper_of(ws, pool, recorder)
+    keeper.request()
+    assert keeper.wait_idle(60)
+    assert keeper.state == "ready" and keeper.finished == 1
+
+
+def test_refresh_and_wait_sees_an_edit(ws: Path, pool: ThreadPoolExecutor) -> None:
+    keeper = keeper_of(ws, pool, Recorder())
+    keeper.request()
+    assert keeper.wait_idle(60)
+    (ws / "other/new.py").write_text("def brand_new_function():\n    return 1\n")
+    assert keeper.refresh_and_wait(60)
+    store = keeper.open_store()
+    assert store is not None and [d.path for d in store.symbols_named("brand_new_function")] == [
+        "other/new.py"
+    ]
+
+
+def test_closed_keeper_runs_nothing_more(ws: Path, pool: ThreadPoolExecutor) -> None:
+    recorder = Recorder()
+    keeper = keeper_of(ws, pool, recorder)
+    recorder.gate.clear()
+    keeper.request()
+    assert recorder.begun.acquire(timeout=30)
+    keeper.request([ws / "app/main.py"])  # would follow
+    keeper.close()
+    recorder.gate.set()
+    assert keeper.wait_idle(60)
+    keeper.request()
+    assert keeper.wait_idle(60)
+    assert recorder.runs() == [None]
