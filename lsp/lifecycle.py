@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 
 from codectx.lsp import observe
@@ -19,7 +20,11 @@ from codectx.lsp.server import CodectxServer
 from codectx.lsp.uris import uri_to_path
 from lsprotocol import types
 
+from codectx.app.index import index_exists, warm_lookups
+
 log = logging.getLogger(__name__)
+
+REFRESH_WAIT_S = 60.0  # an indexed folder's check for changes waits this long at most for its load
 
 
 def _client_supports_watch_registration(server: CodectxServer) -> bool:
@@ -88,11 +93,16 @@ def register(server: CodectxServer) -> None:
                 ls.workspaces.start_watcher(lambda f: float(f.settings.lsp.watch_interval_s))
         else:
             ls.workspaces.start_watcher(lambda f: float(f.settings.lsp.watch_interval_s))
-        asyncio.get_running_loop().create_task(_warm_up(ls))
-        observe.start_endpoint(ls)
+        refresh: list[Folder] = []  # indexed folders: checked for changes once the warm-up is done
         for folder in ls.workspaces.folders.values():
-            if folder.settings.lsp.index_on_open:
+            if not folder.settings.lsp.index_on_open:
+                continue
+            if index_exists(folder.settings.index_dir()):
+                refresh.append(folder)
+            else:  # the first run is what the first requests wait for: at once
                 ls.workspaces.request_reindex(folder)
+        asyncio.get_running_loop().create_task(_warm_up(ls, refresh))
+        observe.start_endpoint(ls)
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: CodectxServer, params: None) -> None:
@@ -166,26 +176,49 @@ def register(server: CodectxServer) -> None:
                     ls.workspaces.request_reindex(folder)
 
 
-async def _warm_up(ls: CodectxServer) -> None:
-    """Import the heavy modules, load the embedder and the privacy gate's rules in worker threads,
-    before the first completion (it would otherwise pay seconds for them)."""
+async def _warm_up(ls: CodectxServer, refresh: Sequence[Folder] = ()) -> None:
+    """Load, in worker threads and in the order the first completion needs them, what it would
+    otherwise pay seconds for: the index store (LanceDB's import, begun by `initialize`), then at
+    once the tables its first lookups read (Arrow scans, off the interpreter lock) and the
+    folder's session with its privacy gate's rules, then the heavy modules and the embedder.
+
+    Then `refresh`'s folders (indexed already) are checked for changes, once their snapshot is
+    in memory (`REFRESH_WAIT_S` at most): that walk over every file would otherwise share the
+    cores, and the interpreter, with the first requests and the load. The first answers come
+    from the index as it is either way (the check takes longer than they do)."""
     settings = (
         next(iter(ls.workspaces.folders.values())).settings if ls.workspaces.folders else ls.default_settings
     )
-    for folder in list(ls.workspaces.folders.values()):
+    folders = list(ls.workspaces.folders.values())
+    for folder in folders:
         # An index already there opens now and starts loading into memory in the background;
         # requests are answered from index lookups meanwhile.
         await in_worker(folder.open_store)
+    await asyncio.gather(*(_warm_folder(ls, folder) for folder in folders))
     for problem in await in_worker(ls.embedders.warm_up, settings):
         log.warning("warm-up: %s", problem)
-    for folder in list(ls.workspaces.folders.values()):
-        if not folder.settings.backend.url:
-            continue
-        try:
-            await in_worker(ls.session(folder).warm_up_gate)
-        except Exception:
-            log.info("warm-up of the privacy gate failed", exc_info=True)
     ls.warm = True
+    for folder in refresh:
+        deadline = asyncio.get_running_loop().time() + REFRESH_WAIT_S
+        while folder.snapshot_phase() == "lookup" and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.25)
+        if ls.workspaces.folders.get(folder.root) is folder:
+            ls.workspaces.request_reindex(folder)
+
+
+async def _warm_folder(ls: CodectxServer, folder: Folder) -> None:
+    """One folder's index tables and privacy gate, read and compiled side by side."""
+    jobs: dict[str, asyncio.Future[None]] = {}
+    store = folder.store
+    if store is not None:
+        jobs["the index tables"] = asyncio.ensure_future(in_worker(warm_lookups, store))
+    if folder.settings.backend.url:  # made in the worker: the gate compiles its rules with the session
+        jobs["the privacy gate"] = asyncio.ensure_future(in_worker(lambda: ls.session(folder).warm_up_gate()))
+    for name, job in jobs.items():
+        try:
+            await job
+        except Exception:
+            log.info("warm-up of %s failed", name, exc_info=True)
 
 
 async def _pull_folder_settings(ls: CodectxServer) -> None:

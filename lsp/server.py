@@ -10,6 +10,7 @@ gets the document from here, calls one session method and converts the answer ba
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +65,7 @@ class CodectxServer(LanguageServer):
         )
         self.default_settings: Settings = build_settings(None).settings
         self.warm = False  # heavy modules imported and the embedder loaded
+        self._session_lock = threading.Lock()  # folder sessions are built in worker threads
         self.history = History()
         self.metrics: Metrics | None = None  # while lsp.metrics_port is set
         self.metrics_endpoint: MetricsEndpoint | None = None  # served when lsp.metrics_port is set
@@ -146,23 +148,28 @@ class CodectxServer(LanguageServer):
 
     def session(self, folder: Folder) -> WorkspaceSession:
         """The folder's session (client, privacy gate, audit log, index), built on first use."""
-        if folder.session is None:
-            settings = folder.settings
-            folder.session = WorkspaceSession(
-                settings,
-                index=folder,
-                embedder=lambda: self.embedders.get_or_none(settings),
-                read_open=lambda rel: self.open_text(folder, rel),
-            )
-        return folder.session
+        session = folder.session
+        if session is not None:
+            return session
+        # Built in worker threads (the warm-up, a first request): one builds it, the other waits.
+        with self._session_lock:
+            if folder.session is None:
+                settings = folder.settings
+                folder.session = WorkspaceSession(
+                    settings,
+                    index=folder,
+                    embedder=lambda: self.embedders.get_or_none(settings),
+                    read_open=lambda rel: self.open_text(folder, rel),
+                )
+            return folder.session
 
     async def context(
         self, folder: Folder, uri: str, rel: str, text: str, line: int, column: int
     ) -> AssembledContext | None:
         """The folder session's context for a cursor, with recent edits, assembled in a worker thread."""
         recent = self.recent_edits(folder, uri)
-        session = self.session(folder)
-        return await in_worker(session.context, rel, text, line, column, recent=recent)
+        # The session is made in the worker too: its privacy gate compiles rules for ~0.5 s.
+        return await in_worker(lambda: self.session(folder).context(rel, text, line, column, recent=recent))
 
     # --- reporting -----------------------------------------------------------
 

@@ -466,6 +466,17 @@ class IndexSnapshot:
             self._chunks[path] = found
         return found
 
+    def warm_lookups(self) -> None:
+        """In the lookup phase, read the tables the first lookups need now (the language server's
+        warm-up: the first request then finds them read); the background load gives way meanwhile,
+        as it does to a request. Nothing in the other phases."""
+        if not self._lookup:
+            return
+        with self.pacer.serving():
+            lookups = self._lookups()
+            if isinstance(lookups, TableColumns):
+                lookups.read_all()
+
     def _lookups(self) -> IndexReader | TableColumns:
         """Where single lookups go: Arrow copies of the tables in the lookup phase (a few hundred
         ms to read, then no LanceDB scan per name or file), else the store."""

@@ -75,8 +75,23 @@ def open_index(settings: Settings, require_chunks: bool = True) -> Store:
     return store
 
 
+def index_exists(index_dir: Path) -> bool:
+    """Whether an index was written at `index_dir` (its meta file), read without importing LanceDB."""
+    from codectx.indexer.storage.layout import META_FILE
+
+    meta: Path = Path(index_dir) / META_FILE
+    return meta.is_file()
+
+
 def open_existing(index_dir: Path) -> Store:
-    """An index that is already there (never created here); CodectxError while there is none."""
+    """An index that is already there (never created here); CodectxError while there is none.
+
+    No index: the answer comes before LanceDB is imported (a second on 2 cores), so a caller
+    that only asks whether there is one yet (the language server's event loop) is not held."""
+    if not index_exists(index_dir):
+        from codectx.indexer.errors import IndexNotFound
+
+        raise IndexNotFound(f"no index at {index_dir}; run `codectx index` in the workspace first")
     from codectx.indexer.storage.store import IndexStore
 
     store: Store = IndexStore.open(index_dir, create=False)
@@ -366,6 +381,14 @@ def load_in_background(store: Store) -> None:
     from codectx.retriever.snapshot import snapshot_of
 
     snapshot_of(store).load_in_background()
+
+
+def warm_lookups(store: Store) -> None:
+    """While the store's snapshot loads in the background, read the tables its lookups answer
+    from now (blocking: a worker thread), so the first request does not wait for them."""
+    from codectx.retriever.snapshot import snapshot_of
+
+    snapshot_of(store).warm_lookups()
 
 
 def see_changes(store: Store) -> None:

@@ -62,11 +62,20 @@ class TableColumns:
                 self._symbols = self._scan("symbols", [f.name for f in SYMBOLS_SCHEMA]).combine_chunks()
             return self._symbols
 
-    def chunks_for_file(self, path: str) -> list[Chunk]:
+    def read_all(self) -> None:
+        """Read every table now (a warm-up: the first lookups then find them read)."""
+        self._symbol_table()
+        self._chunk_table()
+        self.file_imports("")
+
+    def _chunk_table(self) -> pa.Table:
         with self._lock:
             if self._chunks is None:
                 self._chunks = self._scan("chunks", list(CHUNK_COLUMNS))
-        table = self._chunks
+            return self._chunks
+
+    def chunks_for_file(self, path: str) -> list[Chunk]:
+        table = self._chunk_table()
         found = [chunk_from_row(r) for r in table.filter(pc.equal(table.column("path"), path)).to_pylist()]
         return sorted(found, key=lambda c: (c.start_line, c.start_byte))
 

@@ -66,3 +66,23 @@ def test_lookup_phase_answers_as_the_store_then_switches_once(tmp_path: Path, ga
     assert not any("index lookups" in note for note in loaded.notes)
     assert any(i.reason == "definition" and i.path != "app/main.py" for i in loaded.items)
     assert _order(assemble_context(snap, settings, "app/main.py", text, line, 4)) == _order(loaded)
+
+
+def test_warm_lookups_reads_the_tables_in_the_lookup_phase_only(tmp_path: Path, gate: Path) -> None:
+    root = copy_repo("python", tmp_path)
+    _settings, store = build_index(root)
+    direct = IndexSnapshot(store)
+    direct.warm_lookups()  # no background load: lookups go to the store, nothing is read ahead
+    assert direct._columns is None
+
+    snap = IndexSnapshot(store)
+    snap.load_in_background()
+    snap.warm_lookups()
+    columns = snap._columns
+    assert columns is not None
+    # Every table the first lookups answer from is read; the lookups then give the store's answers.
+    assert columns._symbols is not None and columns._chunks is not None and columns._imports is not None
+    assert snap.symbols_named("format_url") == store.symbols_named("format_url")
+    assert snap.chunks_for_file("pkg/client.py") == store.chunks_for_file("pkg/client.py")
+    assert snap.file_imports("app/main.py") == store.file_imports("app/main.py")
+    assert snap.phase == "lookup" and not snap.pacer.busy  # the load was given way to, and is again
