@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
 from pathlib import Path
 
 from codectx.lsp import observe
@@ -20,11 +19,9 @@ from codectx.lsp.server import CodectxServer
 from codectx.lsp.uris import uri_to_path
 from lsprotocol import types
 
-from codectx.app.index import index_exists, warm_lookups
+from codectx.app.index import warm_lookups
 
 log = logging.getLogger(__name__)
-
-REFRESH_WAIT_S = 60.0  # an indexed folder's check for changes waits this long at most for its load
 
 
 def _client_supports_watch_registration(server: CodectxServer) -> bool:
@@ -93,16 +90,11 @@ def register(server: CodectxServer) -> None:
                 ls.workspaces.start_watcher(lambda f: float(f.settings.lsp.watch_interval_s))
         else:
             ls.workspaces.start_watcher(lambda f: float(f.settings.lsp.watch_interval_s))
-        refresh: list[Folder] = []  # indexed folders: checked for changes once the warm-up is done
-        for folder in ls.workspaces.folders.values():
-            if not folder.settings.lsp.index_on_open:
-                continue
-            if index_exists(folder.settings.index_dir()):
-                refresh.append(folder)
-            else:  # the first run is what the first requests wait for: at once
-                ls.workspaces.request_reindex(folder)
-        asyncio.get_running_loop().create_task(_warm_up(ls, refresh))
+        asyncio.get_running_loop().create_task(_warm_up(ls))
         observe.start_endpoint(ls)
+        for folder in ls.workspaces.folders.values():
+            if folder.settings.lsp.index_on_open:
+                ls.workspaces.request_reindex(folder)
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: CodectxServer, params: None) -> None:
@@ -176,16 +168,11 @@ def register(server: CodectxServer) -> None:
                     ls.workspaces.request_reindex(folder)
 
 
-async def _warm_up(ls: CodectxServer, refresh: Sequence[Folder] = ()) -> None:
+async def _warm_up(ls: CodectxServer) -> None:
     """Load, in worker threads and in the order the first completion needs them, what it would
     otherwise pay seconds for: the index store (LanceDB's import, begun by `initialize`), then at
     once the tables its first lookups read (Arrow scans, off the interpreter lock) and the
-    folder's session with its privacy gate's rules, then the heavy modules and the embedder.
-
-    Then `refresh`'s folders (indexed already) are checked for changes, once their snapshot is
-    in memory (`REFRESH_WAIT_S` at most): that walk over every file would otherwise share the
-    cores, and the interpreter, with the first requests and the load. The first answers come
-    from the index as it is either way (the check takes longer than they do)."""
+    folder's session with its privacy gate's rules, then the heavy modules and the embedder."""
     settings = (
         next(iter(ls.workspaces.folders.values())).settings if ls.workspaces.folders else ls.default_settings
     )
@@ -198,12 +185,6 @@ async def _warm_up(ls: CodectxServer, refresh: Sequence[Folder] = ()) -> None:
     for problem in await in_worker(ls.embedders.warm_up, settings):
         log.warning("warm-up: %s", problem)
     ls.warm = True
-    for folder in refresh:
-        deadline = asyncio.get_running_loop().time() + REFRESH_WAIT_S
-        while folder.snapshot_phase() == "lookup" and asyncio.get_running_loop().time() < deadline:
-            await asyncio.sleep(0.25)
-        if ls.workspaces.folders.get(folder.root) is folder:
-            ls.workspaces.request_reindex(folder)
 
 
 async def _warm_folder(ls: CodectxServer, folder: Folder) -> None:
