@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +48,7 @@ class EgressGate:
         self.settings = settings
         self._audit = audit
         self.redactor = redactor or Redactor(settings)
+        self._root_seen: tuple[str, int, int, str] | None = None  # (root, st_dev, st_ino, real path)
 
     @property
     def offline(self) -> bool:
@@ -71,20 +73,38 @@ class EgressGate:
         root = self.settings.root
         if root is None:
             return None
-        real, inside = self._real(path)
+        base = self.root_real()
+        real, inside = self._real(path, base)
         if not inside:
             return f"{path} resolves to {real}, outside the workspace {root}"
-        real_rel = os.path.relpath(real, os.path.realpath(root))
+        real_rel = os.path.relpath(real, base)
         pattern = never_send_match(real_rel, self.settings) if real_rel != path else None
         if pattern:
             return f"{path} is a link to {real_rel}, which matches the never-send pattern '{pattern}'"
         return None
 
-    def _real(self, path: str) -> tuple[str, bool]:
-        """(real path of a workspace path, whether it stays inside the workspace root)."""
-        root = os.path.realpath(self.settings.root or ".")
-        real = os.path.realpath(os.path.join(root, path))
+    def _real(self, path: str, base: str | None = None) -> tuple[str, bool]:
+        """(real path of a workspace path, whether it stays inside the workspace root); `base`: the
+        root's real path, when the caller has it."""
+        root = base if base is not None else self.root_real()
+        real = resolve_below(root, path)
         return real, real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+    def root_real(self) -> str:
+        """The workspace root's real path. Every source of every request is judged against it, so
+        it is kept while the folder it names is the same one (one stat instead of an lstat per
+        component of the root); a root moved or re-linked elsewhere is resolved again."""
+        root = str(self.settings.root or ".")
+        try:
+            found = os.stat(root)
+        except OSError:
+            return os.path.realpath(root)
+        seen = self._root_seen
+        if seen is not None and seen[:3] == (root, found.st_dev, found.st_ino):
+            return seen[3]
+        real = os.path.realpath(root)
+        self._root_seen = (root, found.st_dev, found.st_ino, real)
+        return real
 
     def allowed(self, path: str) -> bool:
         return self.refusal(path) is None
@@ -210,7 +230,7 @@ class EgressGate:
             "endpoint": prepared.endpoint,
             "bytes": len(prepared.content),
             "sha256": prepared.sha256,
-            "root": os.path.realpath(root) if root is not None else None,
+            "root": self.root_real() if root is not None else None,
             "sources": sources,
             "redactions": [e.as_dict() for e in prepared.findings],
             "stripped_chars": prepared.stripped_chars,
@@ -257,3 +277,21 @@ class EgressGate:
         entry = self._entry(prepared)
         entry.update(method="TOOL", sent=True, status="returned to the tool client", call=call)
         return str(self._append(entry, prepared)["id"])
+
+
+def resolve_below(base: str, path: str) -> str:
+    """`os.path.realpath(base/path)` for a `base` that is already a real path, with one lstat per
+    component of `path`: realpath would lstat every component of `base` again, for every source
+    of every request. A link, `.`, `..`, an empty part or an absolute path takes realpath's way."""
+    parts = path.split("/")
+    if os.sep != "/" or os.path.isabs(path) or any(p in ("", ".", "..") for p in parts):
+        return os.path.realpath(os.path.join(base, path))
+    current = base
+    for part in parts:
+        current = os.path.join(current, part)
+        try:
+            if stat.S_ISLNK(os.lstat(current).st_mode):
+                return os.path.realpath(os.path.join(base, path))
+        except OSError:
+            break  # missing: realpath keeps the rest of the path as it is, and so does this
+    return os.path.join(base, path)

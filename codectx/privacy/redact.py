@@ -100,6 +100,10 @@ class _Lines:
         return self.text[lo:hi]
 
 
+CLEAN_CACHE_CHARS = 256  # texts up to this long are remembered once found clean
+CLEAN_CACHE_SIZE = 16384  # at most this many (then the memory starts over)
+
+
 class Redactor:
     """Scan text with the rule set and replace secrets; see `redact`."""
 
@@ -114,6 +118,10 @@ class Redactor:
         self.rules = rules or default_rules()
         self.strict = bool(strict if strict is not None else (settings.privacy.strict if settings else False))
         self._key = key
+        # Short texts found clean, by (origin, text): a body's keys, kinds, paths and names recur in
+        # every request, and the outcome depends only on them, the rules and `strict` (all fixed
+        # here). Values known secret elsewhere in a request are checked before it is consulted.
+        self._clean: dict[tuple[str, str], None] = {}
 
     @property
     def key(self) -> bytes:
@@ -146,10 +154,18 @@ class Redactor:
         """
         if not text:
             return RedactionResult(text, [])
+        known = tuple(known)
+        remember = len(text) <= CLEAN_CACHE_CHARS and not any(value in text for value, _ in known)
+        if remember and (origin, text) in self._clean:
+            return RedactionResult(text, [])
         hits = self._hits(text, origin, deadline)
         hits += self._view_hits(text, origin, deadline)
         hits += _echoes(text, hits, known, len(self.rules.rules))
         if not hits:
+            if remember:
+                if len(self._clean) >= CLEAN_CACHE_SIZE:
+                    self._clean.clear()
+                self._clean[(origin, text)] = None
             return RedactionResult(text, [])
         lines = _Lines(text)
         findings: list[Finding] = []
