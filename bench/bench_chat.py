@@ -11,6 +11,8 @@
    Target >= 80 %.
 3. Send to first byte p95 on a Django-size index: from `ChatService.send` to the request's
    arrival at a loopback server (context, redaction, prompt, gate, audit, send). Target <= 100 ms.
+   Twice: as the editor's chat holds the index (the language server's snapshot, loaded into
+   memory in the background, waited for) and as the one-shot `codectx ask` does (LanceDB lookups).
 
     .venv/bin/python bench/bench_chat.py [--limit 150] [--skip-django] [--skip-engine]
 
@@ -213,13 +215,16 @@ async def prefix_hits(work: Path, questions: list[str]) -> dict[str, Any]:
 
 
 async def first_byte(questions: list[str], samples: int) -> dict[str, Any]:
+    """Send to first byte, in the two ways a session holds the index: `editor` as the language
+    server (the snapshot loaded into memory in the background, waited for before timing) and
+    `one-shot` as `codectx ask` (LanceDB lookups and scans, nothing preloaded)."""
     sys.path.insert(0, str(HERE.parent))
     from bench_retriever import placeholder_vectors  # type: ignore[import-not-found]
 
     from codectx.app.chat import ChatService, TurnInput
     from codectx.app.chat_store import ChatStore
     from codectx.app.cli import CommandIndex
-    from codectx.app.index import load_embedder
+    from codectx.app.index import load_embedder, load_in_background, snapshot_phase
     from codectx.app.session import WorkspaceSession
     from codectx.settings import load_settings
     from tests.support.lsp_helpers import FixedBackend
@@ -233,25 +238,37 @@ async def first_byte(questions: list[str], samples: int) -> dict[str, Any]:
         root, {"backend.url": backend.url, "index.index_dir": str(DATA / "index-chat" / "django")}
     )
     chat = ChatService(ChatStore(DATA / "chat-bench-chats"))
-    times: list[float] = []
+    out: dict[str, Any] = {}
     try:
-        async with WorkspaceSession(settings, index=CommandIndex(settings), embedder=lambda: embedder) as s:
-            cid = chat.start().conversation_id
-            await chat.send(s, cid, TurnInput("warm up"))  # imports, the gate's rules, the snapshot
-            for i in range(samples):
-                if i % 5 == 0:
-                    cid = chat.start().conversation_id
-                started = time.time()
-                await chat.send(s, cid, TurnInput(questions[i % len(questions)]))
-                times.append((backend.requests[-1]["time"] - started) * 1000)
+        for mode in ("editor", "one-shot"):
+            source = CommandIndex(settings)
+            if mode == "editor":
+                kept = source.open_store()
+                load_in_background(kept)
+                for _ in range(1200):  # the load takes tens of seconds on Django
+                    if snapshot_phase(kept) == "memory":
+                        break
+                    await asyncio.sleep(0.1)
+                out["editor_phase"] = snapshot_phase(kept)
+            times: list[float] = []
+            async with WorkspaceSession(settings, index=source, embedder=lambda: embedder) as s:
+                cid = chat.start().conversation_id
+                await chat.send(s, cid, TurnInput("warm up"))  # imports, the gate's rules
+                for i in range(samples):
+                    if i % 5 == 0:
+                        cid = chat.start().conversation_id
+                    started = time.time()
+                    await chat.send(s, cid, TurnInput(questions[i % len(questions)]))
+                    times.append((backend.requests[-1]["time"] - started) * 1000)
+            times.sort()
+            out[mode] = {
+                "samples": len(times),
+                "p50_ms": times[len(times) // 2],
+                "p95_ms": times[int(0.95 * (len(times) - 1))],
+            }
     finally:
         backend.stop()
-    times.sort()
-    return {
-        "samples": len(times),
-        "p50_ms": times[len(times) // 2],
-        "p95_ms": times[int(0.95 * (len(times) - 1))],
-    }
+    return out
 
 
 def _free_port() -> int:
@@ -302,9 +319,11 @@ def main() -> int:
             ("prefix-cache hit rate (5-turn conversations)", f"{pc['hit_rate'] * 100:.1f} %", ">= 80 %")
         )
     fb = results.get("first_byte")
-    if fb:
-        rows.append(("send to first byte p95, Django", f"{fb['p95_ms']:.1f} ms", "<= 100 ms"))
-        rows.append(("send to first byte p50, Django", f"{fb['p50_ms']:.1f} ms", ""))
+    for mode, shown in (("editor", "editor: snapshot in memory"), ("one-shot", "one-shot: codectx ask")):
+        if fb and mode in fb:
+            p50, p95 = fb[mode]["p50_ms"], fb[mode]["p95_ms"]
+            rows.append((f"send to first byte p95, Django, {shown}", f"{p95:.1f} ms", "<= 100 ms"))
+            rows.append((f"send to first byte p50, Django, {shown}", f"{p50:.1f} ms", ""))
     print(table(rows))
     print(f"results: {write_results('chat', results)}")
     return 0
