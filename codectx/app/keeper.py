@@ -195,7 +195,7 @@ class IndexKeeper:
         """A future that is done when no run is queued or going (at once if none is)."""
         future: Future[None] = Future()
         with self._lock:
-            if self._busy:
+            if self._busy and not self._closed:
                 self._idle.append(future)
                 return future
         future.set_result(None)
@@ -218,10 +218,14 @@ class IndexKeeper:
             return self._changed.wait_for(lambda: self.finished >= target or self._closed, timeout_s)
 
     def close(self) -> None:
-        """No more runs (a run that is going finishes; nothing follows it)."""
+        """No more runs (a run that is going finishes; nothing follows it). Nobody waits for one
+        any more: a queued job may be dropped with its executor."""
         with self._lock:
             self._closed = True
-            self._settle()
+            waiting, self._idle = self._idle, []
+            for future in waiting:
+                future.set_result(None)
+            self._changed.notify_all()
 
     def _settle(self) -> None:
         """Under the lock: wake whoever waits for the keeper to be idle."""

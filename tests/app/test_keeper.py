@@ -194,3 +194,18 @@ def test_closed_keeper_runs_nothing_more(ws: Path, pool: ThreadPoolExecutor) -> 
     keeper.request()
     assert keeper.wait_idle(60)
     assert recorder.runs() == [None]
+
+
+def test_closing_with_a_run_queued_on_a_stopped_executor_releases_its_waiters(ws: Path) -> None:
+    executor = ThreadPoolExecutor(1)
+    blocker = threading.Event()
+    executor.submit(blocker.wait, 30)  # the executor's one thread is busy: the run stays queued
+    keeper = keeper_of(ws, executor, Recorder())  # type: ignore[arg-type]
+    keeper.request()
+    waiting = keeper.idle()
+    assert not waiting.done()
+    keeper.close()
+    executor.shutdown(wait=False, cancel_futures=True)  # the queued run is dropped, as at exit
+    blocker.set()
+    assert waiting.result(timeout=30) is None
+    assert keeper.wait_idle(30) and keeper.started == 0
