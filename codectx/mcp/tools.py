@@ -67,7 +67,7 @@ class Tools:
             try:
                 return work()
             except NoIndex:
-                index = ws.index
+                index = ws.index.keeper
                 why = index.error or index.open_error or "it has not been built yet"
                 state = "being built" if index.state == "indexing" else f"not available: {why}"
                 raise NoIndex(f"the index of {ws.name} is {state}; try again shortly") from None
@@ -329,13 +329,13 @@ class Tools:
             finished = ws.index.wait(wait_s) if wait else True
             entry: dict[str, Any] = {
                 "root": ws.name,
-                "state": ws.index.state,
+                "state": ws.index.keeper.state,
                 "vectors": "on" if ws.settings.index.embed else "off (full text and symbol names only)",
             }
             if not finished:
                 entry["notes"] = [f"the refresh did not finish within {wait_s:g} s; it goes on"]
-            if ws.index.error:
-                entry["error"] = ws.index.error
+            if ws.index.keeper.error:
+                entry["error"] = ws.index.keeper.error
             try:
                 figures = self._run(ws, ws.session.index_figures)
             except CodectxError as exc:

@@ -44,18 +44,6 @@ class KeptIndex:
         # does not pay for loading its tables into memory.
         self.on_ready: Callable[[], None] | None = None
 
-    @property
-    def state(self) -> str:
-        return self.keeper.state
-
-    @property
-    def error(self) -> str:
-        return self.keeper.error
-
-    @property
-    def open_error(self) -> str:
-        return self.keeper.open_error
-
     def open_store(self) -> Store | None:
         self.poke()
         return self.keeper.open_store()
