@@ -14,6 +14,7 @@ import pytest
 from codectx.app.embedders import Embedders
 from codectx.app.keeper import IndexKeeper, RunEvent
 from codectx.settings import Settings, load_settings
+from tests.support.workspace import lexical_settings, write_workspace
 
 FILES = {
     "app/main.py": "from app.util import helper\n\n\ndef run():\n    return helper(2)\n",
@@ -24,17 +25,12 @@ FILES = {
 
 
 def settings_for(root: Path) -> Settings:
-    return load_settings(root, {"index.embed": False}, environ={}, user_config=root.parent / "none.toml")
+    return lexical_settings(root)
 
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    for rel, text in FILES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    (root / ".git").mkdir()
-    return root
+    return write_workspace(tmp_path / "ws", FILES)
 
 
 class Recorder:

@@ -13,7 +13,8 @@ from codectx.app.files import NeverSend
 from codectx.app.index import UnknownFile, index_folder
 from codectx.app.session import NoIndex, WorkspaceSession
 from codectx.errors import CodectxError, UsageError
-from codectx.settings import Settings, load_settings
+from codectx.settings import Settings
+from tests.support.workspace import lexical_settings, write_workspace
 
 TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"  # a GitHub token shape, split for scanners
 
@@ -36,17 +37,12 @@ def normalize_phone_number(raw):
 
 
 def settings_for(root: Path) -> Settings:
-    return load_settings(root, {"index.embed": False}, environ={}, user_config=root.parent / "none.toml")
+    return lexical_settings(root)
 
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    for rel, text in FILES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    (root / ".git").mkdir()
-    return root
+    return write_workspace(tmp_path / "ws", FILES)
 
 
 def session_of(root: Path) -> WorkspaceSession:

@@ -14,6 +14,7 @@ from codectx.indexer.storage.lock import IndexLock
 from codectx.indexer.storage.store import IndexStore
 
 from codectx.settings import load_settings
+from tests.support.workspace import write_workspace
 
 FILES = {
     "app/client.py": '''"""HTTP client."""
@@ -45,12 +46,7 @@ def embedder() -> Embedder:
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    for rel, text in FILES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    (root / ".git").mkdir()
-    return root
+    return write_workspace(tmp_path / "ws", FILES)
 
 
 def snapshot(root: Path) -> dict[str, object]:

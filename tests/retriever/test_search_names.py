@@ -15,6 +15,7 @@ from codectx.indexer.storage.store import IndexStore, vectors_table_name
 from codectx.retriever.search import HybridSearcher
 
 from codectx.settings import Settings, load_settings
+from tests.support.workspace import write_workspace
 
 FILES = {
     "app/phone.py": '''"""Contact helpers."""
@@ -48,12 +49,7 @@ def embedder() -> Embedder:
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    for rel, text in FILES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    (root / ".git").mkdir()
-    return root
+    return write_workspace(tmp_path / "ws", FILES)
 
 
 def settings_for(root: Path, **values: object) -> Settings:
