@@ -77,10 +77,10 @@ def open_index(settings: Settings, require_chunks: bool = True) -> Store:
 
 def index_exists(index_dir: Path) -> bool:
     """Whether an index was written at `index_dir` (its meta file), read without importing LanceDB."""
-    from codectx.indexer.storage.layout import META_FILE
+    from codectx.indexer.storage.layout import index_exists as written
 
-    meta: Path = Path(index_dir) / META_FILE
-    return meta.is_file()
+    found: bool = written(index_dir)
+    return found
 
 
 def open_existing(index_dir: Path) -> Store:
@@ -88,10 +88,9 @@ def open_existing(index_dir: Path) -> Store:
 
     No index: the answer comes before LanceDB is imported (a second on 2 cores), so a caller
     that only asks whether there is one yet (the language server's event loop) is not held."""
-    if not index_exists(index_dir):
-        from codectx.indexer.errors import IndexNotFound
+    from codectx.indexer.storage.layout import require_index
 
-        raise IndexNotFound(f"no index at {index_dir}; run `codectx index` in the workspace first")
+    require_index(index_dir)
     from codectx.indexer.storage.store import IndexStore
 
     store: Store = IndexStore.open(index_dir, create=False)

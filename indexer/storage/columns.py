@@ -66,7 +66,7 @@ class TableColumns:
         """Read every table now (a warm-up: the first lookups then find them read)."""
         self._symbol_table()
         self._chunk_table()
-        self.file_imports("")
+        self._imports_by_path()
 
     def _chunk_table(self) -> pa.Table:
         with self._lock:
@@ -79,10 +79,13 @@ class TableColumns:
         found = [chunk_from_row(r) for r in table.filter(pc.equal(table.column("path"), path)).to_pylist()]
         return sorted(found, key=lambda c: (c.start_line, c.start_byte))
 
-    def file_imports(self, path: str) -> list[Import]:
+    def _imports_by_path(self) -> dict[str, str | None]:
         with self._lock:
             if self._imports is None:
                 table = self._scan("files", ["path", "imports"])
                 paths = table.column("path").to_pylist()
                 self._imports = dict(zip(paths, table.column("imports").to_pylist(), strict=True))
-        return imports_from_json(self._imports.get(path))
+            return self._imports
+
+    def file_imports(self, path: str) -> list[Import]:
+        return imports_from_json(self._imports_by_path().get(path))

@@ -22,6 +22,19 @@ META_FILE = "meta.json"  # the store's schema version and model
 SCHEMA_VERSION = 1
 
 
+def index_exists(index_dir: Path) -> bool:
+    """Whether an index was written at `index_dir` (its meta file), known without LanceDB."""
+    return (Path(index_dir) / META_FILE).is_file()
+
+
+def require_index(index_dir: Path) -> None:
+    """IndexNotFound unless an index was written at `index_dir`."""
+    if not index_exists(index_dir):
+        from codectx.indexer.errors import IndexNotFound
+
+        raise IndexNotFound(f"no index at {index_dir}; run `codectx index` in the workspace first")
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write JSON durably: a temp file, fsynced, renamed over `path`."""
     tmp = path.with_name(path.name + ".tmp")

@@ -43,7 +43,14 @@ import numpy as np
 import pyarrow as pa
 from codectx.indexer.embedding.embedder import NAME_SUFFIX
 from codectx.indexer.errors import IndexCorrupt, IndexNotFound, IndexSchemaMismatch
-from codectx.indexer.storage.layout import JOURNAL_FILE, META_FILE, SCHEMA_VERSION, write_json_atomic
+from codectx.indexer.storage.layout import (
+    JOURNAL_FILE,
+    META_FILE,
+    SCHEMA_VERSION,
+    index_exists,
+    require_index,
+    write_json_atomic,
+)
 from codectx.indexer.storage.owner import check_deletable, claim
 from codectx.indexer.storage.reader import IndexReader
 from codectx.indexer.storage.storeguard import (
@@ -87,7 +94,7 @@ class IndexStore(IndexReader):
 
     @staticmethod
     def exists(index_dir: Path) -> bool:
-        return (index_dir / META_FILE).is_file()
+        return index_exists(index_dir)
 
     @classmethod
     def read_meta(cls, index_dir: Path) -> dict[str, Any]:
@@ -115,7 +122,7 @@ class IndexStore(IndexReader):
         index_dir = Path(index_dir)
         if not cls.exists(index_dir):
             if not create:
-                raise IndexNotFound(f"no index at {index_dir}; run `codectx index` in the workspace first")
+                require_index(index_dir)
             return cls._create(index_dir)
         meta = cls.read_meta(index_dir)
         version = meta.get("schema_version")
