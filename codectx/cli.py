@@ -19,7 +19,7 @@ from codectx.platforms import unsupported_platform
 from codectx.positions import CONVENTION
 from codectx.runtime import quiet_dependencies
 from codectx.schema import SCHEMA
-from codectx.tuning import light_lancedb_import, serve_queries
+from codectx.tuning import light_lancedb_import, serve_queries, skip_httpx_cli
 
 # Commands whose process answers queries from the index (codectx/tuning.py: `serve_queries`).
 QUERY_COMMANDS = frozenset({"search", "context", "eval", "complete", "lsp", "mcp"})
@@ -172,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     # First, before any command imports a model library: no telemetry, no downloads.
     quiet_dependencies()
     light_lancedb_import()  # the quick LanceDB import, if the command opens the index
+    skip_httpx_cli()  # httpx without its own command-line client's imports
     argv = sys.argv[1:] if argv is None else argv
     problem = unsupported_platform()
     if problem:

@@ -1,4 +1,5 @@
-"""Process-wide tuning that the entry points switch on: a quick LanceDB import, the collector, BLAS.
+"""Process-wide tuning that the entry points switch on: a quick LanceDB import, the collector, BLAS,
+an import codectx never uses.
 
 Each switch below changes the whole process, so none of it happens when codectx is imported or
 an index is opened: the `codectx` command's `main` (so `codectx lsp` too) and the benchmarks call
@@ -55,6 +56,8 @@ behind it:
   on its own thread): that thread runs at a lower CPU priority (Linux gives each thread its own
   nice value), so a request under CPU contention gets the core first. It changes only the
   calling thread, and only ever lowers priority (raising it back needs privileges).
+- `skip_httpx_cli()` (every `codectx` command): `import httpx` leaves out httpx's own
+  command-line client and what it imports (rich, click, pygments), which codectx never runs.
 """
 
 from __future__ import annotations
@@ -79,6 +82,20 @@ _lock = threading.Lock()
 _F = TypeVar("_F", bound=Callable[..., Any])
 _queries = False
 _blas_limited = False
+
+
+# ---- imports that codectx never uses --------------------------------------------------------------
+
+
+def skip_httpx_cli() -> None:
+    """`import httpx` without httpx's command-line client. `httpx/__init__.py` imports
+    `httpx._main`, which imports rich, click and pygments for the `httpx` command (0.05-0.1 s of
+    every codectx start, `python -X importtime`); codectx never calls it. httpx imports it in a
+    try block and, when it cannot, installs a `main` that says what is missing; a None entry in
+    `sys.modules` makes that import fail so. A no-op once httpx is imported (every `codectx`
+    command calls it first)."""
+    if "httpx" not in sys.modules:
+        sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
 
 # ---- the quick LanceDB import ---------------------------------------------------------------------

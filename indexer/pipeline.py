@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from codectx.indexer.embedding.embedder import Embedder, name_model_id
-from codectx.indexer.errors import IndexCorrupt, unwritable
+from codectx.indexer.errors import IndexCorrupt, IndexLocked, unwritable
 from codectx.indexer.report import IndexReport, ProgressEvent, ProgressFn
 from codectx.indexer.stages import commit_lexical, embed_pending, emit, open_for_write, why
+from codectx.indexer.storage import lookupfiles
 from codectx.indexer.storage.lock import IndexLock
 from codectx.indexer.storage.store import FileRecord, IndexStore
 from codectx.indexer.walk.content import sniff
@@ -41,10 +42,12 @@ from codectx.indexer.walk.walkrecord import discover_cached
 from codectx.privacy.policy import is_never_index
 from codectx.settings import Settings
 
-__all__ = ["IndexReport", "ProgressEvent", "ProgressFn", "index_paths", "index_workspace"]
+__all__ = ["IndexReport", "ProgressEvent", "ProgressFn", "index_paths", "index_workspace", "write_lookups"]
 
 
-def _finish(store: IndexStore, report: IndexReport, model_id: str | None, embedded: bool) -> None:
+def _finish(
+    store: IndexStore, report: IndexReport, model_id: str | None, embedded: bool, lookups: bool = True
+) -> None:
     stats = store.stats(model_id)
     report.files = stats.files
     report.chunks = stats.chunks
@@ -55,6 +58,18 @@ def _finish(store: IndexStore, report: IndexReport, model_id: str | None, embedd
     if model_id and embedded:
         meta["model_id"] = model_id
     store.update_meta(**meta)
+    if lookups:
+        refresh_lookups(store, report)
+
+
+def refresh_lookups(store: IndexStore, report: IndexReport) -> None:
+    """Copy the tables into the index's lookup files (indexer/storage/lookupfiles.py), which an
+    editor reads at start-up instead of opening LanceDB; a failure is a warning, not an error:
+    the editor then opens the store first, as it did before there were such files."""
+    try:
+        lookupfiles.refresh(store.index_dir, store.columns())
+    except OSError as exc:
+        report.warnings.append(f"the index's lookup files were not written ({exc.strerror or exc})")
 
 
 def _embedder_for(settings: Settings, embedder: Embedder | None, embed: bool | None) -> Embedder | None:
@@ -102,6 +117,10 @@ def index_workspace(
         if checked is None and check_manifest:
             checked = check_workspace(root, settings, wants_vectors)
         quick = checked.report if checked is not None else None
+        if quick is not None and not lookupfiles.is_current(index_dir):
+            # Nothing changed, but the lookup files are missing or stale (an index written
+            # before them, or a copy that failed): copy the tables once.
+            refresh_lookups(IndexStore.open(index_dir), quick)
         if quick is not None:  # nothing changed since the last complete run
             quick.timings["total"] = time.perf_counter() - t0
             emit(progress, "done", quick.files, quick.files)
@@ -245,11 +264,14 @@ def index_paths(
     embed: bool | None = None,
     embedder: Embedder | None = None,
     lock_wait_s: float = 5.0,
+    lookups: bool = True,
 ) -> IndexReport:
     """Re-index a few files (absolute or workspace-relative): changed ones rewritten, missing ones dropped.
 
     Files the index already knows are re-checked against the never-index list, the size cap and
     the binary sniff; unknown files go through discovery (`discover_files`) so ignore rules apply.
+    `lookups=False` leaves the lookup files stale (copying the tables costs more than a one-file
+    run on a large index): the caller brings them up to date later (`write_lookups`).
     """
     root, index_dir, report, lock = _start(root, settings, lock_wait_s)
     try:
@@ -257,7 +279,9 @@ def index_paths(
         store = open_for_write(index_dir, report)
         if not report.rebuilt:
             try:
-                return _index_some(store, root, paths, settings, report, progress, embed, embedder, t0)
+                return _index_some(
+                    store, root, paths, settings, report, progress, embed, embedder, t0, lookups
+                )
             except IndexCorrupt as exc:  # found midway: the tables need a rebuild
                 report.rebuilt = why(exc)
                 IndexStore.reset(index_dir, keep_vectors=True)
@@ -282,6 +306,7 @@ def _index_some(
     embed: bool | None,
     embedder: Embedder | None,
     t0: float,
+    lookups: bool = True,
 ) -> IndexReport:
     """The body of `index_paths` (the caller holds the lock)."""
     records = store.file_records()
@@ -313,9 +338,25 @@ def _index_some(
     emb = _embedder_for(settings, embedder, embed)
     if emb is not None:
         embed_pending(store, emb, report, progress)
-    _finish(store, report, emb.model_id if emb else store.model_id, emb is not None)
+    _finish(store, report, emb.model_id if emb else store.model_id, emb is not None, lookups)
     report.timings["total"] = time.perf_counter() - t0
     return report
+
+
+def write_lookups(index_dir: Path) -> bool:
+    """Bring the index's lookup files up to date after runs that left them stale; False when
+    another writer holds the index (its run writes them) or the tables moved meanwhile."""
+    if lookupfiles.is_current(index_dir):
+        return True
+    lock = IndexLock(index_dir)
+    try:
+        lock.acquire(0.0)
+    except IndexLocked:
+        return False
+    try:
+        return lookupfiles.refresh(index_dir, IndexStore.open(index_dir).columns())
+    finally:
+        lock.release()
 
 
 def _known_file(

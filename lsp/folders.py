@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codectx.lsp.errors import ServiceUnavailable, UriRefused
 from codectx.lsp.uris import folder_for, relative_posix, uri_to_path
@@ -31,9 +31,16 @@ from codectx.app.session import WorkspaceSession
 from codectx.settings import Settings
 from codectx.tuning import background_thread
 
+if TYPE_CHECKING:
+    from codectx.retriever.snapshot import IndexSnapshot
+
 log = logging.getLogger(__name__)
 
 FIRST_OPEN_WAIT_S = 0.5  # how long an unindexed folder's first run waits for an open document
+# How long an indexed folder's check for edits made while the editor was closed waits for the
+# first completion's context (the editor's first answer then does not share the interpreter
+# with the check's walk; measured on Django, about a second of it).
+FIRST_CHECK_WAIT_S = 5.0
 
 
 @dataclass
@@ -152,10 +159,17 @@ class Folder:
         """The folder's index store, opened on first use; None while there is none yet."""
         return self.keeper.open_store()
 
+    def context_source(self) -> Store | IndexSnapshot | None:
+        """The store, or its lookup files while the server's start opens it (IndexKeeper)."""
+        return self.keeper.context_source()
+
     def snapshot_phase(self) -> str:
-        """ "lookup" while the index loads into memory, "memory" after, "direct", "" with no store."""
+        """ "early" while the index's lookup files answer (the store opens), "lookup" while the
+        index loads into memory, "memory" after, "direct", "" with no store."""
         store = self.keeper.store
-        return snapshot_phase(store) if store is not None else ""
+        if store is None:
+            return "early" if self.keeper.answering_early else ""
+        return snapshot_phase(store)
 
     def require_store(self) -> Store:
         store = self.open_store()
@@ -202,6 +216,7 @@ class Workspaces:
             listener=self._on_run,
             background_load=True,
             opened_wait_s=FIRST_OPEN_WAIT_S,
+            check_wait_s=FIRST_CHECK_WAIT_S,
         )
         folder = Folder(root, settings, keeper)
         self.folders[root] = folder

@@ -63,7 +63,7 @@ def register(server: CodectxServer) -> None:
         ls.default_settings = ls.settings_for_root(None)
         for folder in list(ls.workspaces.folders.values()):
             # An index already there opens now (in a worker) and starts loading into memory.
-            asyncio.get_running_loop().create_task(in_worker(folder.open_store))
+            asyncio.get_running_loop().create_task(in_worker(folder.keeper.prepare))
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: CodectxServer, params: types.InitializedParams) -> None:
@@ -177,11 +177,21 @@ async def _warm_up(ls: CodectxServer) -> None:
         next(iter(ls.workspaces.folders.values())).settings if ls.workspaces.folders else ls.default_settings
     )
     folders = list(ls.workspaces.folders.values())
+    early: list[Folder] = []
     for folder in folders:
+        if await in_worker(folder.keeper.answers_early):
+            # The index's lookup files answer the first requests; the store opens after the
+            # first of them (`prepare`, begun by `initialize`), and so do the heavy imports.
+            early.append(folder)
+            continue
         # An index already there opens now and starts loading into memory in the background;
         # requests are answered from index lookups meanwhile.
-        await in_worker(folder.open_store)
+        await in_worker(folder.keeper.prepare)
     await asyncio.gather(*(_warm_folder(ls, folder) for folder in folders))
+    if early:
+        ls.warm = True  # the lookup files and the privacy gate are ready: answers come at once
+        await asyncio.gather(*(in_worker(folder.keeper.prepare) for folder in early))
+        await asyncio.gather(*(_warm_folder(ls, folder) for folder in early))
     for problem in await in_worker(ls.embedders.warm_up, settings):
         log.warning("warm-up: %s", problem)
     ls.warm = True

@@ -169,7 +169,11 @@ class CodectxServer(LanguageServer):
         """The folder session's context for a cursor, with recent edits, assembled in a worker thread."""
         recent = self.recent_edits(folder, uri)
         # The session is made in the worker too: its privacy gate compiles rules for ~0.5 s.
-        return await in_worker(lambda: self.session(folder).context(rel, text, line, column, recent=recent))
+        session = self.session
+        try:
+            return await in_worker(lambda: session(folder).context(rel, text, line, column, recent=recent))
+        finally:
+            folder.keeper.note_answered()  # the folder's deferred first check may start now
 
     # --- reporting -----------------------------------------------------------
 

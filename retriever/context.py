@@ -201,6 +201,10 @@ def assemble_context(
         result = _assemble(snap, settings, path, text, line, character, recent, embedder, token_counter)
     if snap.phase == "lookup":
         result.notes.append("answered from index lookups while the in-memory index loads")
+    elif snap.phase == "early":
+        result.notes.append(
+            "answered from the index's lookup files while the index opens (no search results yet)"
+        )
     return result
 
 

@@ -15,7 +15,9 @@ Two ways to fill it. `preload` reads everything now (the shell's `--batch`, smal
 tables, indexer/storage/columns.py) while a background thread reads everything
 (retriever/snapshotload.py), then swaps it all in at once: the "lookup" phase, then the
 "memory" phase. Answers are stable within a phase (each phase reads one way); they may change
-at the switch, which is logged.
+at the switch, which is logged. Before either, a starting server can answer from the index's
+lookup files (`over_lookup_files`, indexer/storage/lookupfiles.py): the "early" phase, lookups
+only, no search, while LanceDB opens.
 
 Why this module is longer than ~450 lines: `IndexSnapshot` is one object whose cached tables,
 version stamps and phase are read and replaced under one lock by refreshes, the background
@@ -29,12 +31,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from codectx.indexer.model import Chunk, Definition, Import
 from codectx.indexer.storage.columns import TableColumns
 from codectx.indexer.storage.fulltext import query_text
-from codectx.indexer.storage.reader import IndexReader
 from codectx.indexer.storage.tables import ChunkHit, StoredChunk
 from codectx.retriever.lexical import LexicalIndex
 from codectx.retriever.receivers import ReceiverCalls
@@ -50,6 +51,9 @@ from codectx.retriever.terms import TermSets
 from codectx.retriever.vectorcache import VectorCache
 
 from codectx.tuning import background_thread, query_threads, settle_heap
+
+if TYPE_CHECKING:  # the store's module imports LanceDB (over a second): types only here
+    from codectx.indexer.storage.reader import IndexReader
 
 CHECK_INTERVAL_S = 1.0
 SYNC_LEXICAL_CHUNKS = 5000  # up to this many chunks, preload builds the full-text index at once
@@ -96,19 +100,31 @@ class IndexSnapshot:
         self._columns: TableColumns | None = None  # lookup phase: the tables as Arrow columns
         self._loader: threading.Thread | None = None  # the background load, once started
         self._switched = False  # the background load's structures are in (the "memory" phase)
+        self._early = False  # over the index's lookup files while the store opens ("early")
         self.load_timings_ms: dict[str, float] = {}
+
+    @classmethod
+    def over_lookup_files(cls, reader: Any) -> IndexSnapshot:
+        """The snapshot of a LookupReader (indexer/storage/lookupfiles.py): lookups only, no load."""
+        snap = cls(reader)
+        snap._early = True
+        reader.views["snapshot"] = snap
+        return snap
 
     @property
     def phase(self) -> str:
         """ "direct" (read on demand, no background load), "lookup" (index lookups while the
-        background load runs) or "memory" (the background load swapped in)."""
+        background load runs), "memory" (the background load swapped in) or "early" (the index's
+        lookup files, while the store opens)."""
+        if self._early:
+            return "early"
         if self._loader is None:
             return "direct"
         return "memory" if self._switched else "lookup"
 
     @property
     def _lookup(self) -> bool:
-        return self._loader is not None and not self._switched
+        return self._early or (self._loader is not None and not self._switched)
 
     def refresh(self, force: bool = False) -> None:
         now = time.monotonic()
@@ -175,6 +191,8 @@ class IndexSnapshot:
         full-text search for this process: seconds on a Django-size index, so on a background
         thread unless `wait` or the index is small (LanceDB answers meanwhile).
         """
+        if self._early:
+            return  # the lookup files answer single lookups; the store's snapshot loads the rest
         if self._loader is not None:
             if wait:
                 self._loader.join()
@@ -209,9 +227,10 @@ class IndexSnapshot:
             )
             self._lexical_thread.start()
 
-    def load_in_background(self) -> None:
+    def load_in_background(self, after: Callable[[], object] | None = None) -> None:
         """Start reading everything into memory on a background thread (once); until it is in,
-        requests are answered from index lookups (the "lookup" phase)."""
+        requests are answered from index lookups (the "lookup" phase). The thread first calls
+        `after` (a bounded wait), if given."""
         if not loads_held():
             try:
                 if self.store.chunk_count() <= SYNC_LEXICAL_CHUNKS:
@@ -221,13 +240,17 @@ class IndexSnapshot:
         with self._lock:
             if self._loader is not None or self._loaded:
                 return
-            self._loader = threading.Thread(target=self._load_loop, name="codectx-snapshot", daemon=True)
+            self._loader = threading.Thread(
+                target=self._load_loop, args=(after,), name="codectx-snapshot", daemon=True
+            )
         log.info("index %s: answering from index lookups while the snapshot loads", self.store.index_dir)
         self._loader.start()
 
-    def _load_loop(self) -> None:
+    def _load_loop(self, after: Callable[[], object] | None = None) -> None:
         background_thread()
         wait_for_gate()
+        if after is not None:
+            after()
         started = time.perf_counter()
         failures = 0
         while failures < LOAD_ATTEMPTS:
@@ -477,6 +500,14 @@ class IndexSnapshot:
             if isinstance(lookups, TableColumns):
                 lookups.read_all()
 
+    def seed_lookups(self, columns: TableColumns) -> None:
+        """In the lookup phase, answer lookups from `columns`, tables already read at the store's
+        current versions (the lookup files a starting server answered from); nothing otherwise."""
+        self.refresh_now()  # the versions are read first: a later move still resets the copies
+        with self._lock:
+            if self._lookup and self._columns is None:
+                self._columns = columns
+
     def _lookups(self) -> IndexReader | TableColumns:
         """Where single lookups go: Arrow copies of the tables in the lookup phase (a few hundred
         ms to read, then no LanceDB scan per name or file), else the store."""
@@ -553,7 +584,7 @@ def _ms(since: float) -> float:
 
 
 # What the retriever's entry points take: an index reader, or a snapshot already made of one.
-IndexSource: TypeAlias = IndexReader | IndexSnapshot
+IndexSource: TypeAlias = "IndexReader | IndexSnapshot"
 
 
 def snapshot_of(store: IndexSource) -> IndexSnapshot:

@@ -22,12 +22,14 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codectx.indexer.model import Chunk, Definition, Import
-from codectx.indexer.storage.reader import IndexReader
 from codectx.retriever.lexical import LexicalIndex
 from codectx.retriever.receivers import ReceiverCalls
+
+if TYPE_CHECKING:  # the store's module imports LanceDB (over a second): types only here
+    from codectx.indexer.storage.reader import IndexReader
 
 MAX_GIVE_WAY_S = 0.25  # the longest one pause waits for requests to finish
 BATCH_ROWS = 1024

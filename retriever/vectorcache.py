@@ -10,10 +10,12 @@ search. Everything here answers content hashes and scores; the snapshot turns th
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from codectx.indexer.storage.reader import IndexReader
+
+if TYPE_CHECKING:  # the store's module imports LanceDB (over a second): types only here
+    from codectx.indexer.storage.reader import IndexReader
 
 APPROX_MIN_ROWS = 20_000  # from this many vectors, context's similar-code search scans a projection
 APPROX_DIMS = 96

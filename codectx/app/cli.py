@@ -73,11 +73,17 @@ class CommandIndex:
             self._tried = True
         return self._store
 
+    def context_source(self) -> Store | None:
+        return self.open_store()
+
 
 class NoIndexSource:
     """For `--no-context`: the session never looks at the index."""
 
     def open_store(self) -> Store | None:
+        return None
+
+    def context_source(self) -> Store | None:
         return None
 
 

@@ -53,6 +53,7 @@ from codectx.settings import Settings
 
 if TYPE_CHECKING:  # concrete types, for annotations and a cast only
     from codectx.retriever.context import RecentEdit
+    from codectx.retriever.snapshot import IndexSnapshot
 
 log = logging.getLogger(__name__)
 
@@ -196,7 +197,7 @@ def recent_edit(path: str, start_line: int, end_line: int, text: str) -> RecentR
 
 
 def assemble(
-    store: Store,
+    store: Store | IndexSnapshot,
     settings: Settings,
     path: str,
     text: str,
@@ -250,10 +251,19 @@ def index_folder(
     shared: Any = embedder  # the session's loaded model, so indexing loads no second copy
     report: IndexRun
     if paths:
-        report = index_paths(root, list(paths), settings, progress=progress, embedder=shared)
+        # The lookup files are copied later, once saves pause (IndexKeeper): on a large index the
+        # copy costs more than the run itself.
+        report = index_paths(root, list(paths), settings, progress=progress, embedder=shared, lookups=False)
     else:
         report = index_workspace(root, settings, progress=progress, embedder=shared, lock_wait_s=2.0)
     return report
+
+
+def write_lookup_files(settings: Settings) -> bool:
+    """Bring the folder's lookup files up to date (blocking); False if another writer holds it."""
+    from codectx.indexer.pipeline import write_lookups
+
+    return write_lookups(settings.index_dir())
 
 
 def first_files(root: Path, settings: Settings, opened: Sequence[Path], limit: int = 60) -> list[Path]:
@@ -372,14 +382,36 @@ def in_memory(store: Store) -> NameLookup:
     return snapshot
 
 
-def load_in_background(store: Store) -> None:
+def early_snapshot(index_dir: Path) -> IndexSnapshot | None:
+    """Index lookups over the index's lookup files, if they match the index now (no LanceDB
+    import: indexer/storage/lookupfiles.py); None when there are none or they are stale."""
+    from codectx.indexer.storage.lookupfiles import LookupReader
+    from codectx.retriever.snapshot import IndexSnapshot
+
+    reader = LookupReader.open(index_dir)
+    return IndexSnapshot.over_lookup_files(reader) if reader is not None else None
+
+
+def hand_over(early: IndexSnapshot, store: Store) -> None:
+    """The store just opened after `early` answered: its lookups reuse the tables `early` read
+    when the index has not moved since (no second read of them through LanceDB)."""
+    from codectx.indexer.storage.lookupfiles import LookupReader, stamp
+    from codectx.retriever.snapshot import snapshot_of
+
+    copies = cast(LookupReader, early.store)  # the snapshot `early_snapshot` made
+    if copies.at == stamp(store.index_dir):
+        snapshot_of(store).seed_lookups(copies.columns())
+
+
+def load_in_background(store: Store, after: Callable[[], object] | None = None) -> None:
     """Start loading the store's in-memory snapshot on a background thread (once per store):
     until it is in, context and name lookups are answered from index lookups, then from memory
     (the switch is logged). For long-lived processes; a small index is left to load at once on
-    first use, as before (it takes well under a second)."""
+    first use, as before (it takes well under a second). `after`: a wait the loading thread
+    makes before it starts (the language server's: its first answer, bounded)."""
     from codectx.retriever.snapshot import snapshot_of
 
-    snapshot_of(store).load_in_background()
+    snapshot_of(store).load_in_background(after)
 
 
 def warm_lookups(store: Store) -> None:

@@ -24,24 +24,34 @@ from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codectx.app.embedders import Embedders
 from codectx.app.index import (
     IndexRun,
     Store,
+    early_snapshot,
     first_files,
+    hand_over,
     index_folder,
     load_in_background,
     open_existing,
     see_changes,
+    write_lookup_files,
 )
 from codectx.errors import CodectxError
+from codectx.indexer.storage.layout import index_exists
 from codectx.settings import Settings
+
+if TYPE_CHECKING:
+    from codectx.retriever.snapshot import IndexSnapshot
 
 log = logging.getLogger(__name__)
 
 FIRST_FILES = 40  # at most this many files go first (each costs ~40 ms to index on 2 cores)
+# After runs over saved files, the lookup files are copied once no run came for this long: the copy
+# reads three whole tables (0.33 s on Django, where a one-file run takes 0.2 s).
+LOOKUPS_IDLE_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -75,6 +85,8 @@ class IndexKeeper:
         listener: Listener = _ignore,
         background_load: bool = False,
         opened_wait_s: float = 0.0,
+        check_wait_s: float = 0.0,
+        lookups_idle_s: float = LOOKUPS_IDLE_S,
     ) -> None:
         self.root = root
         self.settings = settings
@@ -92,7 +104,17 @@ class IndexKeeper:
         # answered from index lookups meanwhile (codectx.app.index.load_in_background).
         self._background_load = background_load
         self._opened_wait_s = opened_wait_s  # how long a first run waits for an open document
+        # How long an indexed folder's first run (the check for edits made while nothing was
+        # watching) waits for the first request's context: on a large folder that check holds
+        # the interpreter lock for a second or more, which the first answer would wait for.
+        self._check_wait_s = check_wait_s
+        self._lookups_idle_s = lookups_idle_s
+        self._lookups_timer: threading.Timer | None = None
         self._store: Store | None = None
+        self._preparing = False  # `prepare` was called: the store is being opened
+        self._early_lock = threading.Lock()
+        self._early_read = False
+        self._early_snapshot: IndexSnapshot | None = None
         self._missing_logged = False
         self._lock = threading.Lock()
         self._opening = threading.Lock()  # one thread opens the store; the others wait for it
@@ -104,6 +126,7 @@ class IndexKeeper:
         self._paths: set[Path] = set()
         self._opened: list[Path] = []
         self._opened_event = threading.Event()
+        self._answered_event = threading.Event()
         self._idle: list[Future[None]] = []
 
     # --- the store -------------------------------------------------------------
@@ -122,6 +145,54 @@ class IndexKeeper:
             if self._store is None:
                 self._store = self._open()
             return self._store
+
+    def prepare(self) -> None:
+        """Open the store for a front end that is starting. At once; or, when the index's lookup
+        files can answer the first requests meanwhile (`context_source`), after the first of them
+        (at most `check_wait_s`), because LanceDB's import and open hold the interpreter lock for
+        over a second and that answer would wait behind them."""
+        self._preparing = True
+        if self.answers_early():
+            self._wait_answered()
+        store = self.open_store()
+        with self._early_lock:
+            early, self._early_snapshot = self._early_snapshot, None  # the store answers from now on
+        if store is not None and early is not None:
+            hand_over(early, store)
+
+    def answers_early(self) -> bool:
+        """Whether, until the store opens, the index's lookup files answer (read here on first
+        call); only for a front end that defers the opening (`check_wait_s`)."""
+        return self._check_wait_s > 0 and self._store is None and self._early() is not None
+
+    @property
+    def answering_early(self) -> bool:
+        """The lookup files answer now (read, and the store not open yet)."""
+        return self._store is None and self._early_snapshot is not None
+
+    def context_source(self) -> Store | IndexSnapshot | None:
+        """Where a request's context reads the index: the open store; while `prepare` opens it,
+        the index's lookup files if they match the index (codectx.app.index.early_snapshot);
+        else the store, opened now (None: no index yet)."""
+        store = self._store
+        if store is not None:
+            return store
+        if self._preparing:
+            early = self._early()
+            if early is not None:
+                return early
+        return self.open_store()
+
+    def _early(self) -> IndexSnapshot | None:
+        """The lookup files' snapshot, read on first use (once: the store replaces it)."""
+        with self._early_lock:
+            if not self._early_read:
+                self._early_read = True
+                try:
+                    self._early_snapshot = early_snapshot(self.settings.index_dir())
+                except Exception:  # unreadable copies: the store answers, as without them
+                    log.info("the lookup files of %s were not read", self.root, exc_info=True)
+            return self._early_snapshot
 
     def _open(self) -> Store | None:
         try:
@@ -142,7 +213,8 @@ class IndexKeeper:
         self.open_error = ""
         if self._background_load:
             try:
-                load_in_background(store)
+                # The load holds the interpreter lock for seconds; a first answer goes before it.
+                load_in_background(store, after=self._wait_answered if self._check_wait_s > 0 else None)
             except Exception:
                 log.warning("loading the index of %s in the background failed", self.root, exc_info=True)
         return store
@@ -170,6 +242,14 @@ class IndexKeeper:
             if path not in self._opened:
                 self._opened.append(path)
         self._opened_event.set()
+
+    def _wait_answered(self) -> None:
+        """Until a first request's context was assembled, or at most `check_wait_s`."""
+        self._answered_event.wait(self._check_wait_s)
+
+    def note_answered(self) -> None:
+        """A request's context was assembled from this folder: a deferred first check may start."""
+        self._answered_event.set()
 
     def request(self, paths: list[Path] | None = None) -> None:
         """Index now, or once more after the current run (coalesced); `paths`: only these files."""
@@ -222,6 +302,9 @@ class IndexKeeper:
         any more: a queued job may be dropped with its executor."""
         with self._lock:
             self._closed = True
+            self._answered_event.set()  # a deferred first check stops waiting (and then runs nothing)
+            if self._lookups_timer is not None:
+                self._lookups_timer.cancel()
             waiting, self._idle = self._idle, []
             for future in waiting:
                 future.set_result(None)
@@ -238,8 +321,11 @@ class IndexKeeper:
     def _work(self) -> None:
         """The worker thread's job: the first run's files, then runs until nothing is asked."""
         try:
-            if self.started == 0 and self.open_store() is None:
-                self._first_run()
+            if self.started == 0:
+                if self._check_wait_s > 0 and index_exists(self.settings.index_dir()):
+                    self._wait_answered()  # an indexed folder: its first answer goes first
+                if self.open_store() is None:
+                    self._first_run()
             while True:
                 with self._lock:
                     if self._closed:
@@ -282,6 +368,10 @@ class IndexKeeper:
             self._full = True  # then the rest (the next run)
 
     def _run(self, paths: list[Path] | None) -> None:
+        with self._lock:
+            if self._lookups_timer is not None:  # this run writes them, or schedules them again
+                self._lookups_timer.cancel()
+                self._lookups_timer = None
         self.state = "indexing"
         self.started += 1
         shown = tuple(paths) if paths else None
@@ -314,12 +404,44 @@ class IndexKeeper:
         self.report = report
         self.state, self.error = "ready", ""
         store = self._store
+        if paths:
+            self._lookups_later()  # the run left the lookup files stale (index_folder)
         if paths and store is not None:
             see_changes(store)  # the kept store's snapshot reads the saved files now
         elif not report.quick:
             # Reopen: a full run may have created or replaced tables. A quick run (nothing
             # changed) keeps the store, and with it the snapshot that is loading or loaded.
             self.forget_store()
+
+    def _lookups_later(self) -> None:
+        """Copy the lookup files once no run has come for `lookups_idle_s`."""
+        with self._lock:
+            if self._closed:
+                return
+            if self._lookups_timer is not None:
+                self._lookups_timer.cancel()
+            timer = self._lookups_timer = threading.Timer(self._lookups_idle_s, self._lookups_due)
+        timer.daemon = True
+        timer.start()
+
+    def _lookups_due(self) -> None:
+        with self._lock:
+            self._lookups_timer = None
+            if self._closed:
+                return
+        try:  # on the index thread, after (or before) whatever run is queued there
+            self._executor.submit(self._write_lookups)
+        except RuntimeError:  # the executor is shut down: the server is stopping
+            pass
+
+    def _write_lookups(self) -> None:
+        if self._closed:
+            return
+        try:
+            if not write_lookup_files(self.settings):
+                log.info("lookup files of %s not written: another writer holds the index", self.root)
+        except Exception:  # a cache: the next start opens the store first, as without one
+            log.warning("writing the lookup files of %s failed", self.root, exc_info=True)
 
     def _tell(self, event: RunEvent) -> None:
         try:

@@ -33,7 +33,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Protocol, Unpack
+from typing import TYPE_CHECKING, Protocol, Unpack
 
 from codectx.app import explain as explaining
 from codectx.app import refactor as refactoring
@@ -69,6 +69,9 @@ from codectx.backend.client import BackendClient
 from codectx.errors import CodectxError
 from codectx.settings import Settings
 
+if TYPE_CHECKING:
+    from codectx.retriever.snapshot import IndexSnapshot
+
 log = logging.getLogger(__name__)
 
 EmbedderSource = Callable[[], "QueryEmbedder | None"]  # the query embedder, loaded at first call
@@ -79,6 +82,11 @@ class IndexSource(Protocol):
 
     def open_store(self) -> Store | None:
         """The index as it is now; None while there is none yet (context then cuts the document)."""
+        ...
+
+    def context_source(self) -> Store | IndexSnapshot | None:
+        """Where completion context reads the index: the store, or, while a starting editor opens
+        it, index lookups over its lookup files (codectx.app.keeper.IndexKeeper.context_source)."""
         ...
 
 
@@ -122,11 +130,11 @@ class WorkspaceSession:
     ) -> AssembledContext | None:
         """Completion context at a 0-based cursor of `path`; None when there is no index yet (the
         prompt is then cut from the document alone)."""
-        store = self.index.open_store()
-        if store is None:
+        source = self.index.context_source()
+        if source is None:
             return None
         return assemble(
-            store, self.settings, path, text, line, character, recent=recent, embedder=self.embedder()
+            source, self.settings, path, text, line, character, recent=recent, embedder=self.embedder()
         )
 
     def search(self, query: str, k: int | None = None, **filters: Unpack[SearchFilters]) -> SearchAnswer:

@@ -48,6 +48,9 @@ class KeptIndex:
         self.poke()
         return self.keeper.open_store()
 
+    def context_source(self) -> Store | None:
+        return self.open_store()
+
     def damaged(self) -> None:
         """A read failed: drop the open store and check the index now (the run repairs it)."""
         self.keeper.damaged()

@@ -30,11 +30,27 @@ class TableColumns:
     """Lookups by name and path over Arrow copies of one index version's tables (thread-safe)."""
 
     def __init__(self, tables: Any) -> None:
-        self._open = tables  # name -> a LanceDB table (IndexReader._table)
+        self._open = tables  # name -> a LanceDB table (IndexReader._table); None: copies given
         self._lock = threading.Lock()
         self._symbols: pa.Table | None = None
         self._chunks: pa.Table | None = None
+        self._files: pa.Table | None = None
         self._imports: dict[str, str | None] | None = None
+
+    @classmethod
+    def from_arrow(cls, tables: dict[str, pa.Table]) -> TableColumns:
+        """Lookups over tables already read (the index's lookup files, lookupfiles.py)."""
+        columns = cls(None)
+        columns._symbols = tables["symbols"].combine_chunks()
+        columns._chunks = tables["chunks"]
+        columns._files = tables["files"]
+        return columns
+
+    def arrow_tables(self) -> dict[str, pa.Table]:
+        """The three tables as read (each read now if it was not yet): what the lookup files copy."""
+        self._imports_by_path()
+        assert self._files is not None
+        return {"symbols": self._symbol_table(), "chunks": self._chunk_table(), "files": self._files}
 
     def _scan(self, name: str, columns: list[str]) -> pa.Table:
         return self._open(name).search().select(columns).limit(None).to_arrow()
@@ -82,7 +98,9 @@ class TableColumns:
     def _imports_by_path(self) -> dict[str, str | None]:
         with self._lock:
             if self._imports is None:
-                table = self._scan("files", ["path", "imports"])
+                if self._files is None:
+                    self._files = self._scan("files", ["path", "imports"])
+                table = self._files
                 paths = table.column("path").to_pylist()
                 self._imports = dict(zip(paths, table.column("imports").to_pylist(), strict=True))
             return self._imports

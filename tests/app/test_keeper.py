@@ -205,3 +205,63 @@ def test_closing_with_a_run_queued_on_a_stopped_executor_releases_its_waiters(ws
     blocker.set()
     assert waiting.result(timeout=30) is None
     assert keeper.wait_idle(30) and keeper.started == 0
+
+
+def test_an_indexed_folders_first_check_and_store_wait_for_the_first_answer(
+    ws: Path, pool: ThreadPoolExecutor
+) -> None:
+    recorder = Recorder()
+    index_once(keeper_of(ws, pool, recorder), recorder)  # yesterday's server: the index exists
+    (ws / "app" / "new.py").write_text("def fresh():\n    return 1\n")  # an edit made meanwhile
+    recorder = Recorder()
+    keeper = keeper_of(ws, pool, recorder, check_wait_s=120.0)
+    opening = threading.Thread(target=keeper.prepare)
+    opening.start()
+    keeper.request()  # the start's check for edits made while nothing was watching
+    early = keeper.context_source()
+    assert early is not None and getattr(early, "phase", "") == "early"
+    assert keeper.answering_early and keeper.store is None
+    assert [d.path for d in early.symbols_named("helper")] == ["app/util.py"]
+    assert not early.symbols_named("fresh")  # the lookup files are yesterday's index
+    assert keeper.busy and keeper.started == 0  # the check waits for the first answer
+    keeper.note_answered()
+    opening.join(60)
+    assert keeper.store is not None and not keeper.answering_early
+    assert keeper.wait_idle(60)
+    assert recorder.runs() == [None]
+    assert keeper.context_source() is keeper.store
+    assert [d.path for d in keeper.store.symbols_named("fresh")] == ["app/new.py"]
+
+
+def test_close_releases_a_deferred_open(ws: Path, pool: ThreadPoolExecutor) -> None:
+    recorder = Recorder()
+    index_once(keeper_of(ws, pool, recorder), recorder)
+    keeper = keeper_of(ws, pool, Recorder(), check_wait_s=600.0)
+    opening = threading.Thread(target=keeper.prepare)
+    opening.start()
+    keeper.close()
+    opening.join(60)
+    assert not opening.is_alive()
+
+
+def test_runs_over_saved_files_copy_the_lookup_files_once_saves_pause(
+    ws: Path, pool: ThreadPoolExecutor
+) -> None:
+    from codectx.indexer.storage import lookupfiles
+
+    recorder = Recorder()
+    keeper = keeper_of(ws, pool, recorder, lookups_idle_s=0.2)
+    index_once(keeper, recorder)
+    index_dir = keeper.settings.index_dir()
+    assert lookupfiles.is_current(index_dir)  # a full run writes them itself
+    (ws / "app" / "util.py").write_text("def helper(x):\n    return x * 3\n\n\ndef saved():\n    pass\n")
+    keeper.request([ws / "app" / "util.py"])
+    assert keeper.wait_idle(60)
+    for _ in range(600):  # the copy comes after the pause, on the index thread
+        reader = lookupfiles.LookupReader.open(index_dir)
+        if reader is not None and reader.columns().symbols_named("saved"):
+            break
+        threading.Event().wait(0.05)
+    else:
+        raise AssertionError("the lookup files were never brought up to date")
+    keeper.close()
