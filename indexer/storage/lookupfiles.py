@@ -19,6 +19,7 @@ same way.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import logging
 import os
@@ -59,6 +60,8 @@ def read(index_dir: Path) -> dict[str, Any] | None:
     import pyarrow as pa
 
     folder = Path(index_dir) / LOOKUPS_DIR
+    if folder.is_symlink():
+        return None
     tables: dict[str, Any] = {}
     try:
         for name in TABLES:
@@ -106,25 +109,46 @@ def refresh(index_dir: Path, tables: Any) -> bool:
 
 def write(index_dir: Path, copies: dict[str, Any], at: str) -> None:
     """Write each table with the stamp `at`: a temp file, then renamed over the old one (a reader
-    that sees a mix of old and new files finds their stamps differ and reads none)."""
+    that sees a mix of old and new files finds their stamps differ and reads none). The index
+    folder is in the workspace, so nothing here follows a link planted in it."""
     import pyarrow as pa
 
-    folder = Path(index_dir) / LOOKUPS_DIR
-    folder.mkdir(exist_ok=True)
+    folder = _own_folder(Path(index_dir))
     for name in TABLES:
         table = copies[name]
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), STAMP_KEY: at.encode()})
-        target = folder / f"{name}.arrow"
-        tmp = folder / f"{name}.arrow.tmp"
-        try:
-            with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+
+        def body(fh: Any, table: Any = table) -> None:
+            with pa.ipc.new_file(fh, table.schema) as writer:
                 writer.write_table(table)
-            os.replace(tmp, target)
-        except OSError:  # a full disk: no half-written file left; the old one is stale, not wrong
-            with contextlib.suppress(OSError):
-                tmp.unlink(missing_ok=True)
-            raise
-    (folder / STAMP_FILE).write_text(at + "\n", "utf-8")
+
+        _replace(folder / f"{name}.arrow", body)
+    _replace(folder / STAMP_FILE, lambda fh: fh.write((at + "\n").encode()))
+
+
+def _own_folder(index_dir: Path) -> Path:
+    """The lookup folder, made if missing; OSError if it is a link or not a folder."""
+    folder = index_dir / LOOKUPS_DIR
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        raise OSError(errno.EEXIST, "not a folder of codectx's", str(folder))
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+def _replace(target: Path, body: Any) -> None:
+    """Write `target` through a new temp file (never opened through a link), renamed over it."""
+    tmp = target.with_name(target.name + ".tmp")
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()  # a leftover, or a planted link: the link itself goes, not what it points at
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            body(fh)
+        os.replace(tmp, target)
+    except BaseException:  # a full disk: no half-written file left; the old one is stale, not wrong
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise
 
 
 def remove(index_dir: Path) -> None:

@@ -43,6 +43,7 @@ import numpy as np
 import pyarrow as pa
 from codectx.indexer.embedding.embedder import NAME_SUFFIX
 from codectx.indexer.errors import IndexCorrupt, IndexNotFound, IndexSchemaMismatch
+from codectx.indexer.storage import lookupfiles
 from codectx.indexer.storage.layout import (
     JOURNAL_FILE,
     META_FILE,
@@ -169,6 +170,7 @@ class IndexStore(IndexReader):
         Manifest.drop(index_dir)
         (index_dir / META_FILE).unlink(missing_ok=True)
         (index_dir / JOURNAL_FILE).unlink(missing_ok=True)
+        lookupfiles.remove(index_dir)
         db_dir = index_dir / "db"
         keep = intact_vector_tables(db_dir) if keep_vectors else set()
         remove_tables(db_dir, keep_vectors=False, keep=keep)

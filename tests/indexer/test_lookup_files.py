@@ -84,3 +84,25 @@ def test_no_lance_tables_means_no_stamp(tmp_path: Path) -> None:
     assert lookupfiles.stamp(tmp_path) is None
     assert lookupfiles.read(tmp_path) is None
     assert not lookupfiles.is_current(tmp_path)
+
+
+def test_links_planted_in_the_index_folder_are_not_written_through(tmp_path: Path) -> None:
+    root, index_dir, settings = _indexed(tmp_path)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    folder = index_dir / lookupfiles.LOOKUPS_DIR
+    (folder / "chunks.arrow.tmp").symlink_to(victim)  # a hostile workspace's planted temp file
+    (root / "app" / "util.py").write_text("def other() -> None:\n    pass\n", "utf-8")
+    index_paths(root, [root / "app" / "util.py"], settings)
+    assert victim.read_text() == "keep me"
+    assert lookupfiles.is_current(index_dir)
+    # The whole lookup folder a link elsewhere: nothing is written there, and nothing read.
+    shutil.rmtree(folder)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    folder.symlink_to(elsewhere, target_is_directory=True)
+    (root / "app" / "util.py").write_text("def third() -> None:\n    pass\n", "utf-8")
+    report = index_paths(root, [root / "app" / "util.py"], settings)
+    assert list(elsewhere.iterdir()) == []
+    assert any("lookup files were not written" in w for w in report.warnings)
+    assert lookupfiles.read(index_dir) is None
