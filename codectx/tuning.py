@@ -56,7 +56,7 @@ behind it:
   on its own thread): that thread runs at a lower CPU priority (Linux gives each thread its own
   nice value), so a request under CPU contention gets the core first. It changes only the
   calling thread, and only ever lowers priority (raising it back needs privileges).
-- `skip_httpx_cli()` (every `codectx` command): `import httpx` leaves out httpx's own
+- `skip_httpx_cli()` (every `codectx` command): httpx's import leaves out httpx's own
   command-line client and what it imports (rich, click, pygments), which codectx never runs.
 """
 
@@ -88,7 +88,7 @@ _blas_limited = False
 
 
 def skip_httpx_cli() -> None:
-    """`import httpx` without httpx's command-line client. `httpx/__init__.py` imports
+    """httpx imported without its own command-line client. `httpx/__init__.py` imports
     `httpx._main`, which imports rich, click and pygments for the `httpx` command (0.05-0.1 s of
     every codectx start, `python -X importtime`); codectx never calls it. httpx imports it in a
     try block and, when it cannot, installs a `main` that says what is missing; a None entry in

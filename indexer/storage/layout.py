@@ -3,7 +3,8 @@
 An index folder holds `meta.json` (schema version, model id, last run), `db/` (LanceDB), a
 `.gitignore` of `*`, the lock file (indexer/storage/lock.py), the `.codectx-index` marker
 (indexer/storage/owner.py), the last complete run's `manifest.json` and the last walk's
-`walk.json` (indexer/walk/), and, only while a write is in progress, `journal.json`. The names
+`walk.json` (indexer/walk/), the lookup files under `lookups/` (indexer/storage/lookupfiles.py),
+and, only while a write is in progress, `journal.json`. The names
 live here, apart from the store, so that the quick "up to date" check reads them without
 importing LanceDB.
 """

