@@ -5,7 +5,8 @@ In order, while the turn's budget lasts: the @-mentions (`@file`, `@symbol`, `@f
 the definitions of the symbols the question and selection name (through the index's symbol
 table, as completions resolve them), a hybrid search with the question and the previous
 question, and the user's recent edits. Each snippet goes once per conversation (one already sent
-in a turn still in the window is not sent again), never from a never-send file (an `@file` of one
+in a turn still in the window is not sent again, and counts against the turn's budget as if it
+were: the model reads it there), never from a never-send file (an `@file` of one
 is refused with a notice and never read), and redacted with its own path, the secrets found in
 its whole file. Blocking (disk, index, embedder): call it from a worker thread.
 """
@@ -85,8 +86,9 @@ class TurnInput:
 class Gathered:
     pieces: list[Piece] = field(default_factory=list)
     notices: list[tuple[str, str]] = field(default_factory=list)  # (kind, message)
-    tokens: int = 0
+    tokens: int = 0  # the budget spent: the pieces, and those already in the conversation
     budget: int = 0
+    in_history: int = 0  # pieces this turn would send that an earlier turn in the window sent
 
 
 class Gatherer:
@@ -113,6 +115,7 @@ class Gatherer:
         self._files: dict[str, str | None] = {}
         self._no_index = False
         self._named_sites: dict[str, list[Any]] | None = None  # the question's names, looked up at once
+        self._counted: set[Span] = set()  # pieces already in the conversation, counted once
         self.scan_timeout_s = scan_timeout_s
 
     # ---- pricing and adding ------------------------------------------------------------------
@@ -121,9 +124,13 @@ class Gatherer:
         return int(len(text) / self.ratio) + 12  # the label and fence around it
 
     def add(self, piece: Piece, explicit: bool = False, share: int = ITEM_SHARE) -> bool:
-        if self.sent_before(piece) or any(_inside(piece, p) for p in self.out.pieces):
-            return False
         cap = max(self.out.budget // share, 96)
+        if self.sent_before(piece):
+            if not explicit:
+                self._count_sent(piece, cap)
+            return False
+        if any(_inside(piece, p) for p in self.out.pieces):
+            return False
         if not explicit and self.cost(piece.text) > cap:
             piece = self.head(piece, cap)
         cost = self.cost(piece.text)
@@ -145,6 +152,20 @@ class Gatherer:
         self.out.pieces.append(piece)
         self.out.tokens += cost
         return True
+
+    def _count_sent(self, piece: Piece, cap: int) -> None:
+        """A piece this turn would send that an earlier turn still in the window sent: the model
+        reads it there, so it counts against this turn's budget as if sent again (once). A
+        follow-up about the same code then adds little new context, and the conversation's
+        prefix, which the server has cached, is most of the next request."""
+        span = (piece.path, piece.start_line, piece.end_line)
+        if span in self._counted:
+            return
+        self._counted.add(span)
+        cost = min(self.cost(piece.text), cap)
+        if cost <= self.out.budget - self.out.tokens:
+            self.out.tokens += cost
+            self.out.in_history += 1
 
     def head(self, piece: Piece, tokens: int) -> Piece:
         """The first lines of a piece that fit `tokens` (a long function's signature and start)."""

@@ -263,7 +263,7 @@ def write_lookup_files(settings: Settings) -> bool:
     """Bring the folder's lookup files up to date (blocking); False if another writer holds it."""
     from codectx.indexer.pipeline import write_lookups
 
-    return write_lookups(settings.index_dir())
+    return bool(write_lookups(settings.index_dir()))
 
 
 def first_files(root: Path, settings: Settings, opened: Sequence[Path], limit: int = 60) -> list[Path]:
