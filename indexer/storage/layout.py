@@ -15,7 +15,7 @@ import contextlib
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 JOURNAL_FILE = "journal.json"  # the store's record of a write in progress
 META_FILE = "meta.json"  # the store's schema version and model
@@ -40,8 +40,8 @@ def write_json_atomic(path: Path, data: Any) -> None:
     """Write JSON durably: a temp file, fsynced, renamed over `path`."""
     tmp = path.with_name(path.name + ".tmp")
     try:
-        with tmp.open("w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=1)
+        with open_new(tmp) as fh:
+            fh.write(json.dumps(data, indent=1).encode("utf-8"))
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -49,3 +49,14 @@ def write_json_atomic(path: Path, data: Any) -> None:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
         raise
+
+
+def open_new(tmp: Path) -> BinaryIO:
+    """A temp file in the index folder, created new for writing. The folder is often in the
+    workspace, which is untrusted: whatever is at that name already (a leftover, or a link
+    planted to redirect the write) is removed first, and the file is opened without following
+    a link, so the write lands in this file and nowhere else."""
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    return os.fdopen(fd, "wb")

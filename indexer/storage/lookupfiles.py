@@ -26,6 +26,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from codectx.indexer.storage.layout import open_new
+
 log = logging.getLogger(__name__)
 
 LOOKUPS_DIR = "lookups"
@@ -138,11 +140,8 @@ def _own_folder(index_dir: Path) -> Path:
 def _replace(target: Path, body: Any) -> None:
     """Write `target` through a new temp file (never opened through a link), renamed over it."""
     tmp = target.with_name(target.name + ".tmp")
-    with contextlib.suppress(FileNotFoundError):
-        tmp.unlink()  # a leftover, or a planted link: the link itself goes, not what it points at
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
     try:
-        with os.fdopen(fd, "wb") as fh:
+        with open_new(tmp) as fh:  # a planted link at that name goes, not what it points at
             body(fh)
         os.replace(tmp, target)
     except BaseException:  # a full disk: no half-written file left; the old one is stale, not wrong

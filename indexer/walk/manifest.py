@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codectx.indexer.report import IndexReport
-from codectx.indexer.storage.layout import JOURNAL_FILE, META_FILE, SCHEMA_VERSION
+from codectx.indexer.storage.layout import JOURNAL_FILE, META_FILE, SCHEMA_VERSION, open_new
 
 from codectx.settings import Settings
 
@@ -132,7 +132,8 @@ class Manifest:
         target = self.path(index_dir)
         tmp = target.with_name(f".{MANIFEST_FILE}.{os.getpid()}.tmp")
         try:
-            tmp.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
+            with open_new(tmp) as fh:
+                fh.write(json.dumps(data, separators=(",", ":")).encode("utf-8"))
             os.replace(tmp, target)
         except OSError:  # a full disk: no half-written temp file left behind
             with contextlib.suppress(OSError):

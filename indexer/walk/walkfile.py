@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codectx.indexer.storage.layout import open_new
+
 WALK_FILE = "walk.json"
 FORMAT = 1
 # Entry kinds in a folder record: [name, kind, ...].
@@ -65,7 +67,8 @@ class WalkRecord:
         target = self.path(index_dir)
         tmp = target.with_name(f".{WALK_FILE}.{os.getpid()}.tmp")
         try:
-            tmp.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
+            with open_new(tmp) as fh:
+                fh.write(json.dumps(data, separators=(",", ":")).encode("utf-8"))
             os.replace(tmp, target)
         except OSError:  # a read-only index or a full disk still gets a correct (uncached) walk
             try:
