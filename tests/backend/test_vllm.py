@@ -160,22 +160,18 @@ async def _cancelled_at_first_token(client: BackendClient, observer: BackendClie
     with pytest.raises(asyncio.CancelledError):
         await task
     # Settled: nothing running, and the token counter has moved, then stayed put over five
-    # further readings (counted readings, not a time window).
+    # further readings (counted readings, no time limit: the request ends by its 900th token
+    # at the latest, so this always comes; a cancel that did not abort shows as 900 tokens).
     tokens = "vllm:generation_tokens_total"
     readings: list[str] = []
-    for _ in range(300):  # polls, not a time limit
+    while True:
         readings.append(await observer.metrics_text())
         last = readings[-6:]
         counts = {metric(r, tokens) for r in last}
         idle = all(metric(r, "vllm:num_requests_running") == 0 for r in last)
         if len(last) == 6 and idle and len(counts) == 1 and counts.pop() > metric(before, tokens):
-            break
-        await asyncio.sleep(0.3)
-    else:
-        pytest.fail("vLLM kept running the cancelled request")
-    # The loop ends only once nothing was generated over the last six readings: otherwise it
-    # fails above ("kept running").
-    return before, readings[-6], readings[-1]
+            return before, readings[-6], readings[-1]
+        await asyncio.sleep(0.3)  # between readings; not a limit
 
 
 async def test_cancelling_the_caller_aborts_the_request(vllm_server: Engine) -> None:
