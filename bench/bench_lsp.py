@@ -301,6 +301,7 @@ async def scenario(
             try:
                 load_before = os.getloadavg()
                 context: list[float] = []
+                timings: list[dict[str, Any]] = []  # each measured request's own split (the JSON)
                 overhead: list[float] = []
                 total: list[float] = []
                 errors = 0
@@ -335,6 +336,7 @@ async def scenario(
                         if round_ == 0 and args.rounds > 1:
                             continue  # the first round warms file caches; measure the rest
                         context.append(float(shown["timings"].get("context_ms", 0.0)))
+                        timings.append(shown["timings"])
                         total.append(client_ms)
                         backend_ms = (after[0] - before[0]) * 1000 if after[1] > before[1] else 0.0
                         overhead.append(max(0.0, client_ms - backend_ms))
@@ -349,6 +351,7 @@ async def scenario(
                 "overhead_ms": {"p50": pct(overhead, 0.5), "p95": pct(overhead, 0.95)},
                 "total_ms": {"p50": pct(total, 0.5), "p95": pct(total, 0.95)},
                 "load_avg": [load_before, load_after],
+                "timings_each": timings,
             }
             print(f"  {phase}: context p95 {out[phase]['context_ms']['p95']:.1f} ms", flush=True)
         sample()

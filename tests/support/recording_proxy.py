@@ -4,6 +4,9 @@ Tests that run against the real vLLM CPU engine put this between codectx and the
 exactly what left (`requests`: method, path, raw body). Responses stream through as they come
 (close-delimited), and a client that goes away closes the upstream connection too, so the engine
 sees the cancel as it would without the recorder.
+
+`rewrite`, where given, changes each request body on its way up (benchmarks use it to add
+sampling fields codectx does not send); `requests` keeps the bytes codectx sent.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import http.client
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -31,6 +35,7 @@ class Recorded:
 class RecordingProxy:
     upstream: str  # e.g. http://127.0.0.1:8000 (the server root)
     requests: list[Recorded] = field(default_factory=list)
+    rewrite: Callable[[str, bytes], bytes] | None = None  # (path, body) -> the body sent upstream
     _server: ThreadingHTTPServer | None = None
 
     @property
@@ -56,7 +61,10 @@ class RecordingProxy:
                 body = self.rfile.read(length) if length else b""
                 proxy.requests.append(Recorded(self.command, self.path, body))
                 upstream = http.client.HTTPConnection(target.hostname, target.port, timeout=600)
-                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+                dropped = ("host", "connection", "content-length")  # http.client sets the length
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in dropped}
+                if body and proxy.rewrite is not None:
+                    body = proxy.rewrite(self.path, body)
                 try:
                     upstream.request(self.command, self.path, body=body or None, headers=headers)
                     reply = upstream.getresponse()
