@@ -1,0 +1,55 @@
+"""A turn's search hits: the first `SEARCH_WHOLE` are sent whole (up to an item's share of the
+budget), the rest down to rank `SEARCH_K` as heads (signature and first lines), so that more of
+the ranked candidates fit the budget. Real indexer, LanceDB and retriever (lexical); no model
+server (the gatherer sends nothing)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from codectx.app import chat_context
+from codectx.app.chat_context import Gatherer, TurnInput
+from codectx.app.cli import CommandIndex
+from codectx.app.session import WorkspaceSession
+from codectx.settings import load_settings
+
+FUNCTIONS = 30
+BODY_LINES = 40  # one chunk each, about 450 tokens: longer than a head, shorter than a whole item
+BUDGET = 3000
+
+
+def _repo(root: Path) -> Path:
+    root.mkdir(parents=True)
+    for n in range(FUNCTIONS):
+        body = "\n".join(f"    total_{i} = ledger_balance * {i} + {n}" for i in range(BODY_LINES))
+        (root / f"ledger_{n:02d}.py").write_text(
+            f"def reconcile_ledger_balance_{n}(ledger_balance):\n{body}\n    return total_0\n",
+            encoding="utf-8",
+        )
+    return root
+
+
+def test_later_search_hits_are_sent_as_heads_and_more_of_them_fit(tmp_path: Path) -> None:
+    from codectx.cli import main
+
+    root = _repo(tmp_path / "repo")
+    assert main(["index", str(root), "--no-embed", "--json"]) == 0
+    settings = load_settings(root, {})
+    session = WorkspaceSession(settings, index=CommandIndex(settings), embedder=lambda: None)
+    gatherer = Gatherer(session, session.client.gate, session.redaction.pieces(), BUDGET, 3.5, set(), root)
+    got = gatherer.gather(TurnInput("how is the ledger balance reconciled"))
+    found = [p for p in got.pieces if p.reason == "search"]
+    whole, heads = found[: chat_context.SEARCH_WHOLE], found[chat_context.SEARCH_WHOLE :]
+    assert len(whole) == chat_context.SEARCH_WHOLE and heads
+    # The first hits are sent whole: the function to its return.
+    assert all(p.text.rstrip().endswith("return total_0") for p in whole)
+    whole_cost = gatherer.cost(whole[0].text)
+    assert whole_cost <= BUDGET // chat_context.ITEM_SHARE
+    # The later ones as heads: the signature and the first lines, within their smaller share.
+    head_cap = BUDGET // chat_context.SEARCH_SHARE
+    assert all(gatherer.cost(p.text) <= head_cap < whole_cost for p in heads)
+    assert all(p.text.startswith("def reconcile_ledger_balance_") for p in heads)
+    assert all(p.end_line - p.start_line < BODY_LINES for p in heads)
+    # So more of the ranked hits fit than whole ones would.
+    assert len(found) > BUDGET // whole_cost
+    assert got.tokens <= BUDGET
