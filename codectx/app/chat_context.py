@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from codectx.app.chat_focus import focus, terms
 from codectx.app.chat_model import Mention
 from codectx.app.files import NeverSend
 from codectx.app.index import RecentRegion, enclosing_definition, language_for
@@ -131,7 +132,11 @@ class Gatherer:
     def cost(self, text: str) -> int:
         return int(len(text) / self.ratio) + 12  # the label and fence around it
 
-    def add(self, piece: Piece, explicit: bool = False, share: int = ITEM_SHARE) -> bool:
+    def add(
+        self, piece: Piece, explicit: bool = False, share: int = ITEM_SHARE, words: Sequence[str] = ()
+    ) -> bool:
+        """Add a piece within the budget; a long implicit one is cut to its share: to the lines
+        that name most of `words` (a search hit's question, chat_focus), else to its head."""
         cap = max(self.out.budget // share, 96)
         if self.sent_before(piece):
             if not explicit:
@@ -140,7 +145,7 @@ class Gatherer:
         if any(_inside(piece, p) for p in self.out.pieces):
             return False
         if not explicit and self.cost(piece.text) > cap:
-            piece = self.head(piece, cap)
+            piece = self.head(self.focused(piece, cap, words) if words else piece, cap)
         cost = self.cost(piece.text)
         left = self.out.budget - self.out.tokens
         if cost > left:
@@ -182,6 +187,17 @@ class Gatherer:
         lines = lines[:-1] if len(lines) > 1 else lines
         last = piece.start_line + len(lines) - 1
         return Piece(piece.path, piece.start_line, last, "\n".join(lines), piece.reason, piece.symbol)
+
+    def focused(self, piece: Piece, tokens: int, words: Sequence[str]) -> Piece:
+        """The window of a piece's lines that fits `tokens` and names most of `words`."""
+        lines = piece.text.split("\n")
+        first, last = focus(lines, max(1, int((tokens - 12) * self.ratio)), list(words))
+        if first == 0:
+            return piece
+        text = "\n".join(lines[first : last + 1])
+        return Piece(
+            piece.path, piece.start_line + first, piece.start_line + last, text, piece.reason, piece.symbol
+        )
 
     def sent_before(self, piece: Piece) -> bool:
         """Already in the conversation: the same start (a head, or the whole) or inside a sent span."""
@@ -361,6 +377,7 @@ class Gatherer:
         except CodectxError:
             self._note_no_index()
             return
+        words = terms(query)
         for rank, hit in enumerate(answer.results):
             if self.refusal(hit.path) is not None:
                 continue
@@ -369,7 +386,7 @@ class Gatherer:
                 continue
             piece = self.lines_piece(hit.path, text, hit.start_line, hit.end_line, reason, hit.symbol)
             share = ITEM_SHARE if rank < SEARCH_WHOLE else SEARCH_SHARE
-            self.add(piece, explicit=reason == "@codebase", share=share)
+            self.add(piece, explicit=reason == "@codebase", share=share, words=words)
 
     def folder(self, value: str) -> None:
         base = (self.root / value.strip().strip("/")).resolve() if self.root is not None else None
