@@ -4,7 +4,9 @@ In order, while the turn's budget lasts: the @-mentions (`@file`, `@symbol`, `@f
 `@codebase`, `@diff`, `@problems`), the editor's selection, the definition around the cursor,
 the definitions of the symbols the question and selection name (through the index's symbol
 table, as completions resolve them), a hybrid search with the question and the previous
-question, and the user's recent edits. Each snippet goes once per conversation (one already sent
+question (twenty hits: the first five whole up to an item's share of the budget, the rest cut to
+a smaller share; a cut hit keeps the lines that name most of the question's words,
+codectx.app.chat_focus), and the user's recent edits. Each snippet goes once per conversation (one already sent
 in a turn still in the window is not sent again, and counts against the turn's budget as if it
 were: the model reads it there), never from a never-send file (an `@file` of one
 is refused with a notice and never read), and redacted with its own path, the secrets found in
