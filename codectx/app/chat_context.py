@@ -6,10 +6,10 @@ the definitions of the symbols the question and selection name (through the inde
 table, as completions resolve them), a hybrid search with the question and the previous
 question (twenty hits: the first five whole up to an item's share of the budget, the rest cut to
 a smaller share; a cut hit keeps the lines that name most of the question's words,
-codectx.app.chat_focus), and the user's recent edits. Each snippet goes once per conversation (one already sent
-in a turn still in the window is not sent again, and counts against the turn's budget as if it
-were: the model reads it there), never from a never-send file (an `@file` of one
-is refused with a notice and never read), and redacted with its own path, the secrets found in
+codectx.app.chat_focus), and the user's recent edits. Each snippet goes once per conversation
+(one already sent in a turn still in the window is not sent again, and counts against the
+turn's budget as if it were: the model reads it there), never from a never-send file (an `@file`
+of one is refused with a notice and never read), and redacted with its own path, the secrets found in
 its whole file. Blocking (disk, index, embedder): call it from a worker thread.
 """
 
@@ -37,10 +37,10 @@ Span = tuple[str, int, int]  # (path, first line, last line), 0-based inclusive
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?")
 MAX_NAMES = 24  # identifiers of a question looked up in the symbol table
 # The search's hits: its first SEARCH_WHOLE take up to 1/ITEM_SHARE of the budget each, like any
-# implicit item; the rest, down to rank SEARCH_K, their heads (signature and first lines, 1/SEARCH_SHARE).
-# On the development set (bench/devset.toml: jinja2, marshmallow, starlette, sqlparse, arrow, boltons,
-# tomlkit; questions from hidden docstrings) ten whole hits held the gold function 0.45-0.78 of the
-# time, twenty with heads 0.44-0.89: +0.05 on average, and no repository lower.
+# implicit item; the rest, down to rank SEARCH_K, up to 1/SEARCH_SHARE (cut to the lines the question
+# names, chat_focus). On the development set (bench/devset.toml: jinja2, marshmallow, starlette,
+# sqlparse, arrow, boltons, tomlkit; questions from hidden docstrings) ten whole hits held the gold
+# function 0.45-0.78 of the time, these settings 0.50-0.89: +0.06 on average, no repository lower.
 SEARCH_K = 20
 SEARCH_WHOLE = 5
 SEARCH_SHARE = 14
@@ -379,7 +379,8 @@ class Gatherer:
         except CodectxError:
             self._note_no_index()
             return
-        words = terms(query)
+        explicit = reason == "@codebase"  # sent whole, never cut: no window to choose
+        words = [] if explicit else terms(query)
         for rank, hit in enumerate(answer.results):
             if self.refusal(hit.path) is not None:
                 continue
@@ -388,7 +389,7 @@ class Gatherer:
                 continue
             piece = self.lines_piece(hit.path, text, hit.start_line, hit.end_line, reason, hit.symbol)
             share = ITEM_SHARE if rank < SEARCH_WHOLE else SEARCH_SHARE
-            self.add(piece, explicit=reason == "@codebase", share=share, words=words)
+            self.add(piece, explicit=explicit, share=share, words=words)
 
     def folder(self, value: str) -> None:
         base = (self.root / value.strip().strip("/")).resolve() if self.root is not None else None

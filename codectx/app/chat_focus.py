@@ -14,56 +14,14 @@ import re
 
 _TERM = re.compile(r"[A-Za-z][A-Za-z0-9]+")
 # Question words that say nothing about which code is meant.
-_STOP = frozenset(
-    [
-        "the",
-        "and",
-        "for",
-        "with",
-        "from",
-        "that",
-        "this",
-        "what",
-        "which",
-        "when",
-        "where",
-        "does",
-        "how",
-        "are",
-        "was",
-        "were",
-        "its",
-        "into",
-        "onto",
-        "given",
-        "using",
-        "used",
-        "use",
-        "uses",
-        "return",
-        "returns",
-        "returned",
-        "value",
-        "values",
-        "function",
-        "method",
-        "class",
-        "object",
-        "new",
-        "all",
-        "any",
-        "each",
-        "one",
-        "get",
-        "set",
-        "can",
-        "not",
-        "only",
-        "also",
-        "then",
-        "than",
-    ]
-)
+# fmt: off
+_STOP = frozenset((
+    "the", "and", "for", "with", "from", "that", "this", "what", "which", "when", "where", "does",
+    "how", "are", "was", "were", "its", "into", "onto", "given", "using", "used", "use", "uses",
+    "return", "returns", "returned", "value", "values", "function", "method", "class", "object",
+    "new", "all", "any", "each", "one", "get", "set", "can", "not", "only", "also", "then", "than",
+))
+# fmt: on
 _DEFINITION = re.compile(r"\s*(?:async\s+def|def|class|function|fn|func|export|public|private)\b")
 
 
