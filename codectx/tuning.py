@@ -278,10 +278,15 @@ def settle_heap() -> None:
 BACKGROUND_NICE = 10  # added to a background thread's nice value
 
 
+_lowered = threading.local()
+
+
 def background_thread() -> None:
-    """Lower the calling thread's CPU priority (Linux; elsewhere, and when refused, nothing)."""
-    if sys.platform != "linux" or not hasattr(os, "setpriority"):
+    """Lower the calling thread's CPU priority, once per thread (Linux; elsewhere, and when
+    refused, nothing). Once lowered it stays lowered: only a privileged process may raise it."""
+    if sys.platform != "linux" or not hasattr(os, "setpriority") or getattr(_lowered, "done", False):
         return
+    _lowered.done = True
     try:
         tid = threading.get_native_id()
         os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + BACKGROUND_NICE)

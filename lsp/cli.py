@@ -57,6 +57,10 @@ def _is_loopback(host: str) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    from codectx.gencache import cache_generated_code
+
+    cache_generated_code()  # before pygls: lsprotocol's ~570 attrs classes (codectx/gencache.py)
+
     from codectx.lsp.logs import configure
 
     from codectx.runtime import quiet_dependencies

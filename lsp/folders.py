@@ -29,7 +29,6 @@ from codectx.app.index import Store, snapshot_phase
 from codectx.app.keeper import IndexKeeper, RunEvent
 from codectx.app.session import WorkspaceSession
 from codectx.settings import Settings
-from codectx.tuning import background_thread
 
 if TYPE_CHECKING:
     from codectx.retriever.snapshot import IndexSnapshot
@@ -196,11 +195,10 @@ class Workspaces:
         self._embedders = embedders  # the server's models: indexing shares them, loads no second copy
         self._watch_task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        # Index runs get their own thread at a lower CPU priority: requests are served from the
-        # default pool, and under contention they get the core first.
-        self._index_pool = ThreadPoolExecutor(
-            1, thread_name_prefix="codectx-index", initializer=background_thread
-        )
+        # Index runs get their own thread, which lowers its CPU priority after an unindexed
+        # folder's first files (codectx/app/keeper.py): requests are served from the default
+        # pool, and under contention they get the core first.
+        self._index_pool = ThreadPoolExecutor(1, thread_name_prefix="codectx-index")
 
     def set_folder(self, root: Path, settings: Settings) -> Folder:
         root = root.resolve()

@@ -164,16 +164,19 @@ class CodectxServer(LanguageServer):
             return folder.session
 
     async def context(
-        self, folder: Folder, uri: str, rel: str, text: str, line: int, column: int
+        self, folder: Folder, uri: str, rel: str, text: str, line: int, column: int, *, answers: bool = True
     ) -> AssembledContext | None:
-        """The folder session's context for a cursor, with recent edits, assembled in a worker thread."""
+        """The folder session's context for a cursor, with recent edits, assembled in a worker
+        thread. `answers=False`: the caller's answer needs more work after this (a completion's
+        model request), and it tells the keeper itself when the answer is done."""
         recent = self.recent_edits(folder, uri)
         # The session is made in the worker too: its privacy gate compiles rules for ~0.5 s.
         session = self.session
         try:
             return await in_worker(lambda: session(folder).context(rel, text, line, column, recent=recent))
         finally:
-            folder.keeper.note_answered()  # the folder's deferred first check may start now
+            if answers:
+                folder.keeper.note_answered()  # the folder's deferred first check may start now
 
     # --- reporting -----------------------------------------------------------
 

@@ -118,13 +118,18 @@ class Suggester:
         if debounce:
             await asyncio.sleep(debounce)  # a newer keystroke cancels us here, before any work
         started = time.perf_counter()
-        context = await self._ls.context(folder, record.uri, rel, text, line, column)
-        record.timings["context_ms"] = (time.perf_counter() - started) * 1000
-        if context is not None:
-            record.used(context, budget=True)
-        completion = await self._ls.session(folder).completer.complete(
-            rel, text, line, column, context=context, on_delta=deltas.append, on_sent=record.remember
-        )
+        # The store's opening waits for this whole answer, not just its context: the first model
+        # request imports the HTTP stack (~0.3 s), and LanceDB's open would compete with it.
+        try:
+            context = await self._ls.context(folder, record.uri, rel, text, line, column, answers=False)
+            record.timings["context_ms"] = (time.perf_counter() - started) * 1000
+            if context is not None:
+                record.used(context, budget=True)
+            completion = await self._ls.session(folder).completer.complete(
+                rel, text, line, column, context=context, on_delta=deltas.append, on_sent=record.remember
+            )
+        finally:
+            folder.keeper.note_answered()
         record.model = completion.model
         record.timings["ttft_ms"] = completion.timings.get("ttft_ms", 0.0)
         record.timings["backend_total_ms"] = completion.timings.get("total_ms", 0.0)

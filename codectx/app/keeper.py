@@ -3,8 +3,10 @@
 An `IndexKeeper` owns the folder's open store and the background runs that build and refresh it:
 - Requests are coalesced. While a run is going, more requests only mark it dirty and one more run
   follows, over the union of what was asked (`None`: the whole folder, incrementally).
-- Runs happen on the executor it is given: one worker thread at a lower CPU priority, so requests,
-  served from other threads, get the cores first.
+- Runs happen on the executor it is given: one worker thread, which lowers its own CPU priority
+  after an unindexed folder's first files (`background_thread`), so requests, served from other
+  threads, get the cores first; the first files, which those requests wait for, do not wait behind
+  other processes (a model server on the same machine, a build).
 - An unindexed folder whose front end reports open files indexes those files' neighbourhood first
   (`first_files`), then the whole folder, so context comes within seconds.
 - After a full run that changed tables the store is reopened; after a run over saved files the
@@ -42,6 +44,7 @@ from codectx.app.index import (
 from codectx.errors import CodectxError
 from codectx.indexer.storage.layout import index_exists
 from codectx.settings import Settings
+from codectx.tuning import background_thread
 
 if TYPE_CHECKING:
     from codectx.retriever.snapshot import IndexSnapshot
@@ -244,11 +247,11 @@ class IndexKeeper:
         self._opened_event.set()
 
     def _wait_answered(self) -> None:
-        """Until a first request's context was assembled, or at most `check_wait_s`."""
+        """Until a first request was answered (`note_answered`), or at most `check_wait_s`."""
         self._answered_event.wait(self._check_wait_s)
 
     def note_answered(self) -> None:
-        """A request's context was assembled from this folder: a deferred first check may start."""
+        """A first request from this folder was answered: the deferred opening and first check start."""
         self._answered_event.set()
 
     def request(self, paths: list[Path] | None = None) -> None:
@@ -326,6 +329,9 @@ class IndexKeeper:
                     self._wait_answered()  # an indexed folder: its first answer goes first
                 if self.open_store() is None:
                     self._first_run()
+            # The first run's files at the priority of the requests that wait for their context;
+            # everything after them at a lower one (a no-op once the thread is lowered).
+            background_thread()
             while True:
                 with self._lock:
                     if self._closed:
@@ -437,6 +443,7 @@ class IndexKeeper:
     def _write_lookups(self) -> None:
         if self._closed:
             return
+        background_thread()
         try:
             if not write_lookup_files(self.settings):
                 log.info("lookup files of %s not written: another writer holds the index", self.root)

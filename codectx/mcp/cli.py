@@ -17,7 +17,6 @@ from codectx.app.session import WorkspaceSession
 from codectx.clikit import add_command, add_index_dir, settings_for, workspace_root
 from codectx.errors import UsageError
 from codectx.mcp.workspaces import KeptIndex, Roots, Workspace, root_names
-from codectx.tuning import background_thread
 
 RECHECK_S = 2.0
 
@@ -79,8 +78,9 @@ def _mcp(args: argparse.Namespace) -> int:
         raise UsageError("--index-dir names one index: give one folder with it")
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="codectx mcp: %(message)s")
     embedders = Embedders()
-    # One index thread for all roots, at a lower CPU priority: tool calls get the cores first.
-    index_pool = ThreadPoolExecutor(1, thread_name_prefix="codectx-index", initializer=background_thread)
+    # One index thread for all roots; it lowers its CPU priority after a first run's files
+    # (codectx/app/keeper.py): tool calls get the cores first.
+    index_pool = ThreadPoolExecutor(1, thread_name_prefix="codectx-index")
     extra: dict[str, Any] = {"index.embed": False} if args.lexical else {}
     workspaces = []
     for name, root in zip(root_names(roots), roots, strict=True):

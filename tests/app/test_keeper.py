@@ -4,6 +4,7 @@ run is going" is a state the test waits for, not a timing guess."""
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -14,6 +15,7 @@ import pytest
 from codectx.app.embedders import Embedders
 from codectx.app.keeper import IndexKeeper, RunEvent
 from codectx.settings import Settings, load_settings
+from codectx.tuning import BACKGROUND_NICE
 from tests.support.workspace import lexical_settings, write_workspace
 
 FILES = {
@@ -125,6 +127,33 @@ def test_an_unindexed_folder_indexes_the_open_files_neighbourhood_first(
     store = keeper.open_store()
     assert store is not None
     assert {d.path for d in store.symbols_named("far_away")} == {"other/far.py"}
+
+
+@pytest.mark.skipif(not hasattr(os, "getpriority"), reason="per-thread priorities are Linux's")
+def test_the_first_files_run_at_the_requests_priority_and_the_rest_lower(ws: Path) -> None:
+    # Each run's begin is reported in the index thread: it records that thread's nice value then.
+    seen: list[tuple[tuple[Path, ...] | None, int]] = []
+
+    def record(_keeper: IndexKeeper, event: RunEvent) -> None:
+        if event.kind == "begin":
+            seen.append((event.paths, os.getpriority(os.PRIO_PROCESS, threading.get_native_id())))
+
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    pool = ThreadPoolExecutor(1)  # a fresh thread, at the process's priority
+    try:
+        keeper = IndexKeeper(ws, settings_for(ws), Embedders(), pool, listener=record, opened_wait_s=30.0)
+        keeper.request()
+        keeper.note_opened(ws / "app/main.py")
+        assert keeper.wait_idle(60)
+        keeper.request()  # a later run, on the same (now lowered) thread
+        assert keeper.wait_idle(60)
+    finally:
+        pool.shutdown(wait=True)
+    (first, first_nice), (whole, whole_nice), (_, later_nice) = seen
+    assert first is not None and whole is None
+    assert first_nice == base  # what a waiting request's context needs: not behind other processes
+    expected = min(19, base + BACKGROUND_NICE)
+    assert whole_nice == later_nice == expected  # lowered once, not again for each run
 
 
 def test_without_an_open_document_the_first_run_is_the_whole_folder(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from codectx.lsp.completion import make_item, relative_indent, snippet_escape
@@ -11,7 +12,7 @@ from codectx.lsp.edits import Span, minimal_change, workspace_edit
 from codectx.lsp.errors import UriRefused
 from codectx.lsp.folders import IndexProgress, progress_from
 from codectx.lsp.positions import Codec, split_lines
-from codectx.lsp.suggest import cut_partial
+from codectx.lsp.suggest import Suggester, cut_partial
 from codectx.lsp.uris import folder_for, uri_to_path
 from lsprotocol import types
 
@@ -210,3 +211,41 @@ def test_answer_files_are_private_and_pruned(tmp_path: Path) -> None:
     assert paths[0].name.endswith("-z_y.py-L4.md")  # no spaces or slashes in names
     assert paths[-1].read_text() == "answer 4"
     assert (folder.stat().st_mode & 0o077) == 0 and (paths[-1].stat().st_mode & 0o077) == 0
+
+
+class _Recorder:
+    """The parts of the server a suggestion touches, recording what is called in which order."""
+
+    def __init__(self, fail: bool) -> None:
+        self.calls: list[str] = []
+        self.fail = fail
+        self.keeper = SimpleNamespace(note_answered=lambda: self.calls.append("answered"))
+        self.settings = SimpleNamespace(lsp=SimpleNamespace(debounce_ms=0))
+        self.completer = SimpleNamespace(complete=self._complete)
+
+    async def context(self, *_args: object, answers: bool = True) -> None:
+        self.calls.append(f"context answers={answers}")
+
+    def session(self, _folder: object) -> SimpleNamespace:
+        return SimpleNamespace(completer=self.completer)
+
+    async def _complete(self, *_args: object, **_kwargs: object) -> SimpleNamespace:
+        self.calls.append("model request")
+        if self.fail:
+            raise RuntimeError("the model server went away")
+        return SimpleNamespace(text="x", model="m", timings={}, request_id="")
+
+
+@pytest.mark.parametrize("fail", [False, True])
+async def test_a_completion_tells_the_keeper_after_its_model_answer_not_after_its_context(fail: bool) -> None:
+    # The keeper defers opening LanceDB until a first answer; a completion's answer includes its model
+    # request (the first one imports the HTTP stack), so the signal comes after it, failed or not.
+    server = _Recorder(fail)
+    folder = SimpleNamespace(settings=server.settings, keeper=server.keeper)
+    record = SimpleNamespace(uri="file:///a.py", timings={}, remember=None, model="", audit_id="")
+    suggester = Suggester(server)  # type: ignore[arg-type]
+    try:
+        await suggester._suggestion(folder, record, "a.py", "x = 1\n", 0, 5, [])  # type: ignore[arg-type]
+    except RuntimeError:
+        assert fail
+    assert server.calls == ["context answers=False", "model request", "answered"]
