@@ -177,6 +177,9 @@ async def _warm_up(ls: CodectxServer) -> None:
         next(iter(ls.workspaces.folders.values())).settings if ls.workspaces.folders else ls.default_settings
     )
     folders = list(ls.workspaces.folders.values())
+    # The server's model name, stop ids and prompt room, asked now: the first completion would
+    # otherwise ask them (~70 ms of round trips) after its context, on its critical path.
+    asking = [asyncio.ensure_future(_ask_server(ls, f)) for f in folders if f.settings.backend.url]
     early: list[Folder] = []
     for folder in folders:
         if await in_worker(folder.keeper.answers_early):
@@ -192,9 +195,20 @@ async def _warm_up(ls: CodectxServer) -> None:
         ls.warm = True  # the lookup files and the privacy gate are ready: answers come at once
         await asyncio.gather(*(in_worker(folder.keeper.prepare) for folder in early))
         await asyncio.gather(*(_warm_folder(ls, folder) for folder in early))
+    await asyncio.gather(*asking)
     for problem in await in_worker(ls.embedders.warm_up, settings):
         log.warning("warm-up: %s", problem)
     ls.warm = True
+
+
+async def _ask_server(ls: CodectxServer, folder: Folder) -> None:
+    """The folder session's questions to the model server (no code is sent); a server that is
+    down or refuses is the first completion's to report, not the warm-up's."""
+    try:
+        session = await in_worker(ls.session, folder)  # in a worker: the gate compiles its rules
+        await session.ask_server()
+    except Exception:
+        log.info("warm-up: the model server was not asked", exc_info=True)
 
 
 async def _warm_folder(ls: CodectxServer, folder: Folder) -> None:

@@ -10,6 +10,7 @@ first-token timeout applies and the stream is closed as soon as the block or lin
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Callable
@@ -36,6 +37,8 @@ from codectx.backend.textstream import TextStream
 from codectx.privacy.egress import SourceSpan
 from codectx.privacy.pieces import Placeholders
 from codectx.settings import Settings
+
+log = logging.getLogger(__name__)
 
 # Characters per token, to size the document-only fallback from the token budget.
 CHARS_PER_TOKEN = 3.5
@@ -102,6 +105,16 @@ class Completer:
         _, family = await self.model.family()
         await self.stop_options(family)
         self.client.gate.prepare("warm-up", {"prompt": "def f():\n    return 1\n"}, [])
+
+    async def ask_server(self) -> None:
+        """What the first completion would otherwise ask the server before its request (the model
+        name, stop-token ids, the prompt's room): remembered, so it need not wait for them. Only
+        built-in samples are sent, never code. Nothing is asked offline or without a server."""
+        if self.settings.privacy.offline or not self.settings.backend.url:
+            return
+        _, family = await self.model.family()
+        await self.stop_options(family)
+        await self.max_prompt_chars()
 
     async def stop_options(self, family: Family, ask_server: bool = True) -> tuple[list[str], dict[str, Any]]:
         """(stop strings, extra body fields): special stop tokens go as `stop_token_ids`.
@@ -266,6 +279,13 @@ class Completer:
                 if attempt == 2 or shrink is None or max_chars is None:
                     raise
                 # The text tokenized more densely than the sample: cut harder, now and from now on.
+                log.info(
+                    "the model server refused a %d-character prompt as over its context (%s); "
+                    "cutting it to %.2f of that",
+                    len(built.prompt.text),
+                    exc.server_message[:200],
+                    shrink,
+                )
                 self._shrink = min(self._shrink, shrink)
                 # Cut from what was sent, not from the budget: a prompt under its budget can
                 # still be too many tokens.

@@ -234,6 +234,11 @@ class WorkspaceSession:
         self.last = answer.sent
         return answer
 
+    async def ask_server(self) -> None:
+        """The model server's answers a first completion needs before its request, asked ahead
+        (model name, stop-token ids, prompt room; built-in samples only, no code)."""
+        await self.completer.ask_server()
+
     async def warm_up(self) -> None:
         """Ask the server once for its model and stop-token ids, and run the scanner once. No code."""
         await self.completer.warm_up()

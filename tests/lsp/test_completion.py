@@ -56,6 +56,28 @@ async def test_completion_item_with_text_edit(tmp_path: Path, repo: Path, backen
         assert sent[0]["body"]["stream"] is True
 
 
+async def test_the_warm_up_asks_the_server_so_the_first_completion_does_not(
+    tmp_path: Path, repo: Path, backend: FixedBackend
+) -> None:
+    """The model name and stop ids are asked while the editor starts, with built-in samples only."""
+
+    def tokenizes() -> list[dict]:
+        return [r for r in backend.requests if r["path"].endswith("/tokenize")]
+
+    async with lsp_session(tmp_path, repo, options(backend.url)) as lsp:  # waits for the warm-up
+        assert any(p.rstrip("/").endswith("/models") for p in backend.gets)
+        assert tokenizes() and not backend.completions()
+        lines = [ln.strip() for ln in (repo / "calc" / "report.py").read_text().splitlines()]
+        sent = " ".join(r["raw"].decode() for r in tokenizes())
+        assert not [ln for ln in lines if len(ln) > 8 and ln in sent]  # samples only, no code
+        asked = (len(backend.gets), len(tokenizes()))
+        uri = open_doc(lsp, repo / "calc" / "report.py")
+        result = await lsp.text_document_completion_async(completion_params(uri))
+        assert result.items[0].text_edit.new_text == FIXED_COMPLETION
+        assert (len(backend.gets), len(tokenizes())) == asked  # nothing asked again
+        assert len(backend.completions()) == 1
+
+
 async def test_completion_replaces_the_typed_word(tmp_path: Path, repo: Path, backend: FixedBackend) -> None:
     async with lsp_session(tmp_path, repo, options(backend.url)) as lsp:
         path = repo / "calc" / "report.py"

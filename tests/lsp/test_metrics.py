@@ -122,9 +122,11 @@ async def test_dead_backend_counts_errors_by_class_and_opens_the_circuit(tmp_pat
             assert list((await lsp.text_document_completion_async(params(uri))).items) == []
         got = scrape(port)
     assert value(got, "codectx_requests_total", kind="completion", status="error") == 3
-    # The first found the server down; the breaker failed the others fast.
-    assert value(got, "codectx_errors_total", kind="completion", error="BackendUnavailable") == 1
-    assert value(got, "codectx_errors_total", kind="completion", error="BackendCircuitOpen") == 2
+    # The start-up's questions to the server (or, on a machine slow enough for the breaker's
+    # interval to pass, the first completion) found it down; the breaker failed the others fast.
+    down = value(got, "codectx_errors_total", kind="completion", error="BackendUnavailable")
+    fast = value(got, "codectx_errors_total", kind="completion", error="BackendCircuitOpen")
+    assert down + fast == 3 and fast >= 2
     assert value(got, "codectx_bytes_sent_total") == 0  # nothing left the machine
     assert value(got, "codectx_backend_circuit_state", state="open") == 1
 

@@ -47,6 +47,7 @@ class FixedBackend:
     chunk_delay_s: float = 0.0
     model: str = "fixed-test-model"
     requests: list[dict[str, Any]] = field(default_factory=list)
+    gets: list[str] = field(default_factory=list)  # the paths of GET requests, in order
     disconnects: int = 0
     streams_open: int = 0
     pieces_sent: int = 0  # completion text events written (not keep-alives)
@@ -84,6 +85,8 @@ class FixedBackend:
                 self.wfile.write(body)
 
             def do_GET(self) -> None:
+                with backend._lock:
+                    backend.gets.append(self.path)
                 if self.path.rstrip("/").endswith("/models"):
                     self._json(200, {"object": "list", "data": [{"id": backend.model, "object": "model"}]})
                 elif self.path == "/health":
