@@ -202,8 +202,9 @@ async def _warm_up(ls: CodectxServer) -> None:
 
 
 async def _ask_server(ls: CodectxServer, folder: Folder) -> None:
-    """The folder session's questions to the model server (no code is sent); a server that is
-    down or refuses is the first completion's to report, not the warm-up's."""
+    """The folder session's questions to the model server (no code is sent). A server that is
+    down or refuses is only logged here; the circuit breaker keeps the failure, so the first
+    completion reports it at once."""
     try:
         session = await in_worker(ls.session, folder)  # in a worker: the gate compiles its rules
         await session.ask_server()

@@ -100,10 +100,9 @@ class Completer:
         self._shrink = 1.0  # learned when the server said a prompt was over its context length
 
     async def warm_up(self) -> None:
-        """The once-per-process work before the first keystroke: the model name, stop-token ids,
-        and the privacy scanner's first (slow) run. Sends no code."""
-        _, family = await self.model.family()
-        await self.stop_options(family)
+        """The once-per-process work before the first keystroke: the server's answers
+        (`ask_server`) and the privacy scanner's first (slow) run. Sends no code."""
+        await self.ask_server()
         self.client.gate.prepare("warm-up", {"prompt": "def f():\n    return 1\n"}, [])
 
     async def ask_server(self) -> None:
