@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from codectx.indexer.embedding.embedder import Embedder, name_model_id
+from codectx.indexer.embedding.order import Near
 from codectx.indexer.errors import IndexCorrupt, IndexLocked, unwritable
 from codectx.indexer.report import IndexReport, ProgressEvent, ProgressFn
 from codectx.indexer.stages import commit_lexical, embed_pending, emit, open_for_write, why
@@ -101,13 +102,15 @@ def index_workspace(
     lock_wait_s: float = 0.0,
     check_manifest: bool = True,
     checked: QuickCheck | None = None,
+    near: Near | None = None,
 ) -> IndexReport:
     """Bring the index of `root` up to date: lexical stage first, then vectors.
 
     `check_manifest=False` skips the quick no-op check; a caller that has just made it
     passes its outcome as `checked`, and the run reuses its walk of the workspace.
 
-    `embed` overrides settings.index.embed; `embedder` reuses a loaded model (the language server).
+    `embed` overrides settings.index.embed; `embedder` reuses a loaded model (the language server);
+    `near` names the files whose vectors come first (indexer/embedding/order.py).
     """
     root, index_dir, report, lock = _start(root, settings, lock_wait_s)
     try:
@@ -130,13 +133,17 @@ def index_workspace(
         try:
             report.warnings.extend(notes)
             started = (t0, walked_before)
-            return _index_once(root, settings, report, checked, progress, embed, embedder, deep, started)
+            return _index_once(
+                root, settings, report, checked, progress, embed, embedder, deep, started, near
+            )
         except IndexCorrupt as exc:
             # Damage found midway (a table file that no longer reads): rebuild once, now.
             report = IndexReport(root=str(root), index_dir=str(index_dir), warnings=notes)
             report.rebuilt = why(exc)
             IndexStore.reset(index_dir, keep_vectors=True)
-            return _index_once(root, settings, report, None, progress, embed, embedder, False, (t0, 0.0))
+            return _index_once(
+                root, settings, report, None, progress, embed, embedder, False, (t0, 0.0), near
+            )
     except OSError as exc:  # the index's own files (manifest, meta): a full disk, a read-only mount
         raise unwritable(index_dir, exc) from None
     finally:
@@ -153,6 +160,7 @@ def _index_once(
     embedder: Embedder | None,
     deep: bool,
     started: tuple[float, float],
+    near: Near | None = None,
 ) -> IndexReport:
     """One run past the quick check (the caller holds the lock); `deep`: read every table back
     before trusting it. `started`: when the run began, and how long the caller's walk took
@@ -190,7 +198,7 @@ def _index_once(
 
     emb = _embedder_for(settings, embedder, embed)
     if emb is not None:
-        embed_pending(store, emb, report, progress)
+        embed_pending(store, emb, report, progress, near=near)
         report.timings["embed"] = time.perf_counter() - t2
         store.prune_vectors(emb.model_id)
         store.prune_vectors(name_model_id(emb.model_id))
@@ -265,6 +273,7 @@ def index_paths(
     embedder: Embedder | None = None,
     lock_wait_s: float = 5.0,
     lookups: bool = True,
+    near: Near | None = None,
 ) -> IndexReport:
     """Re-index a few files (absolute or workspace-relative): changed ones rewritten, missing ones dropped.
 
@@ -280,7 +289,7 @@ def index_paths(
         if not report.rebuilt:
             try:
                 return _index_some(
-                    store, root, paths, settings, report, progress, embed, embedder, t0, lookups
+                    store, root, paths, settings, report, progress, embed, embedder, t0, lookups, near
                 )
             except IndexCorrupt as exc:  # found midway: the tables need a rebuild
                 report.rebuilt = why(exc)
@@ -288,7 +297,7 @@ def index_paths(
         # A fresh index: the few files asked for would be all of it. Index the workspace.
         lock.release()
         full = index_workspace(
-            root, settings, progress, embed=embed, embedder=embedder, lock_wait_s=lock_wait_s
+            root, settings, progress, embed=embed, embedder=embedder, lock_wait_s=lock_wait_s, near=near
         )
         full.rebuilt = report.rebuilt
         return full
@@ -307,6 +316,7 @@ def _index_some(
     embedder: Embedder | None,
     t0: float,
     lookups: bool = True,
+    near: Near | None = None,
 ) -> IndexReport:
     """The body of `index_paths` (the caller holds the lock)."""
     records = store.file_records()
@@ -337,7 +347,7 @@ def _index_some(
     commit_lexical(store, changed, removed, set(records), settings, root, report, progress)
     emb = _embedder_for(settings, embedder, embed)
     if emb is not None:
-        embed_pending(store, emb, report, progress)
+        embed_pending(store, emb, report, progress, near=near)
     _finish(store, report, emb.model_id if emb else store.model_id, emb is not None, lookups)
     report.timings["total"] = time.perf_counter() - t0
     return report

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from codectx.indexer.embedding.embedder import Embedder, name_model_id
+from codectx.indexer.embedding.order import EmbedQueue, Near, NearHashes
 from codectx.indexer.errors import IndexCorrupt, IndexSchemaMismatch
 from codectx.indexer.parsing.parse import parse_file
 from codectx.indexer.report import IndexReport, ProgressEvent, ProgressFn
@@ -25,6 +26,8 @@ from codectx.settings import Settings
 
 COMMIT_FILES = 400  # files per lexical commit: bigger is faster, smaller shows results sooner
 EMBED_COMMIT = 256  # vectors per commit: a kill loses at most this much embedding work
+# Near the open documents, smaller commits: each one is searchable as soon as it lands.
+EMBED_NEAR_COMMIT = 64
 
 
 def emit(progress: ProgressFn | None, stage: str, done: int, total: int, message: str = "") -> None:
@@ -175,11 +178,14 @@ def embed_pending(
     report: IndexReport,
     progress: ProgressFn | None = None,
     only: Iterable[str] | None = None,
+    near: Near | None = None,
 ) -> None:
     """Embed every chunk content that has no vector for the embedder's model, committing as it goes;
     then the same for name vectors (`name_model_id`), which are short and cheap.
 
-    `only` limits the work to some content hashes (e.g. the chunks of a just-saved file).
+    `only` limits the work to some content hashes (e.g. the chunks of a just-saved file). `near`
+    names the files to embed first, body and name vectors, in small commits
+    (indexer/embedding/order.py); their progress is reported as the stage `near`.
     """
     model_id = embedder.model_id
     names_id = name_model_id(model_id)
@@ -196,25 +202,58 @@ def embed_pending(
     emit(progress, "model", 0, len(pending), f"loading embedding model {model_id}")
     report.embed_backend = embedder.backend
     chunks = store.chunks_with_hashes(sorted(pending_set | names_set))
-    todo = [h for h in pending if h in chunks]
+    queue = EmbedQueue([h for h in pending if h in chunks], [h for h in sorted(names_set) if h in chunks])
+    total = queue.body_left
     done = 0
-    emit(progress, "embed", 0, len(todo))
-    for start in range(0, len(todo), EMBED_COMMIT):
-        part = todo[start : start + EMBED_COMMIT]
+    near_hashes = NearHashes(near, lambda paths: _hashes_of(store, paths))
+    near_done = 0
+    emit(progress, "embed", 0, total)
+
+    def embed(part: list[str]) -> None:
+        nonlocal done
         base = done
 
         def tick(n: int, _base: list[int] = [base]) -> None:  # noqa: B006 - running count per part
             _base[0] += n
-            emit(progress, "embed", _base[0], len(todo))
+            emit(progress, "embed", _base[0], total)
 
-        vectors = embedder.embed_documents([chunks[h] for h in part], tick)
-        store.add_vectors(model_id, part, vectors)
+        store.add_vectors(model_id, part, embedder.embed_documents([chunks[h] for h in part], tick))
         done += len(part)
         report.vectors_embedded += len(part)
-    names = [h for h in sorted(names_set) if h in chunks]
+
+    while queue.body_left:
+        hashes = near_hashes.current()
+        body, names = queue.take_near(hashes, EMBED_NEAR_COMMIT)
+        if body or names:
+            if near_done == 0 and body:
+                emit(progress, "near", 0, len(body) + queue.near_left(hashes), _near_files(near_hashes))
+            if body:
+                embed(body)
+            if names:
+                store.add_vectors(names_id, names, embedder.embed_names([chunks[h] for h in names]))
+            near_done += len(body)
+            emit(progress, "near", near_done, near_done + queue.near_left(hashes), _near_files(near_hashes))
+            continue
+        embed(queue.take(EMBED_COMMIT))
+    if near is not None and near_done == 0:
+        emit(progress, "near", 0, 0, _near_files(near_hashes))  # nothing near was pending
+    names = queue.names_left()
     if names:
         emit(progress, "names", 0, len(names))
     for start in range(0, len(names), EMBED_COMMIT * 4):
         part = names[start : start + EMBED_COMMIT * 4]
         store.add_vectors(names_id, part, embedder.embed_names([chunks[h] for h in part]))
         emit(progress, "names", start + len(part), len(names))
+
+
+def _hashes_of(store: IndexStore, paths: Sequence[str]) -> list[str]:
+    """The content hashes of these files' chunks, file by file in the given order."""
+    rank = {p: i for i, p in enumerate(paths)}
+    chunks = sorted(
+        store.chunks_of_files(list(paths)), key=lambda c: (rank.get(c.chunk.path, 0), c.chunk.start_line)
+    )
+    return [c.chunk.content_hash for c in chunks]
+
+
+def _near_files(near: NearHashes) -> str:
+    return f"{near.files} files near the open documents"

@@ -53,12 +53,15 @@ class IndexProgress:
     vectors: int = 0
     vectors_total: int = 0
     vectors_pending: int = 0  # chunks still without a vector (the indexer's last report)
+    near: int = 0  # vectors embedded near the open documents (stage "near"), of `near_total`
+    near_total: int = 0
 
     def message(self) -> str:
         files = f"{self.files}/{self.files_total}" if self.files_total else str(self.files)
         vectors = f"{self.vectors}/{self.vectors_total}" if self.vectors_total else str(self.vectors)
         prefix = f"{self.stage}: " if self.stage else ""
-        return f"{prefix}{files} files, {self.chunks} chunks, {vectors} vectors"
+        near = f" ({self.near}/{self.near_total} near the open files)" if self.near_total else ""
+        return f"{prefix}{files} files, {self.chunks} chunks, {vectors} vectors{near}"
 
     def percentage(self) -> int | None:
         if self.vectors_total:
@@ -92,6 +95,9 @@ def progress_from(*args: Any, **kwargs: Any) -> dict[str, Any]:
         elif stage == "embed":
             values["vectors"] = done
             values["vectors_total"] = total
+        elif stage == "near":
+            values["near"] = done
+            values["near_total"] = total
         return values
     sources: list[Any] = [*args, kwargs]
     for src in sources:

@@ -227,7 +227,23 @@ def index_health(folders: Iterable[Folder]) -> dict[str, Any]:
         state = "empty"
     else:
         state = "ready"
-    return {"state": state, "files": files, "chunks": chunks, "vectors_pending": pending}
+    return {
+        "state": state,
+        "files": files,
+        "chunks": chunks,
+        "vectors_pending": pending,
+        "near_open_files": _near(folders),
+    }
+
+
+def _near(folders: list[Folder]) -> dict[str, int] | None:
+    """Vectors of the open documents' neighbourhood (IndexKeeper.near_vectors) over every folder
+    that has reported them: {"vectors", "vectors_total"}; None while none has, or vectors are off."""
+    reported = [f.keeper.near_vectors for f in folders if f.settings.index.embed]
+    known = [r for r in reported if r is not None]
+    if not known:
+        return None
+    return {"vectors": sum(d for d, _ in known), "vectors_total": sum(t for _, t in known)}
 
 
 def _pending(folder: Folder) -> int:

@@ -244,8 +244,10 @@ def index_folder(
     *,
     progress: ProgressCallback,
     embedder: QueryEmbedder | None,
+    near: Callable[[], Sequence[str]] | None = None,
 ) -> IndexRun:
-    """Build or refresh a folder's index (blocking): only `paths` when given, else the whole folder."""
+    """Build or refresh a folder's index (blocking): only `paths` when given, else the whole folder.
+    `near`: the workspace-relative files whose vectors come first (the open documents' neighbourhood)."""
     from codectx.indexer.pipeline import index_paths, index_workspace
 
     shared: Any = embedder  # the session's loaded model, so indexing loads no second copy
@@ -253,9 +255,13 @@ def index_folder(
     if paths:
         # The lookup files are copied later, once saves pause (IndexKeeper): on a large index the
         # copy costs more than the run itself.
-        report = index_paths(root, list(paths), settings, progress=progress, embedder=shared, lookups=False)
+        report = index_paths(
+            root, list(paths), settings, progress=progress, embedder=shared, lookups=False, near=near
+        )
     else:
-        report = index_workspace(root, settings, progress=progress, embedder=shared, lock_wait_s=2.0)
+        report = index_workspace(
+            root, settings, progress=progress, embedder=shared, lock_wait_s=2.0, near=near
+        )
     return report
 
 

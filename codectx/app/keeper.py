@@ -9,6 +9,10 @@ An `IndexKeeper` owns the folder's open store and the background runs that build
   other processes (a model server on the same machine, a build).
 - An unindexed folder whose front end reports open files indexes those files' neighbourhood first
   (`first_files`), then the whole folder, so context comes within seconds.
+- Every run's vectors start with the same neighbourhood (`neighbourhood`, asked again before each
+  part of the embedding: a document opened during a long run moves to the front), so search and
+  completions near the open files get vectors within a minute, not after the whole folder's;
+  `near_vectors` says how far that has got.
 - After a full run that changed tables the store is reopened; after a run over saved files the
   kept store's snapshot is told to read what changed.
 - Each run's begin, progress and end go to one listener, called in the worker thread; front ends
@@ -100,6 +104,11 @@ class IndexKeeper:
         self.finished = 0  # runs ended (also failed ones)
         self.report: IndexRun | None = None  # the last successful run's
         self.first_indexed: list[Path] = []  # what an unindexed folder indexed first
+        # (vectors done, vectors owed) of the open documents' neighbourhood, as the last run's
+        # embedding reported it; None until a run embedded (or found nothing owed) near them.
+        self.near_vectors: tuple[int, int] | None = None
+        self._near_key: tuple[Path, ...] = ()
+        self._near: list[str] = []
         self._embedders = embedders  # the process's models: indexing loads no second copy
         self._executor = executor
         self.listener = listener  # set later by a front end that needs the keeper to build it
@@ -373,6 +382,22 @@ class IndexKeeper:
         with self._lock:
             self._full = True  # then the rest (the next run)
 
+    def neighbourhood(self) -> list[str]:
+        """Workspace-relative paths of the files near the documents open in the editor, nearest
+        first: the most recently opened documents, their imports, their folders' files, and the
+        imports' imports (`first_files`, at most FIRST_FILES). Recomputed when a document opens."""
+        with self._lock:
+            opened = tuple(reversed(self._opened))
+        if opened != self._near_key:
+            root = self.root.resolve()
+            try:
+                files = first_files(root, self.settings, list(opened), FIRST_FILES) if opened else []
+            except OSError:  # a folder vanished under the walk: no neighbourhood this time
+                files = []
+            self._near_key = opened
+            self._near = [p.relative_to(root).as_posix() for p in files]
+        return self._near
+
     def _run(self, paths: list[Path] | None) -> None:
         with self._lock:
             if self._lookups_timer is not None:  # this run writes them, or schedules them again
@@ -384,11 +409,16 @@ class IndexKeeper:
         self._tell(RunEvent("begin", paths=shown))
 
         def progress(*args: Any, **kwargs: Any) -> None:
+            event: Any = args[0] if len(args) == 1 else None
+            if getattr(event, "stage", None) == "near":
+                self.near_vectors = (int(event.done), int(event.total))
             self._tell(RunEvent("progress", args, kwargs, paths=shown))
 
         try:
             embedder = self._embedders.get_or_none(self.settings)
-            report = index_folder(self.root, self.settings, paths, progress=progress, embedder=embedder)
+            report = index_folder(
+                self.root, self.settings, paths, progress=progress, embedder=embedder, near=self.neighbourhood
+            )
         except ImportError as exc:
             self.state, self.error = "unavailable", f"the indexer is not installed ({exc.name})"
         except CodectxError as exc:

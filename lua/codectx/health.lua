@@ -83,6 +83,12 @@ local function check_client(client)
     index.chunks or 0,
     index.vectors_pending or 0
   )
+  local near = index.near_open_files
+  if type(near) == "table" and (index.vectors_pending or 0) > 0 then
+    local owed = math.max(0, (near.vectors_total or 0) - (near.vectors or 0))
+    index_line = index_line
+      .. (owed > 0 and (" (%d near the open files)"):format(owed) or " (the open files' neighbourhood is done)")
+  end
   if index.state == "ready" or index.state == "indexing" then
     health.ok(index_line)
   elseif index.state == "error" then

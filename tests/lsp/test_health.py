@@ -167,4 +167,10 @@ async def test_index_summary(tmp_path: Path, repo: Path) -> None:
     async with lsp_session(tmp_path, empty, opts) as lsp:
         await wait_for(lambda: index_finished(lsp), timeout=240)
         index = (await health(lsp))["index"]
-        assert index == {"state": "empty", "files": 0, "chunks": 0, "vectors_pending": 0}
+        assert index == {
+            "state": "empty",
+            "files": 0,
+            "chunks": 0,
+            "vectors_pending": 0,
+            "near_open_files": None,
+        }

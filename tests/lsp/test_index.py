@@ -101,3 +101,25 @@ async def test_watched_files_registered_dynamically(tmp_path: Path, repo: Path) 
             types.ExecuteCommandParams(command="codectx.search", arguments=[{"query": "quux_watch_marker"}])
         )
         assert locations and locations[0]["uri"].endswith("calc/watched.py")
+
+
+async def test_vectors_near_the_open_document_are_reported(tmp_path: Path) -> None:
+    """An indexed folder without vectors: the open document's neighbourhood (its folder here) is
+    embedded first, and `codectx/health` says how far it has got."""
+    from codectx.indexer.storage.store import IndexStore
+
+    from tests.support.indexes import build_index
+    from tests.support.workspace import write_workspace
+
+    files = {f"near/n{i}.py": f"def near_{i}(x):\n    return x + {i}\n" for i in range(2)}
+    files |= {f"far/f{i}.py": f"def far_{i}(x):\n    return x * {i}\n" for i in range(12)}
+    root = write_workspace(tmp_path / "ws", files)
+    build_index(root)  # lexical only: every vector is owed
+    near = {c.chunk.content_hash for c in IndexStore.open(root / ".codectx").chunks_of_files(list(files)[:2])}
+    opts = {"codectx": {"index": {"embed": True, "embed_backend": "torch"}}}
+    async with lsp_session(tmp_path, root, opts) as lsp:
+        open_doc(lsp, root / "near" / "n0.py")  # before the first check ends its wait for an answer
+        await wait_for(lambda: _ended(lsp) >= 1, timeout=240)
+        index = plain(await lsp.protocol.send_request_async("codectx/health", {}))["index"]
+        assert index["vectors_pending"] == 0, index
+        assert index["near_open_files"] == {"vectors": len(near), "vectors_total": len(near)}, index

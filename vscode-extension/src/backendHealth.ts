@@ -27,6 +27,8 @@ export interface IndexHealth {
   files: number;
   chunks: number;
   vectorsPending: number;
+  /** Vectors still owed to the open documents' neighbourhood (embedded first); undefined until the server reports it. */
+  nearPending?: number;
 }
 
 export interface HealthReport {
@@ -78,7 +80,14 @@ export function parseIndexHealth(raw: unknown): IndexHealth | undefined {
   const obj = record(raw);
   const state = obj?.state;
   if (!obj || typeof state !== "string" || !INDEX_STATES.includes(state as IndexState)) return undefined;
-  return { state: state as IndexState, files: count(obj.files), chunks: count(obj.chunks), vectorsPending: count(obj.vectors_pending) };
+  const near = record(obj.near_open_files);
+  return {
+    state: state as IndexState,
+    files: count(obj.files),
+    chunks: count(obj.chunks),
+    vectorsPending: count(obj.vectors_pending),
+    nearPending: near ? Math.max(0, count(near.vectors_total) - count(near.vectors)) : undefined,
+  };
 }
 
 /** A whole `codectx/health` answer; undefined when the answer has no usable backend part. */
@@ -177,8 +186,14 @@ export function backendLine(h: BackendHealth): string {
   }
 }
 
+/** While vectors are pending: how far the open files' neighbourhood, embedded first, has got. */
+function nearLine(i: IndexHealth): string {
+  if (i.nearPending === undefined) return "";
+  return i.nearPending > 0 ? ` (${i.nearPending} near the open files)` : " (the open files' neighbourhood is done)";
+}
+
 export function indexLine(i: IndexHealth): string {
-  const sizes = `${i.files} files, ${i.chunks} chunks${i.vectorsPending > 0 ? `, ${i.vectorsPending} vectors pending` : ""}`;
+  const sizes = `${i.files} files, ${i.chunks} chunks${i.vectorsPending > 0 ? `, ${i.vectorsPending} vectors pending${nearLine(i)}` : ""}`;
   switch (i.state) {
     case "indexing":
       return `Index: indexing (${sizes} so far)`;

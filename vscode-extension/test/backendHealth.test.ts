@@ -33,6 +33,14 @@ describe("parseHealthReport", () => {
     });
     expect(report?.backend).toMatchObject({ state: "unreachable", detail: "connection refused", model: undefined, latencyMs: undefined });
     expect(report?.index?.vectorsPending).toBe(9);
+    expect(report?.index?.nearPending).toBeUndefined();
+  });
+
+  it("reads what the open files' neighbourhood is still owed", () => {
+    const index = { state: "indexing", files: 3, chunks: 900, vectors_pending: 800, near_open_files: { vectors: 64, vectors_total: 200 } };
+    expect(parseHealthReport({ backend: OK.backend, index })?.index?.nearPending).toBe(136);
+    const none = { ...index, near_open_files: null };
+    expect(parseHealthReport({ backend: OK.backend, index: none })?.index?.nearPending).toBeUndefined();
   });
 
   it("rejects answers without a known backend state, and drops a malformed index part", () => {

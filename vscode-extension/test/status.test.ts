@@ -74,6 +74,14 @@ describe("renderStatus", () => {
     expect(renderStatus({ ...base, server: "stopped", index }).tooltip).not.toContain("Index:");
   });
 
+  it("says how far the open files' neighbourhood has got while vectors are pending", () => {
+    const index = { state: "indexing" as const, files: 9, chunks: 400, vectorsPending: 300 };
+    expect(renderStatus({ ...base, index: { ...index, nearPending: 40 } }).tooltip).toContain("300 vectors pending (40 near the open files)");
+    expect(renderStatus({ ...base, index: { ...index, nearPending: 0 } }).tooltip).toContain("300 vectors pending (the open files' neighbourhood is done)");
+    expect(renderStatus({ ...base, index }).tooltip).toContain("300 vectors pending so far");
+    expect(renderStatus({ ...base, index: { ...index, vectorsPending: 0, nearPending: 0 } }).tooltip).not.toContain("neighbourhood");
+  });
+
   it("distinguishes paused from switched off", () => {
     expect(renderStatus({ ...base, completionsPaused: true }).text).toBe("$(debug-pause) codectx paused");
     const off = renderStatus({ ...base, completionsEnabled: false, completionsPaused: true });
