@@ -18,7 +18,7 @@ VLLM_STAMP := $(VLLM_VENV)/.installed
 PROMETHEUS_DEB := 2.42.0+ds-5+deb12u1
 PROMTOOL := $(abspath .tools)/promtool/usr/bin/promtool
 
-.PHONY: promtool bench-burst wheelhouse nvim-check vsix vscode-env vscode-ext-deps node24 venv run test test-fast lint format bench bench-index bench-hostile bench-retriever bench-embedder bench-redact bench-backend bench-lsp bench-chat bench-devset bench-mcp mcp-inspector vllm-env clean help
+.PHONY: promtool bench-burst wheelhouse nvim-check vsix vscode-env vscode-ext-deps node24 venv run test test-fast lint format bench bench-index bench-hostile bench-retriever bench-embedder bench-redact bench-backend bench-lsp bench-chat bench-devset bench-near-vectors bench-mcp mcp-inspector vllm-env clean help
 
 help:
 	@echo "make run    - index this repository on the embedded defaults and show a search"
@@ -26,6 +26,7 @@ help:
 	@echo "make lint   - ruff and mypy"
 	@echo "make bench  - benchmarks (downloads pinned sdists from PyPI)"
 	@echo "make bench-devset - retrieval quality per repository of the development set (bench/devset.toml)"
+	@echo "make bench-near-vectors - Django: time until the open file's neighbourhood has vectors (NEAR_ARGS=--all: all vectors)"
 	@echo "make bench-burst - bursts of simulated developers against two vLLM replicas behind vllm-router"
 
 # An installed package's modules are compiled when pip installs it; an editable install's are not,
@@ -129,6 +130,11 @@ DEVSET_ARGS ?=
 bench-devset: venv
 	$(PY) bench/bench_devset.py --limit $(DEVSET_LIMIT) $(DEVSET_ARGS)
 	$(PY) bench/devset_misses.py --limit $(DEVSET_LIMIT)
+
+# Vectors where the user is, first (issue 20): initialize -> the open file's neighbourhood embedded.
+NEAR_ARGS ?=
+bench-near-vectors: venv
+	$(PY) bench/bench_near_vectors.py $(NEAR_ARGS)
 
 bench-redact: venv
 	$(PY) bench/bench_redact.py

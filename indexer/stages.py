@@ -11,6 +11,7 @@ import hashlib
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from codectx.indexer.embedding.embedder import Embedder, name_model_id
 from codectx.indexer.embedding.order import EmbedQueue, Near, NearHashes
@@ -201,12 +202,25 @@ def embed_pending(
         return
     emit(progress, "model", 0, len(pending), f"loading embedding model {model_id}")
     report.embed_backend = embedder.backend
-    chunks = store.chunks_with_hashes(sorted(pending_set | names_set))
-    queue = EmbedQueue([h for h in pending if h in chunks], [h for h in sorted(names_set) if h in chunks])
+    # Chunk texts are read when a part needs them: the neighbourhood's few first, the rest in one
+    # read once the rest begins. Reading all of Django's 42k up front took 5-12 s before the
+    # neighbourhood's first vector.
+    chunks: dict[str, Any] = {}
+    asked: set[str] = set()
+
+    def texts(hashes: Sequence[str]) -> list[str]:
+        missing = [h for h in hashes if h not in asked]
+        if missing:
+            asked.update(missing)
+            chunks.update(store.chunks_with_hashes(missing))
+        return [h for h in hashes if h in chunks]  # a row gone since the hashes were read: skipped
+
+    queue = EmbedQueue(pending, sorted(names_set))
     total = queue.body_left
     done = 0
     near_hashes = NearHashes(near, lambda paths: _hashes_of(store, paths))
     near_done = 0
+    rest_read = False
     emit(progress, "embed", 0, total)
 
     def embed(part: list[str]) -> None:
@@ -217,9 +231,16 @@ def embed_pending(
             _base[0] += n
             emit(progress, "embed", _base[0], total)
 
-        store.add_vectors(model_id, part, embedder.embed_documents([chunks[h] for h in part], tick))
+        found = texts(part)
+        if found:
+            store.add_vectors(model_id, found, embedder.embed_documents([chunks[h] for h in found], tick))
         done += len(part)
-        report.vectors_embedded += len(part)
+        report.vectors_embedded += len(found)
+
+    def embed_names(part: list[str]) -> None:
+        found = texts(part)
+        if found:
+            store.add_vectors(names_id, found, embedder.embed_names([chunks[h] for h in found]))
 
     while queue.body_left:
         hashes = near_hashes.current()
@@ -230,10 +251,13 @@ def embed_pending(
             if body:
                 embed(body)
             if names:
-                store.add_vectors(names_id, names, embedder.embed_names([chunks[h] for h in names]))
+                embed_names(names)
             near_done += len(body)
             emit(progress, "near", near_done, near_done + queue.near_left(hashes), _near_files(near_hashes))
             continue
+        if not rest_read:
+            texts(queue.remaining())  # the rest's texts, in one read
+            rest_read = True
         embed(queue.take(EMBED_COMMIT))
     if near is not None and near_done == 0:
         emit(progress, "near", 0, 0, _near_files(near_hashes))  # nothing near was pending
@@ -241,18 +265,16 @@ def embed_pending(
     if names:
         emit(progress, "names", 0, len(names))
     for start in range(0, len(names), EMBED_COMMIT * 4):
-        part = names[start : start + EMBED_COMMIT * 4]
-        store.add_vectors(names_id, part, embedder.embed_names([chunks[h] for h in part]))
-        emit(progress, "names", start + len(part), len(names))
+        embed_names(names[start : start + EMBED_COMMIT * 4])
+        emit(progress, "names", start + len(names[start : start + EMBED_COMMIT * 4]), len(names))
 
 
-def _hashes_of(store: IndexStore, paths: Sequence[str]) -> list[str]:
-    """The content hashes of these files' chunks, file by file in the given order."""
-    rank = {p: i for i, p in enumerate(paths)}
-    chunks = sorted(
-        store.chunks_of_files(list(paths)), key=lambda c: (rank.get(c.chunk.path, 0), c.chunk.start_line)
-    )
-    return [c.chunk.content_hash for c in chunks]
+def _hashes_of(store: IndexStore, paths: Sequence[str]) -> list[list[str]]:
+    """The content hashes of each file's chunks (in line order), files in the given order."""
+    by_file: dict[str, list[tuple[int, str]]] = {p: [] for p in paths}
+    for c in store.chunks_of_files(list(paths)):
+        by_file.setdefault(c.chunk.path, []).append((c.chunk.start_line, c.chunk.content_hash))
+    return [[h for _, h in sorted(rows)] for rows in by_file.values() if rows]
 
 
 def _near_files(near: NearHashes) -> str:

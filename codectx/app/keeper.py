@@ -55,6 +55,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+
+class _Closing(Exception):
+    """Raised from a run's progress callback once the keeper is closed (not a CodectxError)."""
+
+
 FIRST_FILES = 40  # at most this many files go first (each costs ~40 ms to index on 2 cores)
 # After runs over saved files, the lookup files are copied once no run came for this long: the copy
 # reads three whole tables (0.33 s on Django, where a one-file run takes 0.2 s).
@@ -403,12 +408,14 @@ class IndexKeeper:
             if self._lookups_timer is not None:  # this run writes them, or schedules them again
                 self._lookups_timer.cancel()
                 self._lookups_timer = None
-        self.state = "indexing"
+        before, self.state = self.state, "indexing"
         self.started += 1
         shown = tuple(paths) if paths else None
         self._tell(RunEvent("begin", paths=shown))
 
         def progress(*args: Any, **kwargs: Any) -> None:
+            if self._closed:  # the server is closing: stop at this step, what was committed stays
+                raise _Closing
             event: Any = args[0] if len(args) == 1 else None
             if getattr(event, "stage", None) == "near":
                 self.near_vectors = (int(event.done), int(event.total))
@@ -419,6 +426,9 @@ class IndexKeeper:
             report = index_folder(
                 self.root, self.settings, paths, progress=progress, embedder=embedder, near=self.neighbourhood
             )
+        except _Closing:
+            log.info("indexing %s stopped: the workspace was closed (committed parts are kept)", self.root)
+            self.state = before
         except ImportError as exc:
             self.state, self.error = "unavailable", f"the indexer is not installed ({exc.name})"
         except CodectxError as exc:

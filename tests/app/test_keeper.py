@@ -294,3 +294,37 @@ def test_runs_over_saved_files_copy_the_lookup_files_once_saves_pause(
     else:
         raise AssertionError("the lookup files were never brought up to date")
     keeper.close()
+
+
+def test_closing_stops_a_run_at_its_next_step_and_the_next_start_finishes_it(tmp_path: Path) -> None:
+    """An editor closing in the middle of a long run (tens of minutes of embedding on a large tree)
+    must not keep the process busy until the run ends, nor log a crash when the interpreter's
+    executors refuse work at exit: the run stops at its next progress step, as a stop, not a failure."""
+    files = {f"pkg/mod{i}.py": f"def f{i}(x):\n    return x + {i}\n" for i in range(40)}
+    root = write_workspace(tmp_path / "ws", files)
+
+    class CloseOnFirstStep(Recorder):
+        steps = 0
+
+        def __call__(self, keeper: IndexKeeper, event: RunEvent) -> None:
+            if event.kind == "progress":
+                type(self).steps += 1
+                keeper.close()
+            super().__call__(keeper, event)
+
+    with ThreadPoolExecutor(1) as executor:
+        recorder = CloseOnFirstStep()
+        keeper = keeper_of(root, executor, recorder)
+        keeper.request()
+        assert keeper.wait_idle(60)
+    assert CloseOnFirstStep.steps == 1, "the run went on after the keeper closed"
+    assert keeper.state == "idle" and not keeper.error
+    assert keeper.report is None
+    assert [kind for kind, _, _ in recorder.events] == ["begin", "end"]
+
+    with ThreadPoolExecutor(1) as executor:
+        again = keeper_of(root, executor, Recorder())
+        again.request()
+        assert again.wait_idle(60)
+    assert again.state == "ready", again.error
+    assert again.report is not None and again.report.files == 40

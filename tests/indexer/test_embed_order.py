@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from codectx.indexer import stages
 from codectx.indexer.embedding.embedder import Embedder, name_model_id
-from codectx.indexer.embedding.order import EmbedQueue
+from codectx.indexer.embedding.order import EmbedQueue, NearHashes
 from codectx.indexer.pipeline import index_workspace
 from codectx.indexer.storage.store import IndexStore
 
@@ -134,3 +134,17 @@ def test_the_queue_hands_out_near_hashes_first_then_the_rest_in_order() -> None:
     assert queue.take_near(["c"], 5) == (["c"], [])
     assert queue.take(9) == ["e"] and queue.body_left == 0
     assert queue.names_left() == ["a"] and queue.names_left() == []
+
+
+def test_the_neighbourhood_is_files_nearest_first_within_a_chunk_budget() -> None:
+    files = {
+        "open.py": ["o1", "o2", "o3"],
+        "big.py": ["b1", "b2", "b3", "b4"],
+        "a.py": ["a1"],
+        "b.py": ["c1", "c2"],
+    }
+    near = NearHashes(lambda: list(files), lambda paths: [files[p] for p in paths], max_chunks=5)
+    assert near.current() == ["o1", "o2", "o3", "a1"]  # big.py does not fit, a.py does, b.py no longer
+    assert near.files == 2
+    huge = NearHashes(lambda: ["big.py", "a.py"], lambda paths: [files[p] for p in paths], max_chunks=2)
+    assert huge.current() == ["b1", "b2", "b3", "b4"]  # the nearest file always counts whole
