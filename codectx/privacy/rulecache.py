@@ -156,13 +156,18 @@ def write(path: Path, rules: RuleSet) -> bool:
         with os.fdopen(fd, "wb") as fh:
             marshal.dump(dump(rules), fh)
         os.replace(tmp, path)
-        return True
     except OSError as exc:  # a read-only cache folder costs the next start the full build, nothing else
         log.debug("rule cache not written to %s: %s", path, exc)
         if tmp:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
         return False
+    if path.name.startswith("rules-"):  # files for other rule files or code are never read again
+        for stale in path.parent.glob("rules-*.marshal"):
+            if stale != path:
+                with contextlib.suppress(OSError):
+                    stale.unlink()
+    return True
 
 
 def dump(rules: RuleSet) -> dict[str, Any]:

@@ -134,3 +134,13 @@ def test_an_unwritable_cache_folder_still_gives_the_rules(
     blocker.write_text("a file where the cache folder should be")
     rules = rulecache.cached(*sources, lambda: _build_default(*sources), path=blocker / "rules.marshal")
     assert len(rules.rules) > 400
+
+
+def test_a_new_cache_file_replaces_those_of_older_rules(tmp_path: Path, sources: tuple[bytes, bytes]) -> None:
+    old = tmp_path / "rules-0123456789ab.marshal"
+    old.write_bytes(b"left by an older codectx")
+    unrelated = tmp_path / "generated-code-cpython-311.marshal"
+    unrelated.write_bytes(b"not ours to remove")
+    path = tmp_path / f"rules-{rulecache.digest(*sources)}.marshal"
+    rulecache.cached(*sources, lambda: _build_default(*sources), path=path)
+    assert path.exists() and not old.exists() and unrelated.exists()
