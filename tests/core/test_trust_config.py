@@ -47,7 +47,8 @@ def _tree(root: Path, skip: Path) -> set[str]:
         if here == skip or skip in here.parents or "_xdg" in here.parts:
             dirnames[:] = []
             continue
-        out.update(str(here / n) for n in dirnames + filenames)
+        # The XDG folders (conftest: tmp_path/_xdg) are the user's: the rule cache writes there.
+        out.update(str(here / n) for n in dirnames + filenames if "_xdg" not in (here / n).parts)
     return out
 
 
