@@ -265,8 +265,9 @@ def embed_pending(
     if names:
         emit(progress, "names", 0, len(names))
     for start in range(0, len(names), EMBED_COMMIT * 4):
-        embed_names(names[start : start + EMBED_COMMIT * 4])
-        emit(progress, "names", start + len(names[start : start + EMBED_COMMIT * 4]), len(names))
+        part = names[start : start + EMBED_COMMIT * 4]
+        embed_names(part)
+        emit(progress, "names", start + len(part), len(names))
 
 
 def _hashes_of(store: IndexStore, paths: Sequence[str]) -> list[list[str]]:
