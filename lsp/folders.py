@@ -283,7 +283,12 @@ class Workspaces:
         loop.call_soon_threadsafe(self._begun if event.kind == "begin" else self._ended, folder)
 
     def _begun(self, folder: Folder) -> None:
-        folder.progress = IndexProgress(stage="starting")
+        # The index keeps its chunks while a run updates it: health and the status line go on
+        # showing the last run's count (not 0) until this run reports its own at the end.
+        last = folder.progress
+        folder.progress = IndexProgress(
+            stage="starting", chunks=last.chunks, vectors_pending=last.vectors_pending
+        )
         folder.reported_at = 0.0
         self._sink(folder, folder.progress, "begin")
 

@@ -140,6 +140,25 @@ def test_progress_from_pipeline_events_and_kwargs() -> None:
     assert p.message() == "1/2 files, 3 chunks, 4/8 vectors" and p.percentage() == 75
 
 
+def test_a_new_run_keeps_the_index_chunk_count_until_it_reports_its_own() -> None:
+    """While a run updates an index, health and the status line show the index's last chunk
+    count, not 0 (a Django-size index read `chunks: 0` for the whole embedding run)."""
+    from codectx.lsp.folders import Workspaces
+
+    sent: list[tuple[str, int, int, int]] = []
+
+    def sink(folder: object, p: IndexProgress, event: str) -> None:
+        sent.append((event, p.chunks, p.files, p.vectors_pending))
+
+    spaces = Workspaces(sink, print, embedders=None)  # type: ignore[arg-type]
+    folder = SimpleNamespace(
+        progress=IndexProgress(stage="ready", files=40, chunks=900, vectors_pending=12), reported_at=5.0
+    )
+    spaces._begun(folder)  # type: ignore[arg-type]
+    assert sent == [("begin", 900, 0, 12)]
+    assert folder.progress.stage == "starting" and folder.reported_at == 0.0
+
+
 def test_folder_layer_repeating_user_values_is_not_a_warning(tmp_path: Path) -> None:
     same = {"codectx": {"backend": {"url": "http://mine/v1"}}}
     result = build_settings(tmp_path, same, same, environ={}, user_config=tmp_path / "none.toml")
