@@ -1,4 +1,5 @@
-"""A sweep of retriever settings over the development set, lexical path, cross-file tasks only.
+"""A sweep of retriever settings over the development set: cross-file tasks on the lexical path,
+or (`--natural-language`) natural-language search with vectors.
 
 Each setting (`retriever.KEY=VALUE`, several comma-joined make one variant) is passed to the
 same `run_eval` that `codectx eval --lexical` runs, on the indexes bench_devset.py built; the
@@ -8,6 +9,10 @@ each variant hurts (a drop over 0.01): issue 20 calls a constant that helps the 
 more than a third of the repositories overfitting.
 
     .venv/bin/python bench/devset_sweep.py retriever.used_weight=0.5 retriever.used_weight=1.0
+    .venv/bin/python bench/devset_sweep.py --natural-language retriever.name_weight=0.3
+
+`--natural-language` needs the indexes' vectors (`bench_devset.py --vectors all` embeds them)
+and loads the default embedding model once.
 
 Writes bench/results/devset-sweep-<time>.json.
 """
@@ -26,7 +31,8 @@ sys.path.insert(0, str(HERE))
 from bench_devset import INDEXES, fetch, load_devset  # noqa: E402
 from common import RESULTS  # noqa: E402
 
-KINDS = (("cross_file_typed", "recall@5"), ("cross_file_untyped", "recall@10"))
+CODE_KINDS = (("cross_file_typed", "recall@5"), ("cross_file_untyped", "recall@10"))
+TEXT_KINDS = (("natural_language", "recall@10"),)
 
 
 def parse_variant(text: str) -> dict[str, Any]:
@@ -37,7 +43,14 @@ def parse_variant(text: str) -> dict[str, Any]:
     return out
 
 
-def evaluate(repo: dict[str, Any], overrides: dict[str, Any], limit: int, seed: int) -> dict[str, Any]:
+def evaluate(
+    repo: dict[str, Any],
+    overrides: dict[str, Any],
+    limit: int,
+    seed: int,
+    kinds: tuple[tuple[str, str], ...] = CODE_KINDS,
+    embedder: Any = None,
+) -> dict[str, Any]:
     from codectx.indexer.storage.store import IndexStore
     from codectx.retriever.eval import run_eval
 
@@ -49,9 +62,15 @@ def evaluate(repo: dict[str, Any], overrides: dict[str, Any], limit: int, seed: 
         root, {"index.index_dir": str(index_dir), "retriever.context_dense": False, **overrides}
     )
     report = run_eval(
-        IndexStore.open(index_dir), settings, root, limit=limit, seed=seed, kinds=[k for k, _ in KINDS]
+        IndexStore.open(index_dir),
+        settings,
+        root,
+        embedder=embedder,
+        limit=limit,
+        seed=seed,
+        kinds=[k for k, _ in kinds],
     )
-    return {kind: report["results"][kind]["codectx"] for kind, _ in KINDS}
+    return {kind: report["results"][kind]["codectx"] for kind, _ in kinds}
 
 
 def main() -> int:
@@ -60,7 +79,16 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repos", default="")
+    ap.add_argument(
+        "--natural-language", action="store_true", help="natural-language search with vectors instead"
+    )
     args = ap.parse_args()
+    kinds, embedder = CODE_KINDS, None
+    if args.natural_language:
+        from codectx.app.index import load_embedder
+        from codectx.settings import load_settings
+
+        kinds, embedder = TEXT_KINDS, load_embedder(load_settings(None, {}))
     repos = load_devset()
     if args.repos:
         repos = [r for r in repos if r["name"] in set(args.repos.split(","))]
@@ -70,10 +98,10 @@ def main() -> int:
         overrides = {} if variant == "(defaults)" else parse_variant(variant)
         table[variant] = {}
         for repo in repos:
-            table[variant][repo["name"]] = evaluate(repo, overrides, args.limit, args.seed)
+            table[variant][repo["name"]] = evaluate(repo, overrides, args.limit, args.seed, kinds, embedder)
         print(f"done {variant}", flush=True)
     base = table["(defaults)"]
-    for kind, metric in KINDS:
+    for kind, metric in kinds:
         print(f"\n{kind} {metric}")
         print(f"{'repository':14}" + "".join(f" {v[:28]:>28}" for v in variants))
         pooled: dict[str, list[float]] = {v: [0.0, 0.0] for v in variants}
