@@ -195,6 +195,10 @@ def _index_once(
     t2 = time.perf_counter()
     report.timings["lexical"] = t2 - t1
     store.update_meta(lexical_indexed=time.time())
+    # The index's chunk count before a long embedding stage: the language server's health
+    # showed 0 chunks through all of Django's ~8 minutes of vectors.
+    chunks = store.chunk_count()
+    emit(progress, "chunks", chunks, chunks)
 
     emb = _embedder_for(settings, embedder, embed)
     if emb is not None:
@@ -345,6 +349,8 @@ def _index_some(
             continue
         changed.append(sf)
     commit_lexical(store, changed, removed, set(records), settings, root, report, progress)
+    chunks = store.chunk_count()
+    emit(progress, "chunks", chunks, chunks)
     emb = _embedder_for(settings, embedder, embed)
     if emb is not None:
         embed_pending(store, emb, report, progress, near=near)

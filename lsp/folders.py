@@ -98,6 +98,8 @@ def progress_from(*args: Any, **kwargs: Any) -> dict[str, Any]:
         elif stage == "near":
             values["near"] = done
             values["near_total"] = total
+        elif stage == "chunks":  # the index's chunks once its lexical part is written
+            values["chunks"] = done
         return values
     sources: list[Any] = [*args, kwargs]
     for src in sources:

@@ -119,10 +119,15 @@ def test_partial_index_answers_fts_then_fills_vectors(ws: Path, embedder: Embedd
     assert store.vector_search(embedder.embed_query("slug"), 3, embedder.model_id) == []
 
     calls = embedder.calls
+    events.clear()
     filled = index_workspace(ws, settings, events.append, embedder=embedder)
     assert filled.added == 0 and filled.vectors_embedded == stats.vectors_pending == embedder.calls - calls
     assert store.stats(embedder.model_id).vectors_pending == 0
     assert any(e.stage == "embed" and e.done == e.total for e in events)
+    # The index's chunk count is reported before the embedding begins, not only at the end.
+    stages = [e.stage for e in events]
+    counted = stages.index("chunks")
+    assert events[counted].done == filled.chunks > 0 and counted < stages.index("embed")
 
 
 def test_second_indexer_gets_clear_lock_message(ws: Path) -> None:

@@ -135,6 +135,7 @@ def test_progress_from_pipeline_events_and_kwargs() -> None:
 
     assert progress_from(Event("parse", 3, 10)) == {"stage": "parse", "files": 3, "files_total": 10}
     assert progress_from(Event("embed", 5, 50))["vectors_total"] == 50
+    assert progress_from(Event("chunks", 900, 900)) == {"stage": "chunks", "chunks": 900}
     assert progress_from(files=2, chunks=7) == {"files": 2, "chunks": 7}
     p = IndexProgress(files=1, files_total=2, chunks=3, vectors=4, vectors_total=8)
     assert p.message() == "1/2 files, 3 chunks, 4/8 vectors" and p.percentage() == 75
