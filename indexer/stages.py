@@ -259,6 +259,7 @@ def embed_pending(
             texts(queue.remaining())  # the rest's texts, in one read
             rest_read = True
         embed(queue.take(EMBED_COMMIT))
+        emit(progress, "embedded", done, total)  # a commit landed (the keeper may stop here)
     if near is not None and near_done == 0:
         emit(progress, "near", 0, 0, _near_files(near_hashes))  # nothing near was pending
     names = queue.names_left()

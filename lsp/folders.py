@@ -92,7 +92,8 @@ def progress_from(*args: Any, **kwargs: Any) -> dict[str, Any]:
         if stage in ("discover", "parse", "done"):
             values["files"] = done
             values["files_total"] = total
-        elif stage == "embed":
+        elif stage in ("embed", "embedded"):
+            values["stage"] = "embed"
             values["vectors"] = done
             values["vectors_total"] = total
         elif stage == "near":

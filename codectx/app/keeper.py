@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
@@ -58,6 +59,18 @@ log = logging.getLogger(__name__)
 
 class _Closing(Exception):
     """Raised from a run's progress callback once the keeper is closed (not a CodectxError)."""
+
+
+class _Yielding(Exception):
+    """Raised from a run's progress callback, between two embedding commits, when files were saved
+    meanwhile: the run stops there and the next one indexes them first, then embeds the rest."""
+
+
+# Embedding all of Django takes 8-30 minutes; a file saved meanwhile would have waited for all of
+# it before its symbols and full text were updated. A run embedding vectors therefore stops at the
+# next commit when something is asked, but at most once per YIELD_EVERY_S, so that saves every few
+# seconds cannot starve the embedding (each stop costs the next run a walk of the folder).
+YIELD_EVERY_S = 30.0
 
 
 FIRST_FILES = 40  # at most this many files go first (each costs ~40 ms to index on 2 cores)
@@ -140,6 +153,7 @@ class IndexKeeper:
         self._dirty = False
         self._closed = False
         self._full = False
+        self._yielded_at = -YIELD_EVERY_S  # when a run last stopped for saved files (monotonic)
         self._paths: set[Path] = set()
         self._opened: list[Path] = []
         self._opened_event = threading.Event()
@@ -383,7 +397,7 @@ class IndexKeeper:
             len(first),
             ", ".join(names[:40]) + (", ..." if len(names) > 40 else ""),
         )
-        self._run(first)
+        self._run(first, may_yield=False)
         with self._lock:
             self._full = True  # then the rest (the next run)
 
@@ -403,7 +417,9 @@ class IndexKeeper:
             self._near = [p.relative_to(root).as_posix() for p in files]
         return self._near
 
-    def _run(self, paths: list[Path] | None) -> None:
+    def _run(self, paths: list[Path] | None, may_yield: bool = True) -> None:
+        """One run over `paths` (None: the whole folder); `may_yield`: it may stop between two
+        embedding commits for files saved meanwhile (not the first files, whose vectors are next)."""
         with self._lock:
             if self._lookups_timer is not None:  # this run writes them, or schedules them again
                 self._lookups_timer.cancel()
@@ -420,6 +436,8 @@ class IndexKeeper:
             if getattr(event, "stage", None) == "near":
                 self.near_vectors = (int(event.done), int(event.total))
             self._tell(RunEvent("progress", args, kwargs, paths=shown))
+            if may_yield and _between_commits(event) and self._may_yield():
+                raise _Yielding
 
         try:
             embedder = self._embedders.get_or_none(self.settings)
@@ -429,6 +447,13 @@ class IndexKeeper:
         except _Closing:
             log.info("indexing %s stopped: the workspace was closed (committed parts are kept)", self.root)
             self.state = before
+        except _Yielding:
+            log.info("indexing %s: files were saved; they go first, then the vectors go on", self.root)
+            self.state = before
+            with self._lock:
+                self._yielded_at = time.monotonic()
+                if paths is None:
+                    self._full = True  # the whole-folder run is not finished: it runs again
         except ImportError as exc:
             self.state, self.error = "unavailable", f"the indexer is not installed ({exc.name})"
         except CodectxError as exc:
@@ -442,6 +467,12 @@ class IndexKeeper:
             self.finished += 1
             self._changed.notify_all()
         self._tell(RunEvent("end", paths=shown))
+
+    def _may_yield(self) -> bool:
+        """Files were saved during this run (a whole-folder request, as the polling watcher sends,
+        waits for the run's end), and no run stopped for them in the last YIELD_EVERY_S."""
+        with self._lock:
+            return bool(self._paths) and time.monotonic() - self._yielded_at >= YIELD_EVERY_S
 
     def _done(self, report: IndexRun, paths: list[Path] | None) -> None:
         # Bad ignore lines, undecodable names, files that changed kind: the log, no popup.
@@ -495,3 +526,10 @@ class IndexKeeper:
             self.listener(self, event)
         except Exception:  # a listener's failure must not stop indexing
             log.warning("an index listener failed on %s", event.kind, exc_info=True)
+
+
+def _between_commits(event: Any) -> bool:
+    """A progress event sent between two embedding commits (indexer/stages.py: embed_pending):
+    stopping there loses no vector."""
+    stage, done = getattr(event, "stage", None), getattr(event, "done", None)
+    return stage in ("near", "embedded", "names") or (stage == "embed" and done == 0)

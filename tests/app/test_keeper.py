@@ -328,3 +328,47 @@ def test_closing_stops_a_run_at_its_next_step_and_the_next_start_finishes_it(tmp
         assert again.wait_idle(60)
     assert again.state == "ready", again.error
     assert again.report is not None and again.report.files == 40
+
+
+def test_a_file_saved_during_embedding_is_indexed_before_the_rest_of_the_vectors(tmp_path: Path) -> None:
+    """A large folder's embedding takes many minutes; a file saved meanwhile must not wait for all
+    of it: the run stops at its next commit, the saved file is indexed, then the vectors go on."""
+    from codectx.indexer.pipeline import index_workspace
+    from codectx.indexer.storage.store import IndexStore
+
+    files = {f"pkg/m{i}.py": f"def f{i}(x):\n    return x + {i}\n" for i in range(300)}
+    root = write_workspace(tmp_path / "ws", files)
+    index_workspace(root, lexical_settings(root))  # indexed, every vector owed
+    settings = load_settings(
+        root,
+        {"index.embed": True, "index.embed_backend": "torch"},
+        environ={},
+        user_config=root.parent / "none.toml",
+    )
+    saved = root / "pkg" / "saved.py"
+    starts: list[tuple[int, int]] = []  # (run, vectors owed) at each run's embedding start
+
+    class SaveWhileEmbedding(Recorder):
+        def __call__(self, keeper: IndexKeeper, event: RunEvent) -> None:
+            step = event.args[0] if event.kind == "progress" and len(event.args) == 1 else None
+            if getattr(step, "stage", None) == "embed" and step.done == 0:
+                starts.append((keeper.started, step.total))
+                if keeper.started == 1:  # the editor saves a new file as the first run embeds
+                    saved.write_text("def saved_marker():\n    return 1\n")
+                    keeper.request([saved])
+            super().__call__(keeper, event)
+
+    with ThreadPoolExecutor(1) as executor:
+        recorder = SaveWhileEmbedding()
+        keeper = IndexKeeper(root, settings, Embedders(), executor, listener=recorder)
+        keeper.request()
+        assert keeper.wait_idle(300)
+        keeper.close()
+    assert keeper.state == "ready", keeper.error
+    # The second run began with all 301 vectors still owed: the first stopped before embedding
+    # any, so the saved file did not wait for them (without stopping: 1 owed, the saved file's).
+    assert starts == [(1, 300), (2, 301)]
+    assert len(recorder.runs()) == 2  # one stop only: the second run finished everything
+    store = IndexStore.open(settings.index_dir())
+    assert [d.path for d in store.symbols_named("saved_marker")] == ["pkg/saved.py"]
+    assert keeper.report is not None and keeper.report.vectors_pending == 0
