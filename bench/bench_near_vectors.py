@@ -8,7 +8,11 @@ completion there (as a user who types; the fixed-answer model server answers it)
 `codectx/health` once a second. It reports:
 - the time from `initialize` to "vectors for the open file's neighbourhood"
   (`near_open_files.vectors == vectors_total`), and how many chunks that neighbourhood holds;
-- with `--all`, the time to "all vectors" (`vectors_pending == 0`; tens of minutes on 2 cores).
+- with `--all`, the time to "all vectors" (`vectors_pending == 0`; tens of minutes on 2 cores);
+- with `--save`, once the neighbourhood is embedded: a new file is saved in the workspace (a copy
+  of the Django tree, so the shared one stays as downloaded) and the bench times `didSave` to
+  "its function is found by `codectx.search`", with the vectors still owed at that moment (the
+  saved file should not wait for the rest of the embedding).
 
 The model server is a loopback fixed-answer server.
 Target: neighbourhood vectors within 60 s of opening a Django file on this machine.
@@ -104,6 +108,8 @@ async def measure(
             if "near_s" not in out and near.get("vectors_total") and near["vectors"] >= near["vectors_total"]:
                 out["near_s"], out["near_chunks"] = now, near["vectors_total"]
                 print(f"  neighbourhood embedded after {now} s ({near['vectors_total']} chunks)", flush=True)
+                if args.save:
+                    out["save"] = await saved_file_found(lsp, root, deadline)
                 if not args.all:
                     break
             if "near_s" in out and index.get("state") == "ready" and not index.get("vectors_pending"):
@@ -114,11 +120,42 @@ async def measure(
     return out
 
 
+SAVED = "django/codectx_bench_saved.py"
+MARKER = "codectx_bench_saved_marker"
+
+
+async def saved_file_found(lsp: Any, root: Path, deadline: float) -> dict[str, Any]:
+    """Save a new file, then time didSave -> its function found by `codectx.search`."""
+    path = root / SAVED
+    path.write_text(f"def {MARKER}(value):\n    return value\n", encoding="utf-8")
+    saved = time.perf_counter()
+    lsp.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=path.as_uri()))
+    )
+    while time.perf_counter() < deadline:
+        found = await lsp.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="codectx.search", arguments=[{"query": MARKER, "k": 3}])
+        )
+        if any(str(loc.get("uri", "")).endswith(SAVED) for loc in found or []):
+            index = plain(await lsp.protocol.send_request_async("codectx/health", {}))["index"]
+            result = {
+                "found_s": round(time.perf_counter() - saved, 1),
+                "vectors_pending": index["vectors_pending"],
+            }
+            print(f"  saved file found by search {result['found_s']} s after didSave", flush=True)
+            return result
+        await asyncio.sleep(0.5)
+    return {"found_s": None}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--all", action="store_true", help="also wait for every vector (tens of minutes)")
+    parser.add_argument(
+        "--save", action="store_true", help="then save a new file and time it until search finds it"
+    )
     parser.add_argument("--limit-s", type=float, default=600.0, help="give up after this long (default 600)")
     args = parser.parse_args()
     root = fetch_sdist(*SDIST)
@@ -133,6 +170,8 @@ def main() -> int:
     try:
         index_dir = work / "index"
         shutil.copytree(lexical, index_dir)  # the shared lexical index stays without vectors
+        if args.save:  # the saved file goes into a copy (same mtimes: the index stays current)
+            root = Path(shutil.copytree(root, work / "tree", symlinks=True))
         result = asyncio.run(measure(args, root, index_dir, fixed.url, work / "session"))
     finally:
         fixed.stop()
@@ -154,6 +193,17 @@ def main() -> int:
         ),
         ("load average at start", "/".join(f"{v:.1f}" for v in result["load_avg_at_start"]), ""),
     ]
+    if args.save:
+        save = result.get("save") or {}
+        rows.append(
+            (
+                "didSave -> the saved file found by search",
+                f"{save['found_s']} s ({save['vectors_pending']} vectors still owed)"
+                if save.get("found_s") is not None
+                else "not found",
+                "",
+            )
+        )
     print(table(rows))
     print(f"written: {write_results('bench_near_vectors', result)}")
     return 0 if "near_s" in result else 1

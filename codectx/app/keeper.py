@@ -459,8 +459,12 @@ class IndexKeeper:
         except CodectxError as exc:
             self.state, self.error = "failed", str(exc)
         except Exception as exc:
-            log.exception("indexing %s crashed", self.root)
-            self.state, self.error = "failed", f"indexing crashed ({type(exc).__name__}: {exc})"
+            if self._closed:  # the process is exiting: its executors refuse work before a step
+                log.info("indexing %s stopped as the workspace closed (%r)", self.root, exc)
+                self.state = before
+            else:
+                log.exception("indexing %s crashed", self.root)
+                self.state, self.error = "failed", f"indexing crashed ({type(exc).__name__}: {exc})"
         else:
             self._done(report, paths)
         with self._lock:

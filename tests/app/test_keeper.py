@@ -372,3 +372,27 @@ def test_a_file_saved_during_embedding_is_indexed_before_the_rest_of_the_vectors
     store = IndexStore.open(settings.index_dir())
     assert [d.path for d in store.symbols_named("saved_marker")] == ["pkg/saved.py"]
     assert keeper.report is not None and keeper.report.vectors_pending == 0
+
+
+def test_an_error_once_the_keeper_is_closed_is_a_stop_not_a_crash(
+    ws: Path, pool: ThreadPoolExecutor, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """At exit the interpreter's executors refuse work ("cannot schedule new futures after
+    interpreter shutdown") before the run reaches its next progress step: a closed keeper's run
+    then ends as a stop, logged at INFO, not as a crash with a traceback."""
+    import codectx.app.keeper as keeper_module
+
+    keeper = keeper_of(ws, pool, Recorder())
+
+    def refused(*args: object, **kwargs: object) -> None:
+        keeper.close()
+        raise RuntimeError("cannot schedule new futures after interpreter shutdown")
+
+    monkeypatch.setattr(keeper_module, "index_folder", refused)
+    with caplog.at_level("INFO", logger="codectx.app.keeper"):
+        keeper.request()
+        pool.shutdown(wait=True)  # the run has ended (closing released its waiters at once)
+    assert keeper.finished == 1
+    assert keeper.state == "idle" and not keeper.error
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
+    assert any("stopped as the workspace closed" in r.getMessage() for r in caplog.records)
