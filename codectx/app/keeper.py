@@ -68,8 +68,8 @@ class _Yielding(Exception):
 
 # Embedding all of Django takes 8-30 minutes; a file saved meanwhile would have waited for all of
 # it before its symbols and full text were updated. A run embedding vectors therefore stops at the
-# next commit when something is asked, but at most once per YIELD_EVERY_S, so that saves every few
-# seconds cannot starve the embedding (each stop costs the next run a walk of the folder).
+# next commit when files were saved meanwhile, but at most once per YIELD_EVERY_S, so that saves
+# every few seconds cannot starve the embedding (each stop costs the next run a walk of the folder).
 YIELD_EVERY_S = 30.0
 
 
