@@ -24,7 +24,14 @@ from codectx.indexer.embedding.embedder import Embedder, name_model_id
 from codectx.indexer.embedding.order import Near
 from codectx.indexer.errors import IndexCorrupt, IndexLocked, unwritable
 from codectx.indexer.report import IndexReport, ProgressEvent, ProgressFn
-from codectx.indexer.stages import commit_lexical, embed_pending, emit, open_for_write, why
+from codectx.indexer.stages import (
+    commit_lexical,
+    embed_pending,
+    emit,
+    emit_chunk_count,
+    open_for_write,
+    why,
+)
 from codectx.indexer.storage import lookupfiles
 from codectx.indexer.storage.lock import IndexLock
 from codectx.indexer.storage.store import FileRecord, IndexStore
@@ -195,10 +202,7 @@ def _index_once(
     t2 = time.perf_counter()
     report.timings["lexical"] = t2 - t1
     store.update_meta(lexical_indexed=time.time())
-    # The index's chunk count before a long embedding stage: the language server's health
-    # showed 0 chunks through all of Django's ~8 minutes of vectors.
-    chunks = store.chunk_count()
-    emit(progress, "chunks", chunks, chunks)
+    emit_chunk_count(store, progress)
 
     emb = _embedder_for(settings, embedder, embed)
     if emb is not None:
@@ -349,8 +353,7 @@ def _index_some(
             continue
         changed.append(sf)
     commit_lexical(store, changed, removed, set(records), settings, root, report, progress)
-    chunks = store.chunk_count()
-    emit(progress, "chunks", chunks, chunks)
+    emit_chunk_count(store, progress)
     emb = _embedder_for(settings, embedder, embed)
     if emb is not None:
         embed_pending(store, emb, report, progress, near=near)

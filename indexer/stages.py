@@ -36,6 +36,13 @@ def emit(progress: ProgressFn | None, stage: str, done: int, total: int, message
         progress(ProgressEvent(stage, done, total, message))
 
 
+def emit_chunk_count(store: IndexStore, progress: ProgressFn | None) -> None:
+    """The index's chunk count (stage `chunks`), once a run's lexical part is written: the
+    language server's health showed 0 chunks through all of Django's ~8 minutes of vectors."""
+    chunks = store.chunk_count()
+    emit(progress, "chunks", chunks, chunks)
+
+
 def why(exc: Exception) -> str:
     return str(exc).split("; run `codectx index`")[0]
 
