@@ -345,8 +345,10 @@ class ChatService:
         """The model's summary of the first `count` kept turns, through the privacy gate; "" when
         the request failed (the turns are then dropped)."""
         answer = min(160, max(32, limit // 8))
-        room = int((limit - answer - MARGIN - 120) * ratio)
-        messages = prompt.summary_messages(conv, count, room)
+        messages = prompt.summary_followup(conv, count)
+        if prompt.estimate(messages, ratio) + answer + MARGIN > limit:
+            room = int((limit - answer - MARGIN - 120) * ratio)
+            messages = prompt.summary_messages(conv, count, room)
         try:
             result = await session.client.chat(messages, model=served, max_tokens=answer)
         except BackendError as exc:

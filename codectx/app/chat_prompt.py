@@ -4,6 +4,10 @@ The messages of a turn are the system prompt, the summary of compacted turns (if
 kept turn exactly as it was sent before, and the new user turn. Nothing earlier is rebuilt, so
 each request starts with the bytes of the one before (the server's prefix cache hits). Sizes
 are estimated from the server's characters per token; the caller keeps a margin.
+
+Compaction asks for its summary as one more user message after the turns it summarises, so that
+request too starts with the bytes already cached (its prefill is mostly hits); only when that does
+not fit the window is a transcript of the turns sent under a summariser's own system prompt.
 """
 
 from __future__ import annotations
@@ -26,6 +30,10 @@ SYSTEM = (
 SUMMARY_SYSTEM = (
     "Summarise the conversation between a developer and a coding assistant below in at most 120 "
     "words: the questions, the files and functions discussed, the decisions. Plain prose only."
+)
+SUMMARY_ASK = (
+    "Before we go on: summarise our conversation so far in at most 120 words: the questions, the "
+    "files and functions discussed, the decisions. Plain prose only, no code."
 )
 SUMMARY_LEAD = "Summary of our earlier conversation (older turns were compacted):\n"
 SUMMARY_ACK = "Understood."
@@ -55,13 +63,14 @@ def kept_turns(conv: Conversation) -> list[Turn]:
     return conv.turns[conv.first_kept :]
 
 
-def history(conv: Conversation) -> list[dict[str, str]]:
-    """The messages before a new turn: system, summary, and the kept turns as they were sent."""
+def history(conv: Conversation, count: int | None = None) -> list[dict[str, str]]:
+    """The messages before a new turn: system, summary, and the kept turns as they were sent (the
+    first `count` of them when given)."""
     out = [{"role": "system", "content": SYSTEM}]
     if conv.summary:
         out.append({"role": "user", "content": SUMMARY_LEAD + conv.summary})
         out.append({"role": "assistant", "content": SUMMARY_ACK})
-    for t in kept_turns(conv):
+    for t in kept_turns(conv)[:count]:
         out.append({"role": t.role, "content": t.sent or (STOPPED if t.role == "assistant" else t.text)})
     return out
 
@@ -78,8 +87,14 @@ def older_turns(conv: Conversation, keep_last_exchange: bool) -> int:
     return max(0, kept - 2) if keep_last_exchange else kept
 
 
+def summary_followup(conv: Conversation, count: int) -> list[dict[str, str]]:
+    """The request that summarises the first `count` kept turns as the conversation's next user
+    message: its messages before the ask are those the earlier requests began with."""
+    return [*history(conv, count), {"role": "user", "content": SUMMARY_ASK}]
+
+
 def summary_messages(conv: Conversation, count: int, room_chars: int) -> list[dict[str, str]]:
-    """The request that summarises the first `count` kept turns (and any earlier summary); the
+    """The transcript form (when the follow-up form does not fit): the request that summarises the first `count` kept turns (and any earlier summary); the
     transcript keeps its end when it is longer than `room_chars`."""
     lines = [f"Earlier summary: {conv.summary}"] if conv.summary else []
     for t in kept_turns(conv)[:count]:

@@ -20,7 +20,7 @@ import pytest
 
 from codectx.app.chat import ChatService, TurnInput
 from codectx.app.chat_model import mentions_in
-from codectx.app.chat_prompt import SUMMARY_LEAD, SUMMARY_SYSTEM
+from codectx.app.chat_prompt import SUMMARY_ASK, SUMMARY_LEAD, SUMMARY_SYSTEM
 from codectx.app.chat_store import ChatStore
 from codectx.app.cli import CommandIndex
 from codectx.app.session import WorkspaceSession
@@ -118,9 +118,12 @@ async def test_long_conversation_is_compacted_and_fits(
             assert result.prompt_tokens + 256 <= 1024, result.prompt_tokens  # the answer's reserve kept
     assert "compacted" in kinds or "dropped" in kinds, kinds
     chats = proxy.chats()
-    summaries = [c for c in chats if c["messages"][0]["content"] == SUMMARY_SYSTEM]
-    assert summaries, "no summary request was made"
-    turns = [c for c in chats if c["messages"][0]["content"] != SUMMARY_SYSTEM]
+
+    def is_summary(c: dict[str, Any]) -> bool:  # the follow-up form, or the transcript form
+        return c["messages"][-1]["content"] == SUMMARY_ASK or c["messages"][0]["content"] == SUMMARY_SYSTEM
+
+    assert any(is_summary(c) for c in chats), "no summary request was made"
+    turns = [c for c in chats if not is_summary(c)]
     assert len(turns) == len(files)  # every turn was answered: each request fitted the window
     assert any(m["content"].startswith(SUMMARY_LEAD) for t in turns[1:] for m in t["messages"])
     assert turns[-1]["messages"][-1]["content"].startswith("Turn 5:")  # the last turn is never dropped

@@ -46,6 +46,7 @@ class FixedBackend:
     first_token_delay_s: float = 0.0
     chunk_delay_s: float = 0.0
     model: str = "fixed-test-model"
+    max_model_len: int | None = None  # announced in /v1/models when set, as vLLM does
     requests: list[dict[str, Any]] = field(default_factory=list)
     gets: list[str] = field(default_factory=list)  # the paths of GET requests, in order
     disconnects: int = 0
@@ -88,7 +89,10 @@ class FixedBackend:
                 with backend._lock:
                     backend.gets.append(self.path)
                 if self.path.rstrip("/").endswith("/models"):
-                    self._json(200, {"object": "list", "data": [{"id": backend.model, "object": "model"}]})
+                    entry: dict[str, Any] = {"id": backend.model, "object": "model"}
+                    if backend.max_model_len:
+                        entry["max_model_len"] = backend.max_model_len
+                    self._json(200, {"object": "list", "data": [entry]})
                 elif self.path == "/health":
                     self._json(200, {})
                 else:
