@@ -11,7 +11,8 @@ more than a third of the repositories overfitting.
     .venv/bin/python bench/devset_sweep.py retriever.used_weight=0.5 retriever.used_weight=1.0
     .venv/bin/python bench/devset_sweep.py --natural-language retriever.name_weight=0.3
 
-`--natural-language` needs the indexes' vectors (`bench_devset.py --vectors all` embeds them)
+`--natural-language --lexical` runs that search without vectors (the lexical path alone).
+`--natural-language` alone needs the indexes' vectors (`bench_devset.py --vectors all` embeds them)
 and loads the default embedding model once.
 
 Writes bench/results/devset-sweep-<time>.json.
@@ -82,9 +83,14 @@ def main() -> int:
     ap.add_argument(
         "--natural-language", action="store_true", help="natural-language search with vectors instead"
     )
+    ap.add_argument(
+        "--lexical", action="store_true", help="with --natural-language: the lexical path alone (no vectors)"
+    )
     args = ap.parse_args()
     kinds, embedder = CODE_KINDS, None
-    if args.natural_language:
+    if args.natural_language and args.lexical:
+        kinds = TEXT_KINDS
+    elif args.natural_language:
         from codectx.app.index import load_embedder
         from codectx.settings import load_settings
 

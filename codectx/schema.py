@@ -75,6 +75,13 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "dense_weight": Key("float", 1.0, "Fusion weight of the vector list.", min=0),
         "fts_weight": Key("float", 1.0, "Fusion weight of the full-text list.", min=0),
         "symbol_weight": Key("float", 1.0, "Fusion weight of the symbol-name list.", min=0),
+        "name_words_weight": Key(
+            "float",
+            0.5,
+            "Fusion weight of the list of definitions whose names are made of a prose query's words "
+            "(retriever/namewords.py); 0 turns it off.",
+            min=0,
+        ),
         "identifier_boost": Key(
             "float", 2.0, "Multiplier of the full-text and symbol weights for identifier queries.", min=0
         ),

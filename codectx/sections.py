@@ -59,6 +59,7 @@ class RetrieverSettings(_Section):
     dense_weight: float
     fts_weight: float
     symbol_weight: float
+    name_words_weight: float
     identifier_boost: float
     search_depth: int
     rrf_k: float

@@ -379,7 +379,14 @@ def run_eval(
         "dense": embedder is not None,
         "weights": {
             k: settings.retriever.as_dict()[k]
-            for k in ("dense_weight", "fts_weight", "symbol_weight", "identifier_boost", "rrf_k")
+            for k in (
+                "dense_weight",
+                "fts_weight",
+                "symbol_weight",
+                "name_words_weight",
+                "identifier_boost",
+                "rrf_k",
+            )
         },
         "results": {
             kind: {system: m.summary() for system, m in systems.items()} for kind, systems in results.items()

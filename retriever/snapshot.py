@@ -38,6 +38,7 @@ from codectx.indexer.storage.columns import TableColumns
 from codectx.indexer.storage.fulltext import query_text
 from codectx.indexer.storage.tables import ChunkHit, StoredChunk
 from codectx.retriever.lexical import LexicalIndex
+from codectx.retriever.namewords import NameWords
 from codectx.retriever.receivers import ReceiverCalls
 from codectx.retriever.snapshotload import (
     Loaded,
@@ -81,6 +82,7 @@ class IndexSnapshot:
         self._vector_versions: tuple[Any, ...] = ()
         self._checked = 0.0
         self._by_name: dict[str, list[Definition]] | None = None
+        self._name_words: tuple[dict[str, list[Definition]], NameWords] | None = None  # (its table, it)
         self._by_path: dict[str, list[Definition]] | None = None
         self._imports: dict[str, list[Import]] = {}
         self._chunks: dict[str, list[Chunk]] = {}
@@ -303,9 +305,17 @@ class IndexSnapshot:
     def _warm_up(self, seed: tuple[tuple[Any, ...], dict[str, str]] | None = None) -> None:
         self._rebuild_lexical(seed)
         self._build_receivers()
+        self._warm_name_words()
         self._warm_token_counts()
         self._warm_projection()
         settle_heap()
+
+    def _warm_name_words(self) -> None:
+        """Build the name-word index now rather than on the first prose search (0.6 s on Django)."""
+        try:
+            self.name_words()
+        except Exception:  # the store changed under us: the first search builds it
+            return
 
     def _warm_projection(self) -> None:
         """Load the vectors and their projection now rather than on the first completion."""
@@ -442,6 +452,25 @@ class IndexSnapshot:
             with self._lock:
                 self._by_name = table
         return table.get(name, [])
+
+    def name_words(self) -> NameWords | None:
+        """The name-word index of the symbol table (retriever/namewords.py), built on first use
+        and again after the table changes; None in the lookup phase (no whole-table decode)."""
+        self.refresh()
+        if self._lookup:
+            return None
+        table = self._by_name
+        if table is None:
+            table = self._load_symbols()
+            with self._lock:
+                self._by_name = table
+        cached = self._name_words
+        if cached is not None and cached[0] is table:
+            return cached[1]
+        words = NameWords(table)
+        with self._lock:
+            self._name_words = (table, words)
+        return words
 
     def symbols_in_file(self, path: str) -> list[Definition]:
         """A file's definitions in line order (a module's members, a class's methods)."""
