@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from codectx.indexer.model import Definition
@@ -37,10 +37,11 @@ ABBREVIATION = 0.5  # how much a name word that abbreviates a query word counts
 ABBREVIATION_SHARE = 0.6
 MAX_POSTINGS = 1500  # a name word held by more names only adds to names a rarer word found
 # Prose words that name no code: the grammar of a sentence.
-STOPWORDS = frozenset(
+_GRAMMAR = (
     "a an and are as at be by for from has have if in into is it its of on or that the this to "
-    "was were will with which when whether".split()
+    "was were will with which when whether"
 )
+STOPWORDS = frozenset(_GRAMMAR.split(" "))
 SUFFIXES = ("ies", "es", "s", "ed", "ing", "er")
 
 

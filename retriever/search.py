@@ -249,7 +249,9 @@ class HybridSearcher:
             return []
         found: list[Chunk] = []
         for hit in index.search(query, limit):
-            defs = sorted(self.store.symbols_named(hit.name), key=lambda d: (not d.exported, d.path, d.start_line))
+            defs = sorted(
+                self.store.symbols_named(hit.name), key=lambda d: (not d.exported, d.path, d.start_line)
+            )
             for definition in defs[:NAME_WORD_DEFS]:
                 chunk = chunk_for_definition(self.chunks_for_file(definition.path), definition)
                 if chunk is not None:

@@ -94,8 +94,9 @@ def summary_followup(conv: Conversation, count: int) -> list[dict[str, str]]:
 
 
 def summary_messages(conv: Conversation, count: int, room_chars: int) -> list[dict[str, str]]:
-    """The transcript form (when the follow-up form does not fit): the request that summarises the first `count` kept turns (and any earlier summary); the
-    transcript keeps its end when it is longer than `room_chars`."""
+    """The transcript form (when the follow-up form does not fit): the request that summarises
+    the first `count` kept turns (and any earlier summary); the transcript keeps its end when it
+    is longer than `room_chars`."""
     lines = [f"Earlier summary: {conv.summary}"] if conv.summary else []
     for t in kept_turns(conv)[:count]:
         who = "Developer" if t.role == "user" else "Assistant"

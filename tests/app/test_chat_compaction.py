@@ -62,7 +62,10 @@ async def test_compaction_request_begins_with_the_messages_already_sent(
         for i, name in enumerate(files):
             text = f"Turn {i}: explain @file:{name} in detail"
             await chat.send(
-                s, cid, TurnInput(text, mentions=mentions_in(text)), on_notice=lambda k, _m, _t: kinds.append(k)
+                s,
+                cid,
+                TurnInput(text, mentions=mentions_in(text)),
+                on_notice=lambda k, _m, _t: kinds.append(k),
             )
     assert "compacted" in kinds, kinds
     sent = chats(backend)

@@ -17,7 +17,9 @@ from tests.support.workspace import write_workspace
 
 def table(*names: str, copies: int = 1) -> dict[str, list[Definition]]:
     return {
-        n: [Definition(n.rsplit(".", 1)[-1], n, "function", f"m{i}.py", "python", 0, 1) for i in range(copies)]
+        n: [
+            Definition(n.rsplit(".", 1)[-1], n, "function", f"m{i}.py", "python", 0, 1) for i in range(copies)
+        ]
         for n in names
     }
 
@@ -54,7 +56,9 @@ def test_stopwords_alone_find_nothing_and_qualnames_add_class_words() -> None:
 
 
 FILES = {
-    "shop/basket.py": "def total_basket_price(items):\n    s = 0\n    for i in items:\n        s += i.p\n    return s\n",
+    "shop/basket.py": (
+        "def total_basket_price(items):\n    s = 0\n    for i in items:\n        s += i.p\n    return s\n"
+    ),
     "shop/tax.py": "def apply_tax(amount, rate):\n    return amount * (1 + rate)\n",
 }
 
@@ -74,5 +78,7 @@ def test_search_fuses_the_names_list_for_prose_queries_only(tmp_path: Path) -> N
     assert found.results[0].symbol == "total_basket_price"
     assert "names" in found.results[0].sources
     assert "names" not in searcher.ranked_lists("total_basket_price", 10)[0]  # an identifier query
-    off = HybridSearcher(store, settings_for(root, **{"index.embed": False, "retriever.name_words_weight": 0}))
+    off = HybridSearcher(
+        store, settings_for(root, **{"index.embed": False, "retriever.name_words_weight": 0})
+    )
     assert "names" not in off.ranked_lists("the price of a basket", 10)[0]  # weight 0: not asked
