@@ -20,6 +20,7 @@ through an inverted index from name word to names; a query looks at the names th
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 from collections import Counter
@@ -36,6 +37,7 @@ ABBREVIATION = 0.5  # how much a name word that abbreviates a query word counts
 # a longer prefix is more often a different word of the same root (`connect` of `connection`).
 ABBREVIATION_SHARE = 0.6
 MAX_POSTINGS = 1500  # a name word held by more names only adds to names a rarer word found
+MAX_CANDIDATES = 2000  # names scored per query at most (found by its rarest words first)
 # Prose words that name no code: the grammar of a sentence.
 _GRAMMAR = (
     "a an and are as at be by for from has have if in into is it its of on or that the this to "
@@ -114,18 +116,33 @@ class NameWords:
         for word in query_words(query):
             for part, how in self._matches(word).items():
                 sure[part] = max(sure.get(part, 0.0), how)
-        matched: dict[str, dict[str, float]] = {}
+        # Per name: the matched words' sureness and their weight times it (each word comes once).
+        matched: dict[str, list[float]] = {}
         # Rare words first; a word held by very many names only adds to names a rarer word found
-        # (it cannot lift a name on its own above one that shares a rarer word).
+        # (it cannot lift a name on its own above one that shares a rarer word), and so does every
+        # word once MAX_CANDIDATES names are in (a long question names many words).
         for part in sorted(sure, key=lambda p: len(self.postings[p])):
-            common = len(self.postings[part]) > MAX_POSTINGS and bool(matched)
-            for name in self.postings[part]:
-                if common and name not in matched:
-                    continue
-                matched.setdefault(name, {})[part] = sure[part]
-        hits = []
-        for name, parts in matched.items():
-            share = sum(parts.values()) / len(self.parts[name])
-            hits.append(NameHit(name, sum(self.weight[p] * h for p, h in parts.items()) * share))
-        hits.sort(key=lambda h: (-h.score, len(self.parts[h.name]), h.name))
-        return hits[:limit]
+            postings, how = self.postings[part], sure[part]
+            weighted = self.weight[part] * how
+            if matched and (len(postings) > MAX_POSTINGS or len(matched) >= MAX_CANDIDATES):
+                names = (
+                    [n for n in matched if part in self.parts[n]]
+                    if len(matched) < len(postings)
+                    else [n for n in postings if n in matched]
+                )
+            else:
+                names = postings
+            for name in names:
+                acc = matched.get(name)
+                if acc is None:
+                    matched[name] = [how, weighted]
+                else:
+                    acc[0] += how
+                    acc[1] += weighted
+        parts = self.parts
+        best = heapq.nsmallest(
+            limit,
+            matched.items(),
+            key=lambda item: (-item[1][1] * item[1][0] / len(parts[item[0]]), len(parts[item[0]]), item[0]),
+        )
+        return [NameHit(name, acc[1] * acc[0] / len(parts[name])) for name, acc in best]
