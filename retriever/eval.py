@@ -284,6 +284,7 @@ def _hidden_doc_search(
         )
         lists["fts"] = _reinsert(fts, gold.id, position if gold_score > 0 and position < depth else -1)
     if vector is not None:
+        lists.pop("names", None)  # as HybridSearcher.search leaves it out when vectors are searched
         body_sim = float(
             np.dot(np.asarray(vector, dtype=np.float32), embedder.embed_documents([stripped])[0])
         )

@@ -66,6 +66,7 @@ def test_natural_language_query_uses_vectors(embedded: tuple) -> None:
     assert response.dense_used and not response.partial
     assert response.results[0].symbol == "close"
     assert "dense" in response.results[0].sources
+    assert not any("names" in r.sources for r in response.results)  # the names list: lexical path only
 
 
 def test_language_and_glob_filters(tmp_path: Path) -> None:
