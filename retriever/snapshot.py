@@ -311,9 +311,11 @@ class IndexSnapshot:
         settle_heap()
 
     def _warm_name_words(self) -> None:
-        """Build the name-word index now rather than on the first prose search (0.6 s on Django)."""
+        """Build the name-word index now rather than on the first prose search (0.6 s on Django),
+        while the index has no vectors: searches with vectors do not use it (retriever/search.py)."""
         try:
-            self.name_words()
+            if self.progress()[0] == 0:
+                self.name_words()
         except Exception:  # the store changed under us: the first search builds it
             return
 
@@ -435,6 +437,15 @@ class IndexSnapshot:
     def _load_symbols(self) -> dict[str, list[Definition]]:
         return symbol_table(self.store.all_symbols())
 
+    def _symbol_table(self) -> dict[str, list[Definition]]:
+        """The whole name -> definitions table, scanned once and kept until the tables change."""
+        table = self._by_name
+        if table is None:
+            table = self._load_symbols()
+            with self._lock:
+                self._by_name = table
+        return table
+
     def symbols_named(self, name: str) -> list[Definition]:
         self.refresh()
         if self._lookup:
@@ -446,12 +457,7 @@ class IndexSnapshot:
                         self._named = {}
                     self._named[name] = found
             return found
-        table = self._by_name
-        if table is None:
-            table = self._load_symbols()
-            with self._lock:
-                self._by_name = table
-        return table.get(name, [])
+        return self._symbol_table().get(name, [])
 
     def name_words(self) -> NameWords | None:
         """The name-word index of the symbol table (retriever/namewords.py), built on first use
@@ -459,11 +465,7 @@ class IndexSnapshot:
         self.refresh()
         if self._lookup:
             return None
-        table = self._by_name
-        if table is None:
-            table = self._load_symbols()
-            with self._lock:
-                self._by_name = table
+        table = self._symbol_table()
         cached = self._name_words
         if cached is not None and cached[0] is table:
             return cached[1]
