@@ -316,6 +316,11 @@ def run_eval(
     bm25 = ChunkBM25(chunks)
     index_of = {c.id: n for n, c in enumerate(chunks)}
     searcher = HybridSearcher(store, settings, embedder=embedder)
+    # Every kind measures the steady state the language server and batch search run in: chunks
+    # and the in-memory full-text index loaded. Without this, the first kind ran on LanceDB's
+    # full-text search and later ones on the in-memory index (their BM25s differ in detail),
+    # so a kind's figures depended on which kinds ran before it.
+    searcher.store.preload(wait=True)
     counter = default_counter()
     results: dict[str, dict[str, Metrics]] = {k: {"codectx": Metrics(), "bm25": Metrics()} for k in kinds}
 

@@ -100,3 +100,27 @@ def test_untyped_tasks_hide_the_rest_of_the_function_being_written(tmp_path: Pat
     assert all(t.callee != "loads" for t in tasks)
     # `data.parse_blob(` cannot reach a function nested in wrapper(): no task with a guessed gold.
     assert all(t.callee != "parse_blob" for t in tasks)
+
+
+def test_every_kind_searches_the_in_memory_full_text_index(tmp_path: Path) -> None:
+    # A kind run alone used to meet LanceDB's full-text search while the same kind after the
+    # cross-file ones met the in-memory index: figures depended on which kinds ran first.
+    root = copy_repo("python", tmp_path)
+    settings, store = build_index(root, **{"retriever.context_dense": False})
+    asked: list[str] = []
+    original = store.fts_search
+
+    def spy(query: str, k: int, *args: object, **kwargs: object) -> object:
+        asked.append(query)
+        return original(query, k, *args, **kwargs)
+
+    store.fts_search = spy  # type: ignore[method-assign]
+    alone = run_eval(store, settings, root, embedder=None, limit=50, kinds=["natural_language"])
+    assert alone["results"]["natural_language"]["codectx"]["tasks"] > 0
+    assert asked == []
+    again = copy_repo("python", tmp_path / "again")
+    settings2, store2 = build_index(again, **{"retriever.context_dense": False})
+    every = run_eval(store2, settings2, again, embedder=None, limit=50)
+    ranks = ("tasks", "recall@1", "recall@5", "recall@10", "mrr@10")
+    first, after = (r["results"]["natural_language"]["codectx"] for r in (alone, every))
+    assert {k: first.get(k) for k in ranks} == {k: after.get(k) for k in ranks}
