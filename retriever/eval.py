@@ -47,7 +47,7 @@ from codectx.retriever.context import assemble_context
 from codectx.retriever.evalgold import doubtful_gold
 from codectx.retriever.fusion import weighted_rrf
 from codectx.retriever.lexical import Analysis, LexicalIndex
-from codectx.retriever.search import HybridSearcher
+from codectx.retriever.search import HybridSearcher, fts_terms
 from codectx.retriever.terms import chunk_document, tokenize
 from codectx.retriever.tokens import default_counter
 
@@ -257,10 +257,28 @@ def _reinsert(ids: list[str], gold_id: str, position: int) -> list[str]:
     return [*rest[:position], gold_id, *rest[position:]]
 
 
-def _hidden_doc_search(
-    searcher: HybridSearcher, bm25: ChunkBM25, embedder: Any, task: TextTask, depth: int
-) -> tuple[list[tuple[str, int, int]], float]:
-    """Hybrid search with the gold chunk's docstring hidden; returns spans and the search latency."""
+@dataclass
+class HiddenDocLists:
+    """One natural-language task's ranked source lists as search would see them with the gold's
+    docstring hidden: the lists by source, the chunks by id, each dense hit's score, the latency."""
+
+    lists: dict[str, list[str]]
+    chunks: dict[str, Chunk]
+    dense_scores: dict[str, float]
+    ms: float
+
+
+def hidden_doc_lists(
+    searcher: HybridSearcher,
+    bm25: ChunkBM25,
+    embedder: Any,
+    task: TextTask,
+    depth: int,
+    keep_names: bool = False,
+) -> HiddenDocLists:
+    """The search's source lists with the gold chunk's docstring hidden (the gold re-placed in
+    the full-text and dense lists by its scores without the docstring). With vectors the names
+    list is dropped, as search drops it, unless `keep_names` (bench/nl_rerank.py's features)."""
     import numpy as np
 
     gold = task.gold
@@ -277,14 +295,21 @@ def _hidden_doc_search(
     for hit in dense_hits:
         chunks.setdefault(hit.chunk.id, hit.chunk)
     if "fts" in lists:
-        gold_score = bm25.score_chunk(task.query, stripped)
         fts = [i for i in lists["fts"] if i != gold.id]
-        position = next(
-            (n for n, i in enumerate(fts) if bm25.score_chunk(task.query, chunks[i]) < gold_score), len(fts)
-        )
+        # The gold is placed by the score the list's own index gives its text without the doc
+        # (the same BM25 that ranked the rest); the baseline's BM25 only while that index is not
+        # in memory. Scoring the gold with another BM25 than its neighbours made its place
+        # inconsistent with theirs, a difference a learned reranker could pick up.
+        scores = searcher.store.text_scores(fts_terms(task.query), [stripped, *(chunks[i] for i in fts)])
+        if scores is None:
+            scores = [bm25.score_chunk(task.query, c) for c in (stripped, *(chunks[i] for i in fts))]
+        gold_score = scores[0]
+        position = next((n for n, s in enumerate(scores[1:]) if s < gold_score), len(fts))
         lists["fts"] = _reinsert(fts, gold.id, position if gold_score > 0 and position < depth else -1)
+    dense_scores: dict[str, float] = {}
     if vector is not None:
-        lists.pop("names", None)  # as HybridSearcher.search leaves it out when vectors are searched
+        if not keep_names:
+            lists.pop("names", None)  # as HybridSearcher.search leaves it out with vectors
         body_sim = float(
             np.dot(np.asarray(vector, dtype=np.float32), embedder.embed_documents([stripped])[0])
         )
@@ -295,8 +320,20 @@ def _hidden_doc_search(
         lists["dense"] = _reinsert(
             [h.chunk.id for h in others], gold.id, position if position < depth else -1
         )
-    fused = weighted_rrf(lists, searcher.weights(task.query), k=searcher.settings.retriever.rrf_k, limit=10)
-    return [(chunks[f.key].path, chunks[f.key].start_line, chunks[f.key].end_line) for f in fused], elapsed
+        dense_scores = {h.chunk.id: h.score for h in others} | {gold.id: gold_sim}
+    return HiddenDocLists(lists, chunks, dense_scores, elapsed)
+
+
+def _hidden_doc_search(
+    searcher: HybridSearcher, bm25: ChunkBM25, embedder: Any, task: TextTask, depth: int
+) -> tuple[list[tuple[str, int, int]], float]:
+    """Hybrid search with the gold chunk's docstring hidden; returns spans and the search latency."""
+    found = hidden_doc_lists(searcher, bm25, embedder, task, depth)
+    fused = weighted_rrf(
+        found.lists, searcher.weights(task.query), k=searcher.settings.retriever.rrf_k, limit=10
+    )
+    chunks = found.chunks
+    return [(chunks[f.key].path, chunks[f.key].start_line, chunks[f.key].end_line) for f in fused], found.ms
 
 
 def run_eval(

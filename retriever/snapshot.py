@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from codectx.indexer.model import Chunk, Definition, Import
 from codectx.indexer.storage.columns import TableColumns
-from codectx.indexer.storage.fulltext import query_text
+from codectx.indexer.storage.fulltext import chunk_search_text, query_text
 from codectx.indexer.storage.tables import ChunkHit, StoredChunk
 from codectx.retriever.lexical import LexicalIndex
 from codectx.retriever.namewords import NameWords
@@ -608,6 +608,17 @@ class IndexSnapshot:
         return [
             ChunkHit(by_id[h.key], h.score) for h in lexical.search(query_text(query), k) if h.key in by_id
         ]
+
+
+    def text_scores(self, query: str, chunks: list[Chunk]) -> list[float] | None:
+        """The full-text (BM25) score each chunk's text would get for `query` in the in-memory
+        index, whether or not it made the full-text list (search's reranker, retriever/rerank.py);
+        None until that index is built."""
+        lexical = self._lexical
+        if lexical is None:
+            return None
+        terms = query_text(query)
+        return [lexical.score_text(terms, chunk_search_text(c)) for c in chunks]
 
 
 def _ms(since: float) -> float:
