@@ -9,9 +9,10 @@ the definitions whose names are made of the query's words (`names`,
 `retriever/namewords.py`: "the price of a basket" -> `total_basket_price`),
 weighted by `retriever.name_words_weight`, when no vectors are searched; on
 the development set's natural-language tasks (bench/devset.toml, docstrings
-hidden) it lifted recall@10 on the lexical path from 0.702 to 0.765 through
-`codectx eval`, no repository lower (see `names_list_applies` for why not
-with vectors).
+hidden) it lifted recall@10 on the lexical path from 0.505 to 0.617 through
+`codectx eval`, no repository lower; on 100 queries written independently from
+the packages' documentation (bench/nl_queries.toml) it was neutral (0.67 with,
+0.69 without). See `names_list_applies` for why not with vectors.
 
 The dense score of a chunk mixes two cosines: with its body vector and with
 its name vector (symbol words and signature; see `indexer.embedding.embedder.name_text`),

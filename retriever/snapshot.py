@@ -609,7 +609,6 @@ class IndexSnapshot:
             ChunkHit(by_id[h.key], h.score) for h in lexical.search(query_text(query), k) if h.key in by_id
         ]
 
-
     def text_scores(self, query: str, chunks: list[Chunk]) -> list[float] | None:
         """The full-text (BM25) score each chunk's text would get for `query` in the in-memory
         index, whether or not it made the full-text list (search's reranker, retriever/rerank.py);

@@ -124,3 +124,25 @@ def test_every_kind_searches_the_in_memory_full_text_index(tmp_path: Path) -> No
     ranks = ("tasks", "recall@1", "recall@5", "recall@10", "mrr@10")
     first, after = (r["results"]["natural_language"]["codectx"] for r in (alone, every))
     assert {k: first.get(k) for k in ranks} == {k: after.get(k) for k in ranks}
+
+
+def test_the_hidden_doc_gold_sits_where_the_full_text_index_would_rank_it(tmp_path: Path) -> None:
+    # The gold (docstring removed) is re-placed in the full-text list; the list must stay in the
+    # order of the scores its own index gives, the gold's counted without its doc.
+    from codectx.retriever.eval import ChunkBM25, hidden_doc_lists, strip_doc
+    from codectx.retriever.search import HybridSearcher, fts_terms
+
+    root = copy_repo("python", tmp_path)
+    settings, store = build_index(root)
+    chunks = list(store.all_chunks())
+    searcher = HybridSearcher(store, settings)
+    searcher.store.preload(wait=True)
+    bm25, placed = ChunkBM25(chunks), 0
+    for task in text_tasks(chunks, limit=50, seed=0):
+        found = hidden_doc_lists(searcher, bm25, None, task, 50)
+        shown = [strip_doc(task.gold) if i == task.gold.id else found.chunks[i] for i in found.lists["fts"]]
+        scores = searcher.store.text_scores(fts_terms(task.query), shown)
+        assert scores is not None
+        assert scores == sorted(scores, reverse=True), task.query
+        placed += task.gold.id in found.lists["fts"]
+    assert placed  # some golds still match without their docstring
