@@ -82,6 +82,14 @@ SCHEMA: dict[str, dict[str, Key]] = {
             "(retriever/namewords.py); 0 turns it off.",
             min=0,
         ),
+        "test_weight": Key(
+            "float",
+            0.5,
+            "Multiplier of a test file's fused score in prose searches (tests/, test_*.py, *_test.py, "
+            "*.spec.ts, *.test.js); 1 ranks tests like other code. Identifier queries are not affected.",
+            min=0,
+            max=1,
+        ),
         "identifier_boost": Key(
             "float", 2.0, "Multiplier of the full-text and symbol weights for identifier queries.", min=0
         ),

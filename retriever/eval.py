@@ -45,7 +45,6 @@ from codectx.indexer.model import Chunk, Definition
 from codectx.indexer.storage.reader import IndexReader
 from codectx.retriever.context import assemble_context
 from codectx.retriever.evalgold import doubtful_gold
-from codectx.retriever.fusion import weighted_rrf
 from codectx.retriever.lexical import Analysis, LexicalIndex
 from codectx.retriever.search import HybridSearcher, fts_terms
 from codectx.retriever.terms import chunk_document, tokenize
@@ -329,9 +328,7 @@ def _hidden_doc_search(
 ) -> tuple[list[tuple[str, int, int]], float]:
     """Hybrid search with the gold chunk's docstring hidden; returns spans and the search latency."""
     found = hidden_doc_lists(searcher, bm25, embedder, task, depth)
-    fused = weighted_rrf(
-        found.lists, searcher.weights(task.query), k=searcher.settings.retriever.rrf_k, limit=10
-    )
+    fused = searcher.fuse(task.query, found.lists, found.chunks, 10)
     chunks = found.chunks
     return [(chunks[f.key].path, chunks[f.key].start_line, chunks[f.key].end_line) for f in fused], found.ms
 
@@ -427,6 +424,7 @@ def run_eval(
                 "fts_weight",
                 "symbol_weight",
                 "name_words_weight",
+                "test_weight",
                 "identifier_boost",
                 "rrf_k",
             )

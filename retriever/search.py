@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from codectx.indexer.embedding.embedder import name_model_id
@@ -35,7 +35,7 @@ from codectx.indexer.model import Chunk, Definition
 from codectx.indexer.parsing.identifiers import split_identifier
 from codectx.indexer.storage.pathglob import path_glob
 from codectx.retriever.errors import BadRequest
-from codectx.retriever.fusion import weighted_rrf
+from codectx.retriever.fusion import Fused, weighted_rrf
 from codectx.retriever.snapshot import IndexSource, snapshot_of
 
 from codectx.settings import Settings
@@ -141,6 +141,22 @@ def symbol_names(query: str) -> list[str]:
         if "_" in word.strip("_") or _CAMEL_HUMP.search(word) or word in called:
             names.append(word)
     return list(dict.fromkeys(names))
+
+
+# Test code: folders named tests/test/testing/__tests__, test_*.py, *_test.py, *.spec.ts, *.test.js.
+TEST_PATH = re.compile(
+    r"(^|/)(tests?|testing|__tests__)/|(^|/)test_[^/]*$|_test\.py$|\.(spec|test)\.[cm]?[jt]sx?$"
+)
+
+
+# A question about tests themselves ("which test covers retries") keeps them where they rank.
+ASKS_FOR_TESTS = re.compile(
+    r"\b(tests?|testing|tested|fixtures?|asserts?|assertions?|mocks?|specs?)\b", re.IGNORECASE
+)
+
+
+def is_test_path(path: str) -> bool:
+    return TEST_PATH.search(path) is not None
 
 
 def names_list_applies(query: str, settings: Settings) -> bool:
@@ -317,6 +333,24 @@ class HybridSearcher:
 
         return self._mix(body, names, chunk, np.asarray(vector, dtype=np.float32).ravel(), weight)
 
+    def fuse(
+        self, query: str, lists: dict[str, list[str]], chunks: dict[str, Chunk], limit: int
+    ) -> list[Fused[str]]:
+        """The lists fused by weighted RRF, best first. For a prose query a chunk of test code
+        scores `retriever.test_weight` times its fused score: a question is mostly about what the
+        code does, and a test named after the behaviour (`test_url_relative_only_valid`) matches
+        it as well as the code. A query naming an identifier, or asking about tests, keeps tests
+        as they rank."""
+        cfg = self.settings.retriever
+        if cfg.test_weight == 1 or is_identifier_query(query) or ASKS_FOR_TESTS.search(query):
+            return weighted_rrf(lists, self.weights(query), k=cfg.rrf_k, limit=limit)
+        fused = [
+            replace(f, score=f.score * cfg.test_weight) if is_test_path(chunks[f.key].path) else f
+            for f in weighted_rrf(lists, self.weights(query), k=cfg.rrf_k)
+        ]
+        fused.sort(key=lambda f: -f.score)  # stable: equal scores keep the fused order
+        return fused[:limit]
+
     def weights(self, query: str) -> dict[str, float]:
         cfg = self.settings.retriever
         weights = {
@@ -345,7 +379,7 @@ class HybridSearcher:
         k = k or self.settings.retriever.k
         depth = max(k, self.settings.retriever.search_depth)
         lists, chunks, dense_used = self.ranked_lists(query, depth, languages, glob, dense)
-        fused = weighted_rrf(lists, self.weights(query), k=self.settings.retriever.rrf_k, limit=k)
+        fused = self.fuse(query, lists, chunks, k)
         results = [
             SearchResult(
                 path=chunks[f.key].path,

@@ -222,3 +222,52 @@ def _embedder(settings: object) -> object:
     from codectx.retriever.opening import embedder_factory
 
     return embedder_factory(settings)  # type: ignore[arg-type]
+
+
+def test_prose_searches_rank_test_code_below_the_code_it_tests(tmp_path: Path) -> None:
+    from codectx.settings import load_settings
+
+    root = copy_repo("python", tmp_path)
+    (root / "tests").mkdir()
+    (root / "tests" / "test_ports.py").write_text(
+        "from pkg.util.helpers import parse_port\n\n\n"
+        "def test_read_a_port_number_from_text():\n"
+        "    # read a port number from text: a port number, from text, read\n"
+        '    text = "8080"  # the port number text\n'
+        "    assert parse_port(text) == 8080  # a number read from text\n",
+        encoding="utf-8",
+    )
+    settings, store = build_index(root)
+    query = "read a port number from text"
+
+    def ranked(test_weight: float, q: str = query) -> list[str]:
+        tuned = load_settings(
+            root, {"index.index_dir": str(settings.index_dir()), "retriever.test_weight": test_weight}
+        )
+        return [r.symbol for r in HybridSearcher(store, tuned).search(q, k=5).results]
+
+    assert ranked(1.0).index("test_read_a_port_number_from_text") < ranked(1.0).index("parse_port")
+    shipped = [r.symbol for r in HybridSearcher(store, settings).search(query, k=5).results]
+    assert shipped.index("parse_port") < shipped.index("test_read_a_port_number_from_text")
+    # Naming the test finds it first, whatever the weight.
+    assert ranked(0.0, "test_read_a_port_number_from_text")[0] == "test_read_a_port_number_from_text"
+
+
+@pytest.mark.parametrize(
+    ("path", "test"),
+    [
+        ("tests/test_api.py", True),
+        ("src/pkg/testing/helpers.py", True),
+        ("pkg/client_test.py", True),
+        ("src/__tests__/store.ts", True),
+        ("src/store.spec.ts", True),
+        ("lib/axios.test.js", True),
+        ("src/pkg/client.py", False),
+        ("src/contest.py", False),
+        ("lib/attestation.js", False),
+    ],
+)
+def test_is_test_path(path: str, test: bool) -> None:
+    from codectx.retriever.search import is_test_path
+
+    assert is_test_path(path) is test
