@@ -91,8 +91,11 @@ def test_chat_view_in_code_server(vsix: Path, workdir: Path, tmp_path: Path) -> 
     seen = report["seen"]
 
     # Streamed: the answer's text grew through several states before it was complete.
+    # The lengths are of the rendered Markdown, which may shrink by a character or two
+    # when a closing backtick turns literal text into a code span, so not strictly sorted.
     lengths = seen["streamLengths"]
-    assert len(lengths) >= 3 and lengths == sorted(lengths), lengths
+    growths = sum(later > earlier for earlier, later in zip(lengths, lengths[1:]))
+    assert len(lengths) >= 3 and growths >= 2 and lengths[-1] > lengths[0], lengths
     # The answer as rendered: Markdown code span and code block, the block with an Apply button.
     assert "scale is defined in calc/ops.py (lines 9-11)." in seen["firstBody"]
     assert note in seen["firstBody"] and "```" not in seen["firstBody"]
