@@ -79,7 +79,13 @@ SCHEMA: dict[str, dict[str, Key]] = {
             "float",
             0.5,
             "Fusion weight of the list of definitions whose names are made of a prose query's words "
-            "(retriever/namewords.py); 0 turns it off.",
+            "(retriever/namewords.py) in searches without vectors; 0 turns it off.",
+            min=0,
+        ),
+        "name_words_dense_weight": Key(
+            "float",
+            0.0,
+            "Fusion weight of that names list in searches with vectors; 0 leaves it out there.",
             min=0,
         ),
         "test_weight": Key(

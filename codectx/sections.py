@@ -60,6 +60,7 @@ class RetrieverSettings(_Section):
     fts_weight: float
     symbol_weight: float
     name_words_weight: float
+    name_words_dense_weight: float
     test_weight: float
     identifier_boost: float
     search_depth: int

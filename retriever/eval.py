@@ -46,7 +46,7 @@ from codectx.indexer.storage.reader import IndexReader
 from codectx.retriever.context import assemble_context
 from codectx.retriever.evalgold import doubtful_gold
 from codectx.retriever.lexical import Analysis, LexicalIndex
-from codectx.retriever.search import HybridSearcher, fts_terms
+from codectx.retriever.search import HybridSearcher, fts_terms, names_list_applies
 from codectx.retriever.terms import chunk_document, tokenize
 from codectx.retriever.tokens import default_counter
 
@@ -307,7 +307,7 @@ def hidden_doc_lists(
         lists["fts"] = _reinsert(fts, gold.id, position if gold_score > 0 and position < depth else -1)
     dense_scores: dict[str, float] = {}
     if vector is not None:
-        if not keep_names:
+        if not keep_names and not names_list_applies(task.query, searcher.settings, dense=True):
             lists.pop("names", None)  # as HybridSearcher.search leaves it out with vectors
         body_sim = float(
             np.dot(np.asarray(vector, dtype=np.float32), embedder.embed_documents([stripped])[0])
@@ -424,6 +424,7 @@ def run_eval(
                 "fts_weight",
                 "symbol_weight",
                 "name_words_weight",
+                "name_words_dense_weight",
                 "test_weight",
                 "identifier_boost",
                 "rrf_k",

@@ -159,11 +159,12 @@ def is_test_path(path: str) -> bool:
     return TEST_PATH.search(path) is not None
 
 
-def names_list_applies(query: str, settings: Settings) -> bool:
-    """Whether the names list joins a search without vectors: a prose query, a weight above 0.
-    With vectors it stays out: on the development set it lifted pooled recall there too (0.790 to
-    0.814) but lost 0.047 on mobx and 0.125 on immer, more than issue 20's 0.01 allows."""
-    return not is_identifier_query(query) and settings.retriever.name_words_weight > 0
+def names_list_applies(query: str, settings: Settings, dense: bool = False) -> bool:
+    """Whether the names list joins a search: a prose query, and a weight above 0 for the kind of
+    search (`name_words_weight` without vectors, `name_words_dense_weight` with them)."""
+    cfg = settings.retriever
+    weight = cfg.name_words_dense_weight if dense else cfg.name_words_weight
+    return not is_identifier_query(query) and weight > 0
 
 
 def chunk_for_definition(chunks: Sequence[Chunk], definition: Definition) -> Chunk | None:
@@ -262,7 +263,7 @@ class HybridSearcher:
                 hits = self.dense_hits(vec, fetch, embedder.model_id)
                 take("dense", [h.chunk for h in hits])
                 dense_used = True
-        if not dense_used and names_list_applies(query, self.settings):
+        if names_list_applies(query, self.settings, dense_used):
             take("names", self._named_like(query, fetch))
         return lists, chunks, dense_used
 
@@ -343,21 +344,23 @@ class HybridSearcher:
         as they rank."""
         cfg = self.settings.retriever
         if cfg.test_weight == 1 or is_identifier_query(query) or ASKS_FOR_TESTS.search(query):
-            return weighted_rrf(lists, self.weights(query), k=cfg.rrf_k, limit=limit)
+            return weighted_rrf(lists, self.weights(query, "dense" in lists), k=cfg.rrf_k, limit=limit)
         fused = [
             replace(f, score=f.score * cfg.test_weight) if is_test_path(chunks[f.key].path) else f
-            for f in weighted_rrf(lists, self.weights(query), k=cfg.rrf_k)
+            for f in weighted_rrf(lists, self.weights(query, "dense" in lists), k=cfg.rrf_k)
         ]
         fused.sort(key=lambda f: -f.score)  # stable: equal scores keep the fused order
         return fused[:limit]
 
-    def weights(self, query: str) -> dict[str, float]:
+    def weights(self, query: str, dense: bool = False) -> dict[str, float]:
+        """The lists' fusion weights; `dense`: the search has a dense list (the names list then
+        weighs `name_words_dense_weight`)."""
         cfg = self.settings.retriever
         weights = {
             "dense": cfg.dense_weight,
             "fts": cfg.fts_weight,
             "symbol": cfg.symbol_weight,
-            "names": cfg.name_words_weight,
+            "names": cfg.name_words_dense_weight if dense else cfg.name_words_weight,
         }
         if is_identifier_query(query):
             # An identifier names code exactly; embeddings of a bare name are vague.

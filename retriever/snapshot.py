@@ -312,7 +312,8 @@ class IndexSnapshot:
 
     def _warm_name_words(self) -> None:
         """Build the name-word index now rather than on the first prose search (0.6 s on Django),
-        while the index has no vectors: searches with vectors do not use it (retriever/search.py)."""
+        while the index has no vectors: searches with vectors use it only when
+        `retriever.name_words_dense_weight` is set (retriever/search.py), and the first builds it."""
         try:
             if self.progress()[0] == 0:
                 self.name_words()

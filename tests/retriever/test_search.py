@@ -218,6 +218,26 @@ def test_context_cli_explain_json_stdin_and_batch(tmp_path: Path) -> None:
     assert unknown.returncode == 2 and "no such file" in unknown.stderr
 
 
+def test_the_names_list_joins_searches_with_vectors_only_when_weighted(embedded: tuple) -> None:
+    from codectx.settings import load_settings
+
+    root, settings, store = embedded
+    query = "read a port number from text"  # `parse_port` is made of one of its words
+    shipped = HybridSearcher(store, settings, embedder_factory=_embedder(settings))
+    lists, _chunks, dense_used = shipped.ranked_lists(query, 10)
+    assert dense_used and "dense" in lists and "names" not in lists
+    tuned = load_settings(
+        root, {"index.index_dir": str(settings.index_dir()), "retriever.name_words_dense_weight": 0.5}
+    )
+    searcher = HybridSearcher(store, tuned, embedder_factory=_embedder(tuned), preload=True)
+    searcher.store.preload(wait=True)  # the name-word index is built from the loaded symbol table
+    lists, _chunks, dense_used = searcher.ranked_lists(query, 10)
+    assert dense_used and lists["names"]
+    assert searcher.weights(query, dense=True)["names"] == 0.5
+    assert searcher.weights(query)["names"] == tuned.retriever.name_words_weight
+    assert any("names" in r.sources for r in searcher.search(query, k=10).results)
+
+
 def _embedder(settings: object) -> object:
     from codectx.retriever.opening import embedder_factory
 
