@@ -11,6 +11,7 @@ tests/e2e/conftest.py's fixtures (a temporary copy of vscode-extension/).
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 from pathlib import Path
@@ -94,7 +95,7 @@ def test_chat_view_in_code_server(vsix: Path, workdir: Path, tmp_path: Path) -> 
     # The lengths are of the rendered Markdown, which may shrink by a character or two
     # when a closing backtick turns literal text into a code span, so not strictly sorted.
     lengths = seen["streamLengths"]
-    growths = sum(later > earlier for earlier, later in zip(lengths, lengths[1:]))
+    growths = sum(later > earlier for earlier, later in itertools.pairwise(lengths))
     assert len(lengths) >= 3 and growths >= 2 and lengths[-1] > lengths[0], lengths
     # The answer as rendered: Markdown code span and code block, the block with an Apply button.
     assert "scale is defined in calc/ops.py (lines 9-11)." in seen["firstBody"]
