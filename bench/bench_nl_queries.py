@@ -1,4 +1,4 @@
-"""Natural-language search on queries nobody tuned for: bench/nl_queries.toml (issue 20).
+"""Natural-language search on queries nobody tuned for: bench/nl_queries*.toml (issue 20).
 
 The queries were written from each package's public documentation by someone who had not read
 codectx's code: a feature in the docs, the definition that implements it, the query in a user's
@@ -30,7 +30,7 @@ from bench_devset import INDEXES, fetch, load_devset  # noqa: E402
 from common import RESULTS  # noqa: E402
 from devset_sweep import parse_variant  # noqa: E402
 
-QUERIES = HERE / "nl_queries.toml"
+QUERIES = sorted(HERE.glob("nl_queries*.toml"))  # the first set and nl_queries_extra_*.toml
 
 
 def ranks(
@@ -85,7 +85,7 @@ def main() -> int:
     from codectx.app.index import load_embedder
     from codectx.settings import load_settings
 
-    queries = tomllib.loads(QUERIES.read_text(encoding="utf-8"))["query"]
+    queries = [q for f in QUERIES for q in tomllib.loads(f.read_text(encoding="utf-8"))["query"]]
     repos = [r for r in load_devset() if any(q["repo"] == r["name"] for q in queries)]
     embedder = load_embedder(load_settings(None, {}))
     variants = ["(defaults)", *args.variants]
