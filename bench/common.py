@@ -14,6 +14,7 @@ import sys
 import tarfile
 import time
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -87,10 +88,8 @@ def write_results(name: str, data: dict[str, Any]) -> Path:
     return path
 
 
-def table(
-    rows: list[tuple[str, str, str]], headers: tuple[str, str, str] = ("metric", "value", "target")
-) -> str:
-    widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(3)]
+def table(rows: Sequence[tuple[str, ...]], headers: tuple[str, ...] = ("metric", "value", "target")) -> str:
+    widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
     lines = [" | ".join(str(h).ljust(w) for h, w in zip(headers, widths, strict=True))]
     lines.append("-+-".join("-" * w for w in widths))
     lines += [" | ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]

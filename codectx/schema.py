@@ -70,6 +70,14 @@ SCHEMA: dict[str, dict[str, Key]] = {
     "retriever": {
         "k": Key("int", 10, "Results returned by search.", min=1, max=1000),
         "budget_tokens": Key("int", 2048, "Token budget of a completion prompt.", min=128, max=1_000_000),
+        "chat_budget_tokens": Key(
+            "int",
+            6144,
+            "Token budget of a chat turn's implicit context (at most half of what the model's window "
+            "leaves after the answer's reserve).",
+            min=64,
+            max=1_000_000,
+        ),
         "prefix_share": Key("float", 0.5, "Share of the budget for code before the cursor.", min=0, max=1),
         "suffix_share": Key("float", 0.15, "Share of the budget for code after the cursor.", min=0, max=1),
         "dense_weight": Key("float", 1.0, "Fusion weight of the vector list.", min=0),

@@ -54,6 +54,7 @@ class IndexSettings(_Section):
 class RetrieverSettings(_Section):
     k: int
     budget_tokens: int
+    chat_budget_tokens: int
     prefix_share: float
     suffix_share: float
     dense_weight: float

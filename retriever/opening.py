@@ -71,10 +71,11 @@ def _current_workspace(given: Path) -> Path | None:
     return None
 
 
-def confined(root: Path, path: Path) -> Path:
-    """`path`'s real path, or UnknownFile when it is outside `root` (naming both)."""
+def confined(root: Path, path: Path, real_root: Path | None = None) -> Path:
+    """`path`'s real path, or UnknownFile when it is outside `root` (naming both); `real_root`:
+    the root's real path when the caller has it."""
     real = Path(os.path.realpath(path))
-    real_root = Path(os.path.realpath(root))
+    real_root = real_root or Path(os.path.realpath(root))
     if real != real_root and real_root not in real.parents:
         shown = f"{path} (a link to {real})" if real != Path(os.path.abspath(path)) else str(path)
         raise UnknownFile(
@@ -115,19 +116,24 @@ def relative_path(root: Path, path: str | Path) -> str:
 
     The name as given (a symlink's own name) when it lies in the root, else its real path's;
     either way the real path must be inside the root (UnknownFile naming both otherwise).
+    Strings, not pathlib: a chat turn reads tens of files, and Path objects cost more than the
+    two realpath calls.
     """
-    candidate = Path(path).expanduser()
-    if not candidate.is_absolute():
-        candidate = Path.cwd() / candidate
-    lexical = Path(os.path.abspath(candidate))
-    real = confined(root, lexical)
-    root_resolved = Path(os.path.realpath(root))
-    for base in (Path(os.path.abspath(root)), root_resolved):
-        try:
-            return lexical.relative_to(base).as_posix()
-        except ValueError:
-            continue
-    return real.relative_to(root_resolved).as_posix()
+    candidate = os.path.expanduser(os.fspath(path))
+    if not os.path.isabs(candidate):
+        candidate = os.path.join(os.getcwd(), candidate)
+    lexical = os.path.abspath(candidate)
+    root_resolved = os.path.realpath(root)
+    real = os.path.realpath(lexical)
+    if real != root_resolved and not real.startswith(root_resolved.rstrip(os.sep) + os.sep):
+        confined(root, Path(lexical), Path(root_resolved))  # raises UnknownFile, naming both
+    for base in (os.path.abspath(root), root_resolved):
+        if lexical == base:
+            return "."
+        prefix = base.rstrip(os.sep) + os.sep
+        if lexical.startswith(prefix):
+            return lexical[len(prefix) :]
+    return "." if real == root_resolved else real[len(root_resolved.rstrip(os.sep) + os.sep) :]
 
 
 def read_document(path: Path) -> str:

@@ -49,6 +49,7 @@ MAX_FTS_TERMS = 40
 OVERFETCH = 4
 NAME_WORD_DEFS = 3  # definitions per name in the name-words list (a shared name is a weak hint)
 NAME_RERANK = 4  # the body list is read this much deeper than asked, then re-ranked by the mix
+NAME_RERANK_EXTRA = 100  # ...but at most this many rows deeper (a chat turn asks for 100 hits)
 
 
 class QueryEmbedder(Protocol):
@@ -294,10 +295,10 @@ class HybridSearcher:
     def dense_hits(self, vector: Any, k: int, model_id: str) -> list[DenseHit]:
         """The `k` chunks nearest to a query vector by the mixed body/name score, best first.
 
-        The body list is read `NAME_RERANK` times deeper and re-ranked by the mix: scanning the
-        name matrix too would double the scan (+10-20 ms on Django), and on the eval's tasks the
-        re-ranked pool of 4x gives the same recall as a full scan of both. A chunk whose name
-        vector is still missing keeps its body score.
+        The body list is read `NAME_RERANK` times deeper (at most `NAME_RERANK_EXTRA` rows more)
+        and re-ranked by the mix: scanning the name matrix too would double the scan (+10-20 ms
+        on Django), and on the eval's tasks the re-ranked pool of 4x gives the same recall as a
+        full scan of both. A chunk whose name vector is still missing keeps its body score.
         """
         weight = self.settings.retriever.name_weight
         names = self._matrix_rows(name_model_id(model_id)) if weight > 0 else None
@@ -306,7 +307,7 @@ class HybridSearcher:
         import numpy as np
 
         query = np.asarray(vector, dtype=np.float32).ravel()
-        hits = list(self.store.vector_search(query, k * NAME_RERANK, model_id))
+        hits = list(self.store.vector_search(query, min(k * NAME_RERANK, k + NAME_RERANK_EXTRA), model_id))
         row_of = names.row_of
         rows = np.fromiter((row_of.get(h.chunk.content_hash, -1) for h in hits), np.int64, len(hits))
         scores = np.fromiter((h.score for h in hits), np.float32, len(hits))

@@ -185,7 +185,7 @@ class ChatService:
         base_ratio = await client.chars_per_token() * 0.85
         ratio = base_ratio / self.token_factor.get(served, 1.0)
         reserve = answer_tokens(session.settings.backend.chat_max_tokens, limit)
-        budget = context_budget(session.settings.retriever.budget_tokens, limit, reserve)
+        budget = context_budget(session.settings, limit, reserve)
         pieces = session.redaction.pieces()
         kept = prompt.kept_turns(conv)
         users = [t for t in kept if t.role == "user"]

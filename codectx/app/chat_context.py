@@ -3,14 +3,15 @@
 In order, while the turn's budget lasts: the @-mentions (`@file`, `@symbol`, `@folder`,
 `@codebase`, `@diff`, `@problems`), the editor's selection, the definition around the cursor,
 the definitions of the symbols the question and selection name (through the index's symbol
-table, as completions resolve them), a hybrid search with the question and the previous
-question (twenty hits: the first five whole up to an item's share of the budget, the rest cut to
-a smaller share; a cut hit keeps the lines that name most of the question's words,
-codectx.app.chat_focus), and the user's recent edits. Each snippet goes once per conversation
-(one already sent in a turn still in the window is not sent again, and counts against the
-turn's budget as if it were: the model reads it there), never from a never-send file (an `@file`
-of one is refused with a notice and never read), and redacted with its own path, the secrets found in
-its whole file. Blocking (disk, index, embedder): call it from a worker thread.
+table, as completions resolve them), the user's recent edits, a hybrid search with the question
+and the previous question (a hundred hits: the first three whole up to an item's share of the
+budget, the rest cut to a small share; a cut hit keeps the lines that name most of the
+question's words, codectx.app.chat_focus), and definitions named by the question's plain words.
+Each snippet goes once per conversation (one already sent in a turn still in the window is not
+sent again, and counts against the turn's budget as if it were: the model reads it there), never
+from a never-send file (an `@file` of one is refused with a notice and never read), and redacted
+with its own path, the secrets found in its whole file. Blocking (disk, index, embedder): call
+it from a worker thread.
 """
 
 from __future__ import annotations
@@ -21,12 +22,13 @@ import subprocess
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any, Protocol
 
 from codectx.app.chat_focus import focus, terms
 from codectx.app.chat_model import Mention
 from codectx.app.files import NeverSend
-from codectx.app.index import RecentRegion, enclosing_definition, language_for
+from codectx.app.index import RecentRegion, enclosing_definition, language_for, read_document
 from codectx.errors import CodectxError
 from codectx.privacy.egress import EgressGate
 from codectx.privacy.pieces import PieceRedactor
@@ -38,16 +40,21 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?")
 MAX_NAMES = 24  # identifiers of a question looked up in the symbol table
 # The search's hits: its first SEARCH_WHOLE take up to 1/ITEM_SHARE of the budget each, like any
 # implicit item; the rest, down to rank SEARCH_K, up to 1/SEARCH_SHARE (cut to the lines the question
-# names, chat_focus). On the development set (bench/devset.toml: jinja2, marshmallow, starlette,
-# sqlparse, arrow, boltons, tomlkit; questions from hidden docstrings) ten whole hits held the gold
-# function 0.45-0.78 of the time, these settings 0.50-0.89: +0.06 on average, no repository lower.
-SEARCH_K = 20
-SEARCH_WHOLE = 5
-SEARCH_SHARE = 14
+# names, chat_focus: a signature and the ten or so lines that match). Chosen on the development set
+# (bench/chat_sweep.py: bench/devset.toml's 12 repositories, questions from hidden docstrings).
+# Pooled recall of the gold function among a turn's pieces: twenty hits, five whole, the rest cut to
+# 1/14 of a 2048-token budget: 0.806. A hundred cut to 1/64 of 6144 tokens
+# (retriever.chat_budget_tokens): 0.919 with five whole, 0.926 with three, 0.911 with eight; no
+# repository lower than at 0.806. 8192 tokens gave 0.930, for a send-to-first-byte p95 over 100 ms
+# on Django; 130 hits 0.916.
+SEARCH_K = 100
+SEARCH_WHOLE = 3
+SEARCH_SHARE = 64
 CODEBASE_K = 12  # an explicit @codebase search: its hits are sent whole, budget permitting
 ITEM_SHARE = 6  # an implicit item takes at most 1/6 of the budget (its head when longer)
 SITES_PER_WORD = 2  # definitions per plain word of the question
 DIFF_BYTES = 200_000
+MIN_PIECE = 24  # tokens: below this much budget left, no further search hit is considered
 
 
 class ChatSession(Protocol):
@@ -127,6 +134,8 @@ class Gatherer:
         self._no_index = False
         self._named_sites: dict[str, list[Any]] | None = None  # the question's names, looked up at once
         self._counted: set[Span] = set()  # pieces already in the conversation, counted once
+        self._refusals: dict[str, str | None] = {}
+        self._sums: dict[str, tuple[str, list[int]]] = {}  # path -> (text, its lines' summed lengths)
         self.scan_timeout_s = scan_timeout_s
 
     # ---- pricing and adding ------------------------------------------------------------------
@@ -139,7 +148,7 @@ class Gatherer:
     ) -> bool:
         """Add a piece within the budget; a long implicit one is cut to its share: to the lines
         that name most of `words` (a search hit's question, chat_focus), else to its head."""
-        cap = max(self.out.budget // share, 96)
+        cap = self.cap(share)
         if self.sent_before(piece):
             if not explicit:
                 self._count_sent(piece, cap)
@@ -167,6 +176,10 @@ class Gatherer:
         self.out.pieces.append(piece)
         self.out.tokens += cost
         return True
+
+    def cap(self, share: int) -> int:
+        """The most an implicit item of this share of the budget may take."""
+        return max(self.out.budget // share, 96)
 
     def _count_sent(self, piece: Piece, cap: int) -> None:
         """A piece this turn would send that an earlier turn still in the window sent: the model
@@ -216,27 +229,55 @@ class Gatherer:
     # ---- reading and redacting ---------------------------------------------------------------
 
     def refusal(self, path: str) -> str | None:
-        return self.gate.refusal(path) if isinstance(self.gate, EgressGate) else None
+        """Why a file may not be sent (the gate's judgement, asked once a path per turn)."""
+        if not isinstance(self.gate, EgressGate):
+            return None
+        if path not in self._refusals:
+            self._refusals[path] = self.gate.refusal(path)
+        return self._refusals[path]
 
     def file_text(self, path: str, current: TurnInput | None = None) -> str | None:
         if current is not None and current.path == path and current.text is not None:
             return current.text
         if path not in self._files:
             try:
-                self._files[path] = self.session.read_file(path, redact=False).text
+                if self._refusals.get(path, "unchecked") is None and self.root is not None:
+                    # The gate has judged this path this turn (inside the workspace, its real path
+                    # too, and not never-send): read it as the session would, without judging again.
+                    self._files[path] = read_document(self.root / path)
+                else:
+                    self._files[path] = self.session.read_file(path, redact=False).text
             except CodectxError as exc:
                 log.info("chat context: %s", exc)
                 self._files[path] = None
         return self._files[path]
 
+    def line_start(self, path: str, text: str, line: int) -> int:
+        """Where line `line` of a file's text starts (`line` = the line count: one past the end).
+        The lines' lengths are summed once a file, by accumulate over map(len): no Python-level
+        loop per line (files of thousands of lines, tens of files a turn)."""
+        known = self._sums.get(path)
+        if known is None or known[0] is not text:
+            known = (text, list(accumulate(map(len, text.split("\n")), initial=0)))
+            self._sums[path] = known
+        return known[1][line] + line
+
+    def line_count(self, path: str, text: str) -> int:
+        self.line_start(path, text, 0)
+        return len(self._sums[path][1]) - 1
+
+    def raw_piece(self, path: str, text: str, first: int, last: int, reason: str, symbol: str = "") -> Piece:
+        """Lines first..last of a file as they are (not redacted: for choosing what to send)."""
+        last = min(last, self.line_count(path, text) - 1)
+        start, end = self.line_start(path, text, first), self.line_start(path, text, last + 1) - 1
+        return Piece(path, first, last, text[start:end], reason, symbol)
+
     def lines_piece(
         self, path: str, text: str, first: int, last: int, reason: str, symbol: str = ""
     ) -> Piece:
         """Lines first..last of a file, redacted with the whole file around them."""
-        rows = text.split("\n")
-        last = min(last, len(rows) - 1)
-        start = sum(len(r) + 1 for r in rows[:first])
-        end = start + len("\n".join(rows[first : last + 1]))
+        last = min(last, self.line_count(path, text) - 1)
+        start, end = self.line_start(path, text, first), self.line_start(path, text, last + 1) - 1
         body = text[start:end]
         if self.redactor is not None:
             self._fresh_deadline()
@@ -269,13 +310,14 @@ class Gatherer:
             self._named_sites = None  # each lookup below fails the same way and says so
         for name in identifiers:  # `parse_config`, `Session.send`, `camelCase`: surely symbols
             self.symbol(name, "named in the question")
-        self.searched(" ".join(x for x in (turn.message, turn.previous) if x), "search", SEARCH_K)
-        for name in words:  # plain words ("scale") may be symbols too: after the search's hits
-            self.symbol(name, "named in the question", sites=SITES_PER_WORD)
+        # The user's recent edits before the search: its hundred hits can fill the budget.
         for region in turn.recent:
             if self.refusal(region.path) is None:
                 text = self.redact(region.text, region.path)
                 self.add(Piece(region.path, region.start_line, region.end_line, text, "recently edited"))
+        self.searched(" ".join(x for x in (turn.message, turn.previous) if x), "search", SEARCH_K)
+        for name in words:  # plain words ("scale") may be symbols too: after the search's hits
+            self.symbol(name, "named in the question", sites=SITES_PER_WORD)
         return self.out
 
     def mention(self, m: Mention, turn: TurnInput) -> None:
@@ -382,13 +424,28 @@ class Gatherer:
         explicit = reason == "@codebase"  # sent whole, never cut: no window to choose
         words = [] if explicit else terms(query)
         for rank, hit in enumerate(answer.results):
+            if self.out.budget - self.out.tokens < MIN_PIECE:
+                break  # nothing more fits: the rest is neither read nor redacted
             if self.refusal(hit.path) is not None:
                 continue
             text = self.file_text(hit.path)
             if text is None:
                 continue
-            piece = self.lines_piece(hit.path, text, hit.start_line, hit.end_line, reason, hit.symbol)
             share = ITEM_SHARE if rank < SEARCH_WHOLE else SEARCH_SHARE
+            first, last = hit.start_line, hit.end_line
+            if not explicit:
+                # The lines to send are chosen before redacting, so that only they are redacted
+                # (around them: a secret crossing their edge is still found whole); `add` cuts
+                # again in the rare case the placeholders made the piece longer.
+                raw = self.raw_piece(hit.path, text, first, last, reason, hit.symbol)
+                if self.sent_before(raw) or any(_inside(raw, p) for p in self.out.pieces):
+                    self.add(raw, share=share)  # counted as already in the conversation, or skipped
+                    continue
+                cap = self.cap(share)
+                if self.cost(raw.text) > cap:
+                    raw = self.head(self.focused(raw, cap, words) if words else raw, cap)
+                first, last = raw.start_line, raw.end_line
+            piece = self.lines_piece(hit.path, text, first, last, reason, hit.symbol)
             self.add(piece, explicit=explicit, share=share, words=words)
 
     def folder(self, value: str) -> None:

@@ -20,6 +20,7 @@ from codectx.app.restore import restore_prose
 from codectx.app.session import WorkspaceSession
 from codectx.errors import CodectxError
 from codectx.privacy.pieces import Placeholders
+from codectx.settings import Settings
 
 OnDelta = Callable[[str, str], None]  # (turn id, text)
 
@@ -131,9 +132,11 @@ def answer_tokens(chat_max_tokens: int, limit: int | None) -> int:
     return chat_max_tokens if limit is None else max(16, min(chat_max_tokens, limit // 4))
 
 
-def context_budget(budget_tokens: int, limit: int | None, reserve: int) -> int:
-    """A turn's context budget: retriever.budget_tokens, at most half of what the answer leaves."""
-    return budget_tokens if limit is None else max(64, min(budget_tokens, (limit - reserve) // 2))
+def context_budget(settings: Settings, limit: int | None, reserve: int) -> int:
+    """A turn's context budget: retriever.chat_budget_tokens, at most half of what the answer
+    leaves of the model's window (`limit`, when the server said)."""
+    budget = settings.retriever.chat_budget_tokens
+    return budget if limit is None else max(64, min(budget, (limit - reserve) // 2))
 
 
 def record_of(

@@ -39,13 +39,18 @@ def read_confined(
     if pattern:
         raise NeverSend(f"{rel} matches the never-send pattern '{pattern}'; codectx does not read it out")
     text = read_document(root / rel)
-    lines = text.split("\n")
-    first = 0 if start_line is None else start_line
-    last = len(lines) - 1 if end_line is None else min(end_line, len(lines) - 1)
-    if first < 0 or first > last:
-        raise UsageError(f"lines {first + 1}-{last + 1} are outside {rel} ({len(lines)} lines)")  # 1-based
-    start = sum(len(row) + 1 for row in lines[:first])
-    end = start + len("\n".join(lines[first : last + 1]))
+    if start_line is None and end_line is None:  # the whole file (a chat turn reads tens of them)
+        first, last, start, end = 0, text.count("\n"), 0, len(text)
+    else:
+        lines = text.split("\n")
+        first = 0 if start_line is None else start_line
+        last = len(lines) - 1 if end_line is None else min(end_line, len(lines) - 1)
+        if first < 0 or first > last:
+            raise UsageError(
+                f"lines {first + 1}-{last + 1} are outside {rel} ({len(lines)} lines)"
+            )  # 1-based
+        start = sum(len(row) + 1 for row in lines[:first])
+        end = start + len("\n".join(lines[first : last + 1]))
     pieces = redaction.pieces() if redact else None
     if pieces is None:
         return FileText(rel, first, last, text[start:end], redacted=False)

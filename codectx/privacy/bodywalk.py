@@ -10,13 +10,52 @@ through `scan_view`, an escape-aware view of the serialised JSON.
 
 from __future__ import annotations
 
+import hashlib
 import re
+import threading
+from collections import OrderedDict
 from typing import Any
 
 from codectx.privacy.errors import PrivacyError
 from codectx.privacy.redact import TOKEN_PREFIX, RedactionResult, Redactor
 from codectx.privacy.request import RedactionEvent, SourceSpan
 from codectx.privacy.sanitize import sanitize
+
+
+class CleanMemo:
+    """Digests of long strings a gate walked that came out unchanged with nothing to log: no
+    secret, no invisible character, no path to alias, no placeholder. A later request repeating
+    one (a conversation's history, resent each turn) is not walked through it again; the gate's
+    final scan still reads every byte of every request. A digest covers the string, the rules'
+    version and the aliases in effect, so a change of either is a miss. Bounded; thread-safe."""
+
+    MIN_CHARS = 512  # shorter strings cost less to scan than to remember
+
+    def __init__(self, limit: int = 4096) -> None:
+        self.limit = limit
+        self._seen: OrderedDict[bytes, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def key(self, text: str, redactor: Redactor, aliases: dict[str, str]) -> bytes:
+        digest = hashlib.blake2b(f"{redactor.version}\0{redactor.strict}".encode(), digest_size=20)
+        for path, alias in sorted(aliases.items()):
+            digest.update(f"\0{path}\0{alias}".encode("utf-8", "surrogatepass"))
+        digest.update(b"\1")
+        digest.update(text.encode("utf-8", "surrogatepass"))
+        return digest.digest()
+
+    def seen(self, key: bytes) -> bool:
+        with self._lock:
+            if key not in self._seen:
+                return False
+            self._seen.move_to_end(key)
+            return True
+
+    def add(self, key: bytes) -> None:
+        with self._lock:
+            self._seen[key] = None
+            while len(self._seen) > self.limit:
+                self._seen.popitem(last=False)
 
 
 class BodyWalker:
@@ -29,7 +68,9 @@ class BodyWalker:
         deadline: float,
         spans: list[SourceSpan],
         aliases: dict[str, str],
+        memo: CleanMemo | None = None,
     ) -> None:
+        self.memo = memo
         self.redactor = redactor
         self.redact = redact
         self.deadline = deadline
@@ -39,6 +80,7 @@ class BodyWalker:
         self.stripped = 0
         self.secrets: dict[str, str] = {}  # value -> rule, for this request only (never stored)
         self.propagating = False
+        self._nothing_logged = False  # the last string walked: no finding, nothing stripped or placed
 
     def walk(self, value: Any, where: str) -> Any:
         if isinstance(value, str):
@@ -64,6 +106,20 @@ class BodyWalker:
     def _string(self, text: str, where: str) -> str:
         if self.propagating:
             return self._propagate(text, where)
+        key = None
+        if self.memo is not None and self.redact and len(text) >= CleanMemo.MIN_CHARS:
+            key = self.memo.key(text, self.redactor, self.aliases)
+            if self.memo.seen(key):
+                return text
+        cleaned = self._clean(text, where)
+        if key is not None and cleaned == text and self._nothing_logged:
+            assert self.memo is not None
+            self.memo.add(key)
+        return cleaned
+
+    def _clean(self, text: str, where: str) -> str:
+        self._nothing_logged = False
+        original, stripped_before = text, self.stripped
         # Lone surrogates (undecodable bytes read with surrogateescape) cannot be UTF-8 encoded.
         text = text.encode("utf-8", "replace").decode("utf-8") if _has_surrogate(text) else text
         text, count = sanitize(text)
@@ -78,6 +134,9 @@ class BodyWalker:
         result = self.redactor.redact(text, "", self.deadline)
         for finding in result.findings:
             self.secrets.setdefault(text[finding.start : finding.end], finding.rule)
+        self._nothing_logged = (
+            not result.findings and self.stripped == stripped_before and TOKEN_PREFIX not in original
+        )
         return self._logged(result, text, where)
 
     def _placed(self, text: str, where: str) -> None:

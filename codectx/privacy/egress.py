@@ -23,7 +23,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from codectx.privacy.audit import AuditLog
-from codectx.privacy.bodywalk import BodyWalker, scan_view, text_size
+from codectx.privacy.bodywalk import BodyWalker, CleanMemo, scan_view, text_size
 from codectx.privacy.errors import AuditError, EgressBlocked, ScanTimeout
 from codectx.privacy.keys import tag
 from codectx.privacy.policy import never_send_match
@@ -49,6 +49,8 @@ class EgressGate:
         self._audit = audit
         self.redactor = redactor or Redactor(settings)
         self._root_seen: tuple[str, int, int, str] | None = None  # (root, st_dev, st_ino, real path)
+        # Long strings this gate already walked clean (a conversation's history, resent each turn).
+        self._clean = CleanMemo()
 
     @property
     def offline(self) -> bool:
@@ -132,7 +134,9 @@ class EgressGate:
         deadline = time.monotonic() + float(self.settings.privacy.scan_timeout_s)
         aliases = {s.path: self.alias(s.path) for s in spans} if self.settings.privacy.anonymize_paths else {}
         try:
-            walker = BodyWalker(self.redactor, bool(self.settings.privacy.redact), deadline, spans, aliases)
+            walker = BodyWalker(
+                self.redactor, bool(self.settings.privacy.redact), deadline, spans, aliases, self._clean
+            )
             cleaned = walker.walk(body, "")
             if walker.secrets:
                 # A secret found in one field is redacted wherever else it appears in the body.

@@ -15,7 +15,7 @@ from codectx.settings import load_settings
 
 FUNCTIONS = 30
 BODY_LINES = 40  # one chunk each, about 450 tokens: longer than a head, shorter than a whole item
-BUDGET = 3000
+BUDGET = 8192  # the default chat budget (retriever.chat_budget_tokens)
 
 
 def _repo(root: Path) -> Path:
@@ -46,7 +46,7 @@ def test_later_search_hits_are_sent_as_heads_and_more_of_them_fit(tmp_path: Path
     whole_cost = gatherer.cost(whole[0].text)
     assert whole_cost <= BUDGET // chat_context.ITEM_SHARE
     # The later ones as heads: the signature and the first lines, within their smaller share.
-    head_cap = BUDGET // chat_context.SEARCH_SHARE
+    head_cap = max(BUDGET // chat_context.SEARCH_SHARE, 96)
     assert all(gatherer.cost(p.text) <= head_cap < whole_cost for p in heads)
     assert all(p.text.startswith("def reconcile_ledger_balance_") for p in heads)
     assert all(p.end_line - p.start_line < BODY_LINES for p in heads)

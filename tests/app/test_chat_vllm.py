@@ -75,7 +75,7 @@ async def test_history_carried_byte_for_byte_and_resumed_after_restart(
     store = tmp_path / "chats"
     chat = ChatService(ChatStore(store))
     cid = chat.start().conversation_id
-    small = {"retriever.budget_tokens": 128, "backend.chat_max_tokens": 48}  # two turns fit the window
+    small = {"retriever.chat_budget_tokens": 128, "backend.chat_max_tokens": 48}  # two turns fit the window
     async with session(repo, proxy.url, **small) as s:
         first = await chat.send(s, cid, ask("How does scale work?"))
     assert not first.turn.cancelled and first.turn.citations

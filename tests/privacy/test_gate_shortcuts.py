@@ -86,3 +86,87 @@ def test_the_gate_resolves_a_relinked_root_again(tmp_path: Path) -> None:
     assert gate.root_real() == os.path.realpath(second)
     refusal = gate.refusal("src/a.py")
     assert refusal is not None and "outside the workspace" in refusal
+
+
+def _gate(tmp_path: Path) -> object:
+    from codectx.privacy.egress import EgressGate
+    from codectx.settings import load_settings
+
+    return EgressGate(load_settings(None, {}, environ={}, user_config=tmp_path / "none.toml"))
+
+
+def _counting(gate: object, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    seen: list[str] = []
+    redactor = gate.redactor  # type: ignore[attr-defined]
+    real = redactor.redact
+
+    def redact(text: str, *args: object, **kwargs: object) -> object:
+        seen.append(text)
+        return real(text, *args, **kwargs)
+
+    monkeypatch.setattr(redactor, "redact", redact)
+    return seen
+
+
+def test_a_long_string_walked_clean_is_not_walked_again_and_the_bytes_are_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gate = _gate(tmp_path)
+    seen = _counting(gate, monkeypatch)
+    history = "def total(xs):\n    return sum(xs)  # café\n" * 40  # a turn already sent, resent
+    first = gate.prepare("u", {"messages": [{"role": "user", "content": history}]}, [])  # type: ignore[attr-defined]
+    assert seen.count(history) == 1
+    body = {"messages": [{"role": "user", "content": history}, {"role": "user", "content": "next " * 200}]}
+    second = gate.prepare("u", body, [])  # type: ignore[attr-defined]
+    assert seen.count(history) == 1  # not walked again: remembered clean
+    assert ("next " * 200) in seen  # the new string is walked
+    assert second.content.startswith(first.content[: first.content.index(b"]")])
+    # The final scan still reads every byte of the body.
+    assert any(history.split("\n")[0] in text and "next" in text for text in seen)
+
+
+def test_a_long_string_holding_a_secret_or_a_placeholder_is_walked_every_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gate = _gate(tmp_path)
+    seen = _counting(gate, monkeypatch)
+    secret = ("x = 1\n" * 100) + f"token = '{TOKEN}'\n"
+    placed = ("y = 2\n" * 100) + "key = '[REDACTED:github-token:0123abcd]'\n"
+    for _ in range(2):
+        prepared = gate.prepare("u", {"a": secret, "b": placed}, [])  # type: ignore[attr-defined]
+        assert TOKEN.encode() not in prepared.content
+        assert [f.rule for f in prepared.findings if f.stage != "piece"] == ["github-token"]
+        assert [f.stage for f in prepared.findings].count("piece") == 1
+    assert seen.count(secret) == 2 and seen.count(placed) == 2
+
+
+def test_clean_memory_is_per_aliases(tmp_path: Path) -> None:
+    from codectx.privacy.bodywalk import CleanMemo
+    from codectx.privacy.redact import Redactor
+
+    memo, redactor = CleanMemo(limit=2), Redactor(key=b"k" * 32)
+    text = "z" * 600
+    plain, aliased = memo.key(text, redactor, {}), memo.key(text, redactor, {"src/a.py": "f1"})
+    assert plain != aliased
+    memo.add(plain)
+    assert memo.seen(plain) and not memo.seen(aliased)
+    memo.add(memo.key("a" * 600, redactor, {}))
+    memo.add(memo.key("b" * 600, redactor, {}))
+    assert not memo.seen(plain)  # bounded: the oldest goes first
+
+
+def test_character_offsets_of_matches_in_non_ascii_text_equal_the_slow_count() -> None:
+    import random
+
+    from codectx.privacy import views
+
+    rng = random.Random(7)
+    words = ["naïve_identifier_name_here", "€", "dGhpcyBpcyBhIHNlY3JldCB2YWx1ZQ==", "ü", "\n", "plain"]
+    text = " ".join(rng.choice(words) for _ in range(3000))
+    data = text.encode("utf-8", "surrogatepass")
+    slow = [
+        (len(data[: m.start(1)].decode("utf-8")), len(data[: m.end(1)].decode("utf-8")))
+        for m in views._B64_RUN.finditer(data)
+    ]
+    assert slow and list(views._spans(views._B64_RUN, text)) == slow
+    assert all(text[a:b].strip("=").isascii() for a, b in slow)
