@@ -7,12 +7,12 @@ to. For each repository: questions from the first sentence of documented functio
 vectors, and one chat turn's context gathered per question (`codectx.app.chat_context`, no
 editor file); a hit is the gold function among the turn's pieces.
 
-Each variant is comma-joined `KEY=VALUE` settings (`chat.context_tokens=4096`) or constants of
+Each variant is comma-joined `KEY=VALUE` settings (`retriever.chat_budget_tokens=4096`) or constants of
 `codectx.app.chat_context` (`SEARCH_K=30`); the first variant is the defaults. Per repository
 and pooled: recall, items per turn and tokens spent, and how many repositories a variant lowers
 by more than 0.01.
 
-    .venv/bin/python bench/chat_sweep.py SEARCH_K=30 chat.context_tokens=4096,SEARCH_K=40
+    .venv/bin/python bench/chat_sweep.py SEARCH_K=30 retriever.chat_budget_tokens=4096,SEARCH_K=40
     .venv/bin/python bench/chat_sweep.py --repos jinja2,arrow --limit 60
 
 `--independent` measures the defaults on bench/nl_queries*.toml instead: queries written from the

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from codectx.app.chat import ChatService, TurnInput
-from codectx.app.chat_model import TurnResult, mentions_in
+from codectx.app.chat_model import TurnResult, listed_citations, mentions_in
 from codectx.app.cli import CommandIndex
 from codectx.app.complete_cli import NotedEmbedder
 from codectx.app.index import document_root, read_document, relative_path
@@ -144,10 +144,14 @@ class Workspace:
 
 
 def _sources(result: TurnResult) -> list[str]:
-    return [
+    shown, more = listed_citations(result.turn.citations)
+    lines = [
         f"  {c.path}:{c.start_line + 1}-{c.end_line + 1}  ({c.reason}{': ' + c.symbol if c.symbol else ''})"
-        for c in result.turn.citations
+        for c in shown
     ]
+    if more:
+        lines.append(f"  ... and {more} more search hits (their matching lines; --json lists them all)")
+    return lines
 
 
 def _ask(args: argparse.Namespace) -> int:

@@ -23,6 +23,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
+from pathlib import Path
 from typing import Any, Protocol
 
 from codectx.app.chat_focus import focus, terms
@@ -236,12 +237,17 @@ class Gatherer:
             self._refusals[path] = self.gate.refusal(path)
         return self._refusals[path]
 
+    def _gate_root(self) -> bool:
+        """The gate judges paths against the root this gatherer reads from."""
+        root = getattr(getattr(self.gate, "settings", None), "root", None)
+        return self.root is not None and root is not None and Path(root) == Path(self.root)
+
     def file_text(self, path: str, current: TurnInput | None = None) -> str | None:
         if current is not None and current.path == path and current.text is not None:
             return current.text
         if path not in self._files:
             try:
-                if self._refusals.get(path, "unchecked") is None and self.root is not None:
+                if self._refusals.get(path, "unchecked") is None and self._gate_root():
                     # The gate has judged this path this turn (inside the workspace, its real path
                     # too, and not never-send): read it as the session would, without judging again.
                     self._files[path] = read_document(self.root / path)
@@ -266,9 +272,14 @@ class Gatherer:
         self.line_start(path, text, 0)
         return len(self._sums[path][1]) - 1
 
+    def clamped(self, path: str, text: str, first: int, last: int) -> tuple[int, int]:
+        """first..last within the file (a stale hit past its end: first > last, no lines)."""
+        last = min(last, self.line_count(path, text) - 1)
+        return min(max(first, 0), last + 1), last
+
     def raw_piece(self, path: str, text: str, first: int, last: int, reason: str, symbol: str = "") -> Piece:
         """Lines first..last of a file as they are (not redacted: for choosing what to send)."""
-        last = min(last, self.line_count(path, text) - 1)
+        first, last = self.clamped(path, text, first, last)
         start, end = self.line_start(path, text, first), self.line_start(path, text, last + 1) - 1
         return Piece(path, first, last, text[start:end], reason, symbol)
 
@@ -276,8 +287,8 @@ class Gatherer:
         self, path: str, text: str, first: int, last: int, reason: str, symbol: str = ""
     ) -> Piece:
         """Lines first..last of a file, redacted with the whole file around them."""
-        last = min(last, self.line_count(path, text) - 1)
-        start, end = self.line_start(path, text, first), self.line_start(path, text, last + 1) - 1
+        first, last = self.clamped(path, text, first, last)
+        start, end = self.line_start(path, text, first), max(0, self.line_start(path, text, last + 1) - 1)
         body = text[start:end]
         if self.redactor is not None:
             self._fresh_deadline()
@@ -410,6 +421,8 @@ class Gatherer:
             text = self.file_text(site.path)
             if text is not None:
                 piece = self.lines_piece(site.path, text, site.start_line, site.end_line, reason, site.name)
+                if piece.start_line > piece.end_line:
+                    continue  # the file is shorter than when it was indexed: a stale site
                 found = self.add(piece, explicit) or found or site_in(piece.span, self)
         return found
 
@@ -424,7 +437,7 @@ class Gatherer:
         explicit = reason == "@codebase"  # sent whole, never cut: no window to choose
         words = [] if explicit else terms(query)
         for rank, hit in enumerate(answer.results):
-            if self.out.budget - self.out.tokens < MIN_PIECE:
+            if not explicit and self.out.budget - self.out.tokens < MIN_PIECE:
                 break  # nothing more fits: the rest is neither read nor redacted
             if self.refusal(hit.path) is not None:
                 continue
@@ -438,6 +451,8 @@ class Gatherer:
                 # (around them: a secret crossing their edge is still found whole); `add` cuts
                 # again in the rare case the placeholders made the piece longer.
                 raw = self.raw_piece(hit.path, text, first, last, reason, hit.symbol)
+                if raw.start_line > raw.end_line:
+                    continue  # the file is shorter than when it was indexed: a stale hit
                 if self.sent_before(raw) or any(_inside(raw, p) for p in self.out.pieces):
                     self.add(raw, share=share)  # counted as already in the conversation, or skipped
                     continue

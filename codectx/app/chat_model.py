@@ -91,6 +91,25 @@ class Citation:
         return {"path": self.path, "uri": uri} | fields_wire(self)  # the uri goes next to the path
 
 
+# A turn's search sends up to a hundred hits, most cut to a few lines: surfaces list every other
+# citation and the first few search hits, then say how many more there are (`--json`, the quickfix
+# list and Show Context Sent have them all).
+LISTED_SEARCH_HITS = 5
+
+
+def listed_citations(citations: list[Citation]) -> tuple[list[Citation], int]:
+    """The citations a surface lists under an answer, and how many search hits it leaves out."""
+    shown: list[Citation] = []
+    searched = 0
+    for c in citations:
+        if c.reason == "search":
+            searched += 1
+            if searched > LISTED_SEARCH_HITS:
+                continue
+        shown.append(c)
+    return shown, len(citations) - len(shown)
+
+
 @dataclass(frozen=True)
 class CodeBlock(WireRecord):
     index: int

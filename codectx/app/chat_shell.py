@@ -20,7 +20,7 @@ from rich.markdown import Markdown
 
 from codectx.app.chat import ChatService
 from codectx.app.chat_cli import HELP, run_turn
-from codectx.app.chat_model import TurnResult, markdown
+from codectx.app.chat_model import TurnResult, listed_citations, markdown
 from codectx.errors import CodectxError
 from codectx.positions import split_location
 
@@ -110,9 +110,12 @@ class Shell:
     def footer(self, result: TurnResult) -> None:
         if result.turn.cancelled:
             self.err.print("[yellow]\\[stopped][/yellow]")
-        for c in result.turn.citations:
+        shown, more = listed_citations(result.turn.citations)
+        for c in shown:
             what = f"{c.reason}: {c.symbol}" if c.symbol else c.reason
             self.out.print(f"[dim]  {c.path}:{c.start_line + 1}-{c.end_line + 1} ({what})[/dim]")
+        if more:
+            self.out.print(f"[dim]  ... and {more} more search hits (their matching lines)[/dim]")
         self.err.print(f"[dim]context {result.context_tokens}/{result.budget_tokens} tokens[/dim]")
 
     def command(self, line: str) -> bool:

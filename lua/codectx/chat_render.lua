@@ -34,6 +34,10 @@ function M.citation_label(c)
   return ("%s:%d-%d%s (%s)"):format(c.path, c.startLine + 1, c.endLine + 1, symbol, c.reason or "")
 end
 
+-- A turn's search sends up to a hundred hits, most cut to a few lines: the answer lists every other
+-- citation and the first few search hits, then how many more there are (the quickfix list has all).
+M.LISTED_SEARCH_HITS = 5
+
 --- A finished answer: its text, [stopped] when cancelled, then the citations.
 function M.answer_lines(text, cancelled, citations)
   local out = (text or "") == "" and {} or lines_of(text)
@@ -42,8 +46,18 @@ function M.answer_lines(text, cancelled, citations)
   end
   if #citations > 0 then
     vim.list_extend(out, { "", "Citations:" })
+    local searched, more = 0, 0
     for _, c in ipairs(citations) do
-      table.insert(out, "- " .. M.citation_label(c))
+      searched = searched + (c.reason == "search" and 1 or 0)
+      if c.reason == "search" and searched > M.LISTED_SEARCH_HITS then
+        more = more + 1
+      else
+        table.insert(out, "- " .. M.citation_label(c))
+      end
+    end
+    if more > 0 then
+      local line = "- ... and %d more search hits (their matching lines; all in the quickfix list)"
+      table.insert(out, line:format(more))
     end
   end
   if #out == 0 then

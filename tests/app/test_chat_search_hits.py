@@ -15,7 +15,7 @@ from codectx.settings import load_settings
 
 FUNCTIONS = 30
 BODY_LINES = 40  # one chunk each, about 450 tokens: longer than a head, shorter than a whole item
-BUDGET = 8192  # the default chat budget (retriever.chat_budget_tokens)
+BUDGET = 8192  # a chat budget (the default, retriever.chat_budget_tokens, is 6144)
 
 
 def _repo(root: Path) -> Path:
@@ -53,3 +53,27 @@ def test_later_search_hits_are_sent_as_heads_and_more_of_them_fit(tmp_path: Path
     # So more of the ranked hits fit than whole ones would.
     assert len(found) > BUDGET // whole_cost
     assert got.tokens <= BUDGET
+
+
+def test_a_hit_past_the_end_of_a_file_cut_short_since_indexing_is_skipped(tmp_path: Path) -> None:
+    from codectx.cli import main
+
+    root = _repo(tmp_path / "repo")
+    for path in root.glob("ledger_*.py"):  # each function starts below a header
+        head = "".join(f"RATE_{i} = {i}\n" for i in range(8)) + "\n\n"
+        path.write_text(head + path.read_text(encoding="utf-8"), encoding="utf-8")
+    assert main(["index", str(root), "--no-embed", "--json"]) == 0
+    # Cut short after indexing: the index still has a function from line 9 of each of these.
+    for n in range(0, FUNCTIONS, 2):
+        (root / f"ledger_{n:02d}.py").write_text("x = 1\n", encoding="utf-8")
+    settings = load_settings(root, {})
+    session = WorkspaceSession(settings, index=CommandIndex(settings), embedder=lambda: None)
+    gatherer = Gatherer(session, session.client.gate, session.redaction.pieces(), BUDGET, 3.5, set(), root)
+    got = gatherer.gather(TurnInput("how is the ledger balance reconciled"))
+    found = [p for p in got.pieces if p.reason == "search"]
+    # The files still as indexed are sent; the hits past the end of the cut ones are not.
+    assert any("def reconcile_ledger_balance_" in p.text for p in found)
+    assert all(p.start_line <= p.end_line and p.text for p in found)
+    cut = {f"ledger_{n:02d}.py" for n in range(0, FUNCTIONS, 2)}
+    assert not any(p.path in cut and "reconcile" in p.text for p in found)
+    assert all(p.end_line <= 1 for p in found if p.path in cut)  # "x = 1" and the empty last line

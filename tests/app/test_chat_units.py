@@ -8,7 +8,16 @@ from pathlib import Path
 import pytest
 
 from codectx.app.chat_apply import apply_block
-from codectx.app.chat_model import CodeBlock, Mention, blocks_of, mentions_in, union
+from codectx.app.chat_model import (
+    LISTED_SEARCH_HITS,
+    Citation,
+    CodeBlock,
+    Mention,
+    blocks_of,
+    listed_citations,
+    mentions_in,
+    union,
+)
 from codectx.app.chat_store import ChatStore, UnknownConversation
 from codectx.app.refactor import EditRefused
 
@@ -34,6 +43,17 @@ def test_mentions_follow_the_protocols_text_syntax() -> None:
         Mention("diff"),
         Mention("file", "a"),
     ]
+
+
+def test_surfaces_list_every_other_citation_and_the_first_search_hits() -> None:
+    named = Citation("calc/ops.py", 8, 10, "named in the question", "scale")
+    hits = [Citation(f"m{n}.py", n, n + 3, "search", f"f{n}") for n in range(40)]
+    recent = Citation("calc/report.py", 1, 4, "recently edited")
+    shown, more = listed_citations([named, recent, *hits, Citation("w.py", 0, 2, "named in the question")])
+    assert shown[:2] == [named, recent] and shown[-1].path == "w.py"
+    assert [c for c in shown if c.reason == "search"] == hits[:LISTED_SEARCH_HITS]
+    assert more == 40 - LISTED_SEARCH_HITS
+    assert listed_citations(hits[:3]) == (hits[:3], 0)
 
 
 def test_blocks_keep_their_language_and_path() -> None:

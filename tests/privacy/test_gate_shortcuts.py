@@ -170,3 +170,25 @@ def test_character_offsets_of_matches_in_non_ascii_text_equal_the_slow_count() -
     ]
     assert slow and list(views._spans(views._B64_RUN, text)) == slow
     assert all(text[a:b].strip("=").isascii() for a, b in slow)
+
+
+def test_a_value_found_secret_later_is_redacted_inside_a_remembered_string(tmp_path: Path) -> None:
+    gate = _gate(tmp_path)
+    value = "hunter2-Correct-Horse"  # prose on its own: no rule finds it
+    history = ("x = 1\n" * 100) + f"note: {value} is here\n"
+    first = gate.prepare("u", {"messages": [history]}, [])  # type: ignore[attr-defined]
+    assert value.encode() in first.content  # clean on its own: remembered
+    # The next request assigns it to a password in a new field: the value is a secret now, and it
+    # is masked in the remembered history string too (the propagation pass is never skipped).
+    body = {"messages": [history, f'password = "{value}"']}
+    second = gate.prepare("u", body, [])  # type: ignore[attr-defined]
+    assert value.encode() not in second.content
+    assert sum(1 for f in second.findings if f.rule == "keyword-assignment") == 2
+
+
+def test_invisible_characters_are_stripped_from_a_long_string_every_time(tmp_path: Path) -> None:
+    gate = _gate(tmp_path)
+    text = ("def f():\n    return 1\n" * 40) + "x = 'a\u200bb'\n"
+    for _ in range(2):
+        prepared = gate.prepare("u", {"messages": [text]}, [])  # type: ignore[attr-defined]
+        assert "\u200b".encode() not in prepared.content and prepared.stripped_chars == 1

@@ -22,6 +22,7 @@ const stopButton = $<HTMLButtonElement>("stop");
 const sendButton = $<HTMLButtonElement>("send");
 const status = $<HTMLSpanElement>("status");
 const banner = $<HTMLDivElement>("banner");
+const LISTED_SEARCH_HITS = 5; // search hits listed before the rest are folded (codectx/app/chat_model.py)
 const mentionList = $<HTMLDivElement>("mention-list");
 
 const turns = new Map<number, ViewTurn>();
@@ -65,6 +66,10 @@ function drawTurn(turn: ViewTurn): HTMLElement {
   if (turn.citations.length) {
     const box = el("div", "citations");
     box.append(el("div", "cite-title", `Citations (${turn.citations.length})`));
+    // A turn's search sends up to a hundred hits, most cut to a few lines: every other citation and
+    // the first few search hits are listed, the rest folded under one line.
+    const folded = el("div", "more-list");
+    let searched = 0;
     turn.citations.forEach((c, i) => {
       const button = el("button", "citation");
       button.type = "button";
@@ -74,8 +79,14 @@ function drawTurn(turn: ViewTurn): HTMLElement {
       button.append(el("span", "cite-path", `${c.path}:${lines(c)}`));
       if (c.symbol) button.append(" ", el("span", "cite-symbol", c.symbol));
       if (c.reason) button.append(" ", el("span", "cite-reason", c.reason));
-      box.append(button);
+      searched += c.reason === "search" ? 1 : 0;
+      (c.reason === "search" && searched > LISTED_SEARCH_HITS ? folded : box).append(button);
     });
+    if (folded.childElementCount) {
+      const more = el("details", "more-citations");
+      more.append(el("summary", "", `${folded.childElementCount} more search hits (their matching lines)`), folded);
+      box.append(more);
+    }
     node.append(box);
   }
   if (complete && turn.turnId) {
