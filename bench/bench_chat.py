@@ -103,13 +103,23 @@ def prepare(name: str, src: Path, limit: int, embedder: Any) -> Prepared:
     return Prepared(name, root, DATA / "index-chat" / f"{name}-hidden", tasks, spans)
 
 
+def gather_turn(session: Any, root: Path, question: str) -> Any:
+    """One chat turn's context for `question`, as a first turn with no editor file gets it."""
+    from codectx.app.chat_context import Gatherer, TurnInput
+    from codectx.app.chat_stream import context_budget
+
+    budget = context_budget(session.settings, None, 0)
+    pieces = session.redaction.pieces()
+    return Gatherer(session, session.client.gate, pieces, budget, 3.5, set(), root).gather(
+        TurnInput(question)
+    )
+
+
 def gather_recall(
     prepared: Prepared, embedder: Any, overrides: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """One chat turn's context per question (the default budget unless `overrides` set it); a hit
     is the gold function among the turn's pieces."""
-    from codectx.app.chat_context import Gatherer, TurnInput
-    from codectx.app.chat_stream import context_budget
     from codectx.app.cli import CommandIndex
     from codectx.app.session import WorkspaceSession
     from codectx.settings import load_settings
@@ -124,17 +134,8 @@ def gather_recall(
         if n not in prepared.spans:
             continue
         path, a, b = prepared.spans[n]
-        gatherer = Gatherer(
-            session,
-            session.client.gate,
-            session.redaction.pieces(),
-            context_budget(settings, None, 0),
-            3.5,
-            set(),
-            prepared.root,
-        )
         started = time.perf_counter()
-        got = gatherer.gather(TurnInput(task.query))
+        got = gather_turn(session, prepared.root, task.query)
         times.append((time.perf_counter() - started) * 1000)
         sizes += len(got.pieces)
         spent += got.tokens

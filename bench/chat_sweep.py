@@ -38,7 +38,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
-from bench_chat import Prepared, gather_recall, prepare  # type: ignore[import-not-found]  # noqa: E402
+from bench_chat import Prepared, gather_recall, gather_turn, prepare  # type: ignore[import-not-found]  # noqa: E402
 from bench_devset import fetch, load_devset  # type: ignore[import-not-found]  # noqa: E402
 from common import table, write_results  # type: ignore[import-not-found]  # noqa: E402
 
@@ -74,8 +74,6 @@ def independent_recall(repo: dict[str, Any], queries: list[dict[str, Any]], embe
     vectors; a hit is a piece of the gold definition (its path, and its symbol or its first line)."""
     from bench_chat import index  # type: ignore[import-not-found]
 
-    from codectx.app.chat_context import Gatherer, TurnInput
-    from codectx.app.chat_stream import context_budget
     from codectx.app.cli import CommandIndex
     from codectx.app.session import WorkspaceSession
 
@@ -86,16 +84,7 @@ def independent_recall(repo: dict[str, Any], queries: list[dict[str, Any]], embe
     hits = 0
     misses: list[str] = []
     for q in queries:
-        gatherer = Gatherer(
-            session,
-            session.client.gate,
-            session.redaction.pieces(),
-            context_budget(settings, None, 0),
-            3.5,
-            set(),
-            root,
-        )
-        got = gatherer.gather(TurnInput(q["query"]))
+        got = gather_turn(session, root, q["query"])
         line = q["line"] - 1
         if any(
             p.path == q["path"] and (p.symbol == q["symbol"] or p.start_line <= line <= p.end_line)
