@@ -150,6 +150,13 @@ SCHEMA: dict[str, dict[str, Key]] = {
             "cursor's scope (`ctx.` -> the methods code elsewhere calls on `ctx`).",
             min=0,
         ),
+        "neighbour_weight": Key(
+            "float",
+            1.5,
+            "Context ranking weight of what the code around the cursor's scope in the same file "
+            "calls (a new test calls what the tests next to it call).",
+            min=0,
+        ),
         "definition_max_tokens": Key(
             "int", 400, "A definition longer than this is cut to its head in completion context.", min=16
         ),

@@ -74,6 +74,7 @@ class RetrieverSettings(_Section):
     imported_weight: float
     callee_weight: float
     receiver_weight: float
+    neighbour_weight: float
     definition_max_tokens: int
 
 

@@ -33,6 +33,7 @@ from codectx.retriever.deflists import (
     Candidate,
     callee_list,
     definition_lists,
+    neighbour_list,
     overlaps,
     receiver_list,
     scope_names,
@@ -60,15 +61,21 @@ SCOPE_QUERY_TOKENS = 48  # the scope's head says what it does; the encoder costs
 WINDOW = 20
 
 
-def scope_query(lines: list[str], line: int, info: CursorInfo) -> str:
-    """The search query: the enclosing definition (head first), or a fixed block of lines."""
+def scope_span(lines: Sequence[str], line: int, info: CursorInfo) -> tuple[int, int]:
+    """The scope's lines (inclusive): the enclosing definition, or a fixed block of lines around
+    the cursor, snapped so that it stays put while the cursor moves a few lines."""
     if info.enclosing and info.enclosing.end_line >= info.enclosing.start_line:
-        start = info.enclosing.start_line
-        end = min(info.enclosing.end_line, start + QUERY_LINES - 1)
-    else:
-        # Snap to fixed blocks so the query stays put while the cursor moves a few lines.
-        start = max(0, (line // WINDOW) * WINDOW - WINDOW)
-        end = start + 2 * WINDOW
+        return info.enclosing.start_line, min(info.enclosing.end_line, len(lines) - 1)
+    start = max(0, (line // WINDOW) * WINDOW - WINDOW)
+    return start, min(start + 2 * WINDOW, len(lines) - 1)
+
+
+def scope_query(lines: list[str], line: int, info: CursorInfo) -> str:
+    """The search query: the enclosing definition (head first, at most QUERY_LINES), or a fixed
+    block of lines."""
+    start, end = scope_span(lines, line, info)
+    if info.enclosing and info.enclosing.end_line >= info.enclosing.start_line:
+        end = min(end, start + QUERY_LINES - 1)
     return "\n".join(lines[start : end + 1])
 
 
@@ -214,6 +221,10 @@ def gather_candidates(
     names = scope_names(info, query)
     lists = definition_lists(searcher, path, language, info, resolver, names, own, query, text)
     lists["receivers"] = receiver_list(searcher, resolver, names, path, own, query)
+    if cfg.neighbour_weight > 0:
+        lists["neighbours"] = neighbour_list(
+            searcher, resolver, lines, scope_span(lines, line, info), own, names
+        )
     scope = _scope_candidates(searcher, path, info, own)
     recents = [
         Candidate(
@@ -270,6 +281,7 @@ def gather_candidates(
         "callees": cfg.callee_weight,
         "affinity": AFFINITY_WEIGHT,
         "receivers": cfg.receiver_weight,
+        "neighbours": cfg.neighbour_weight,
     }
     out = fuse_definitions(lists, weights) + scope + recents + retrieved
     return out, notes

@@ -30,6 +30,7 @@ from codectx.retriever.callees import reachable_as_attribute, similar_code_calle
 from codectx.retriever.cursor_info import CursorInfo
 from codectx.retriever.definitions import RESOLVED_LANGUAGES, DefinitionResolver, split_chain
 from codectx.retriever.members import MEMBER_KINDS, Offer, module_members, module_target, rank_offers
+from codectx.retriever.neighbours import neighbour_definitions
 from codectx.retriever.receivers import receivers_in
 from codectx.retriever.search import HybridSearcher, chunk_for_definition
 
@@ -373,3 +374,27 @@ def callee_list(
         if len(out) >= MAX_CALLEES:
             break
     return out
+
+
+def neighbour_list(
+    searcher: HybridSearcher,
+    resolver: DefinitionResolver,
+    lines: Sequence[str],
+    scope: tuple[int, int],
+    own: tuple[int, int],
+    names: Sequence[str],
+) -> list[Candidate]:
+    """Definitions of what the code around the scope calls, nearest and most called first."""
+    found = neighbour_definitions(
+        resolver,
+        lines,
+        scope,
+        own,
+        set(names),
+        lambda d: chunk_for_definition(searcher.chunks_for_file(d.path), d),
+    )
+    return [
+        definition_candidate(chunk, d, f"definition of `{call}`, called by the code around this scope")
+        for chunk, d, call in found
+        if not overlaps(chunk.path, chunk.start_line, chunk.end_line, resolver.path, own)
+    ]

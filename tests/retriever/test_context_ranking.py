@@ -72,6 +72,9 @@ def test_an_import_the_rest_of_the_file_does_not_use_ranks_first(tmp_path: Path)
     writing = "def handle(raw):\n    value = "
     _write(root, "pkg/client.py", head + users + writing + "\n")
     settings, store = build_index(root, **LEXICAL)
+    # The imported list's own order; the neighbours list (what the functions around call,
+    # `parse_cookie` here) pulls the other way, and their weights were chosen together.
+    settings = settings.with_overrides({"retriever.neighbour_weight": 0.0})
     text = (root / "pkg/client.py").read_text()
     line = text.split("\n").index("    value = ")
     result = assemble_context(store, settings, "pkg/client.py", text, line, len("    value = "))
