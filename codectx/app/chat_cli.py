@@ -22,7 +22,7 @@ from codectx.app.chat import ChatService, TurnInput
 from codectx.app.chat_model import TurnResult, listed_citations, mentions_in
 from codectx.app.cli import CommandIndex
 from codectx.app.complete_cli import NotedEmbedder
-from codectx.app.index import document_root, read_document, relative_path
+from codectx.app.index import document_root, load_in_background, read_document, relative_path
 from codectx.app.session import WorkspaceSession
 from codectx.backend.errors import BackendNotConfigured
 from codectx.clikit import add_command, add_json, add_root, print_json, settings_for, stderr, workspace_root
@@ -126,8 +126,14 @@ class Workspace:
             to_zero_based(Cursor(self.path, line, 1), text, self.path)  # past the end: a clear error
         self.line = line
 
-    def session(self) -> WorkspaceSession:
+    def session(self, long_lived: bool = False) -> WorkspaceSession:
+        """The workspace's session. A `long_lived` one (the interactive shell) starts reading the
+        index into memory on a background thread now, while the user types, as the language
+        server does: later turns search memory, not LanceDB (`codectx ask` would only wait)."""
         index = CommandIndex(self.settings, on_missing=lambda exc: stderr(f"codectx: note: no index ({exc})"))
+        store = index.open_store() if long_lived else None
+        if store is not None:
+            load_in_background(store)
         return WorkspaceSession(self.settings, index=index, embedder=NotedEmbedder(self.settings, True))
 
     def turn(self, message: str) -> TurnInput:

@@ -47,7 +47,7 @@ class Shell:
         for turn in conv.turns:  # a resumed conversation shows where it was
             self.out.print(f"[bold]{'you' if turn.role == 'user' else 'codectx'}>[/bold] {turn.text}")
         loop = asyncio.new_event_loop()
-        session = self.space.session()
+        session = self.space.session(long_lived=True)
         try:
             while True:
                 try:
