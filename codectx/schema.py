@@ -141,11 +141,11 @@ SCHEMA: dict[str, dict[str, Key]] = {
             min=0,
         ),
         "callee_weight": Key(
-            "float", 1.0, "Context ranking weight of definitions that code similar to the scope calls.", min=0
+            "float", 0.75, "Context ranking weight of definitions that code similar to the scope calls.", min=0
         ),
         "receiver_weight": Key(
             "float",
-            0.25,
+            0.5,
             "Context ranking weight of what the rest of the workspace calls on the receivers in the "
             "cursor's scope (`ctx.` -> the methods code elsewhere calls on `ctx`).",
             min=0,
