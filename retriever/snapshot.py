@@ -580,6 +580,18 @@ class IndexSnapshot:
             return list(self.store.vector_search(vector, k, model_id, **kwargs))
         return self._hits(found)
 
+    def nearest_hashes(self, vector: Any, k: int, model_id: str) -> list[tuple[str, float]] | None:
+        """The `k` nearest content hashes by cosine with their scores, no chunk read: a caller that
+        re-ranks them reads only the chunks it keeps (`hits_for`). None while the snapshot loads
+        in the background or without vectors for the model."""
+        self.refresh()
+        return None if self._lookup else self.vectors.nearest(vector, k, model_id)
+
+    def hits_for(self, scored: list[tuple[str, float]]) -> list[ChunkHit]:
+        """Chunk hits for (content hash, score) pairs, in their order; a hash whose chunk is gone
+        is left out."""
+        return self._hits(scored)
+
     def approx_vector_search(self, vector: Any, k: int, model_id: str) -> list[ChunkHit]:
         """Nearest chunks for completion context: approximate on large indexes (vectorcache.py)."""
         self.refresh()

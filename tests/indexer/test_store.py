@@ -167,6 +167,20 @@ def test_vector_search_partial_index_and_filters(store: IndexStore) -> None:
     assert store.vector_search(np.ones(3), 5, "other-model") == []
 
 
+def test_unfiltered_vector_search_reads_past_stale_vectors(store: IndexStore) -> None:
+    """An unfiltered search reads only k nearest vectors first; when their chunks are gone (a
+    vector whose content no chunk has any more), it reads deeper instead of answering short."""
+    chunks = {c.symbol: c for c in store.all_chunks()}
+    store.add_vectors(
+        "m",
+        ["0" * 64, "1" * 64, chunks["SendMail"].content_hash, chunks["getUserName"].content_hash],
+        np.array([[1, 0, 0], [0.9, 0.1, 0], [0.5, 0.5, 0], [0, 0, 1]], dtype=np.float32),
+    )
+    query = np.array([1.0, 0.0, 0.0])
+    assert [h.chunk.symbol for h in store.vector_search(query, 1, "m")] == ["SendMail"]
+    assert [h.chunk.symbol for h in store.vector_search(query, 2, "m")] == ["SendMail", "getUserName"]
+
+
 def test_reader_sees_writers_commits(store: IndexStore) -> None:
     reader = IndexStore.open(store.index_dir)
     assert reader.stats().files == 2

@@ -12,6 +12,7 @@ from codectx.indexer.embedding.embedder import Embedder, name_model_id, name_tex
 from codectx.indexer.model import Chunk
 from codectx.indexer.pipeline import ProgressEvent, index_workspace
 from codectx.indexer.storage.store import IndexStore, vectors_table_name
+from codectx.retriever import search as search_module
 from codectx.retriever.search import HybridSearcher
 
 from codectx.settings import Settings, load_settings
@@ -151,6 +152,30 @@ def test_dense_score_mixes_body_and_name_cosines(ws: Path, embedder: Embedder) -
     searcher = HybridSearcher(store, settings_for(ws, **{"retriever.name_weight": 1.0}), embedder)
     top = [r for r in searcher.search(QUERY, k=10).results if r.sources.get("dense") == 1]
     assert [r.symbol for r in top] == ["normalize_phone_number"]
+
+
+def test_rerank_by_hash_reads_only_the_chunks_it_keeps(
+    ws: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The nearest hashes are re-ranked before any chunk is read, so a one-shot search reads k
+    rows, not the re-ranked pool; the answer is the one the pool of chunks gives."""
+    index_workspace(ws, settings_for(ws), embedder=embedder)
+    store = IndexStore.open(ws / ".codectx")
+    searcher = HybridSearcher(store, settings_for(ws, **{"retriever.name_weight": 0.5}), embedder)
+    vec = embedder.embed_query(QUERY)
+    monkeypatch.setattr(search_module, "SPARE_ROWS", 0)  # the pool here is 4 of 6 chunks: read 1
+    read: list[int] = []
+    hits_for = searcher.store.hits_for
+    monkeypatch.setattr(
+        searcher.store, "hits_for", lambda scored: read.append(len(scored)) or hits_for(scored)
+    )
+    by_hash = searcher.dense_hits(vec, 1, embedder.model_id)
+    assert read == [1]
+    monkeypatch.setattr(searcher.store, "nearest_hashes", lambda *_a: None)  # the pool of chunks
+    by_chunk = searcher.dense_hits(vec, 1, embedder.model_id)
+    assert [(h.chunk.id, round(h.score, 5)) for h in by_hash] == [
+        (h.chunk.id, round(h.score, 5)) for h in by_chunk
+    ]
 
 
 def test_mixed_score_of_a_chunk_without_a_name_vector_is_its_body_score(ws: Path, embedder: Embedder) -> None:
