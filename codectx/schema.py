@@ -141,7 +141,10 @@ SCHEMA: dict[str, dict[str, Key]] = {
             min=0,
         ),
         "callee_weight": Key(
-            "float", 0.75, "Context ranking weight of definitions that code similar to the scope calls.", min=0
+            "float",
+            0.75,
+            "Context ranking weight of definitions that code similar to the scope calls.",
+            min=0,
         ),
         "receiver_weight": Key(
             "float",
