@@ -49,8 +49,8 @@ MAX_FTS_TERMS = 40
 OVERFETCH = 4
 NAME_WORD_DEFS = 3  # definitions per name in the name-words list (a shared name is a weak hint)
 NAME_RERANK = 4  # the body list is read this much deeper than asked, then re-ranked by the mix
-SPARE_ROWS = 8  # re-ranked by hash, a few more chunks are read than kept: a stale vector has none
 NAME_RERANK_EXTRA = 100  # ...but at most this many rows deeper (a chat turn asks for 100 hits)
+SPARE_ROWS = 8  # re-ranked by hash, a few more chunks are read than kept: a stale vector has none
 
 
 class QueryEmbedder(Protocol):
@@ -312,13 +312,19 @@ class HybridSearcher:
         scored = self.store.nearest_hashes(query, depth, model_id)
         if scored is not None:
             # Re-ranked by hash, so only the chunks kept are read (a one-shot `codectx ask` reads
-            # them from LanceDB: 100 rows instead of 200 for a chat turn's search).
+            # them from LanceDB: k + SPARE_ROWS rows, not the pool). Stale vectors (content no
+            # chunk has any more: recently edited code leaves them) are skipped by reading on.
             rows = np.fromiter((names.row_of.get(h, -1) for h, _s in scored), np.int64, len(scored))
             mixed = self._mixed(
                 np.fromiter((s for _h, s in scored), np.float32, len(scored)), rows, names, query
             )
-            order = np.argsort(-mixed, kind="stable")[: k + SPARE_ROWS]
-            kept = self.store.hits_for([(scored[i][0], float(mixed[i])) for i in order])
+            order = np.argsort(-mixed, kind="stable")
+            kept: list[Any] = []
+            start = 0
+            while len(kept) < k and start < len(order):
+                take = order[start : start + k - len(kept) + SPARE_ROWS]
+                kept += self.store.hits_for([(scored[i][0], float(mixed[i])) for i in take])
+                start += len(take)
             return [DenseHit(h.chunk, h.score) for h in kept[:k]]
         hits = list(self.store.vector_search(query, depth, model_id))
         row_of = names.row_of

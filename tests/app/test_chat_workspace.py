@@ -52,3 +52,25 @@ def test_the_interactive_shell_loads_the_snapshot_in_the_background(tmp_path: Pa
     assert snapshot_phase(store) == "memory"
     answer = shell.search("compute the total")
     assert answer.results  # searches now come from memory
+
+
+def test_the_shell_asks_for_a_long_lived_session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from codectx.app.chat import ChatService
+    from codectx.app.chat_shell import Shell
+
+    root = make_repo(tmp_path / "repo")
+    build_index(root)
+    space = Workspace(_args("chat", "--root", str(root), "--backend-url", "http://127.0.0.1:9/v1"))
+    asked: list[bool] = []
+    session = space.session
+
+    def spy(long_lived: bool = False) -> object:
+        asked.append(long_lived)
+        return session(long_lived=False)  # the background load itself is the test above
+
+    monkeypatch.setattr(space, "session", spy)
+    monkeypatch.setattr("builtins.input", lambda _prompt="": (_ for _ in ()).throw(EOFError))
+    chat = ChatService()
+    shell = Shell(chat, space, chat.start().conversation_id, history=tmp_path / "history")
+    assert shell.run() == 0
+    assert asked == [True]

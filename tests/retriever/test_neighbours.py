@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from codectx.retriever.context import assemble_context
-from codectx.retriever.neighbours import nearby_calls
+from codectx.retriever.neighbours import REACH_LINES, nearby_calls
 
 from tests.support.indexes import build_index
 
@@ -36,9 +36,25 @@ def test_nearby_calls_rank_closer_and_more_frequent_calls_first() -> None:
     assert dict(ranked)["fields.Dict"] > dict(ranked)["fields.Float"]
 
 
+def test_nearby_calls_read_only_lines_within_reach_of_the_scope() -> None:
+    lines = ["far.away()", *[""] * (REACH_LINES + 5), "def scope():", "    pass", "near.by()"]
+    scope = (REACH_LINES + 6, REACH_LINES + 7)
+    assert [chain for chain, _s in nearby_calls(lines, scope, skip=set())] == ["near.by"]
+
+
 def test_nearby_calls_skip_what_the_scope_uses_and_data_lines() -> None:
-    lines = ["a.run()", "b.stop()", "def scope():", "    pass", "table(" + "1, " * 200 + ")"]
-    ranked = dict(nearby_calls(lines, (2, 3), skip={"run"}))
+    lines = [
+        "a.run()",
+        "b.stop()",
+        "def helper(x):",  # a definition, not a call
+        "    if (x): return",  # a keyword before a space
+        "    token (str): the token",  # a docstring's argument
+        "def scope():",
+        "    pass",
+        "table(" + "1, " * 200 + ")",
+    ]
+    ranked = dict(nearby_calls(lines, (5, 6), skip={"run"}))
+    assert set(ranked) == {"b.stop"}
     assert "a.run" not in ranked  # the scope already calls a `run`
     assert "b.stop" in ranked
     assert "table" not in ranked  # a line over MAX_LINE characters is data

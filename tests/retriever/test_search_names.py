@@ -178,6 +178,24 @@ def test_rerank_by_hash_reads_only_the_chunks_it_keeps(
     ]
 
 
+def test_rerank_by_hash_reads_past_stale_vectors(
+    ws: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Vectors whose content no chunk has any more (an edited function leaves one, next to its
+    new vector) are skipped by reading on: the answer still has k hits."""
+    index_workspace(ws, settings_for(ws), embedder=embedder)
+    store = IndexStore.open(ws / ".codectx")
+    vec = embedder.embed_query(QUERY)
+    stale = [f"{i:064x}" for i in range(6)]  # nearer than any chunk; the pool for k=3 is 12
+    store.add_vectors(embedder.model_id, stale, np.tile(np.asarray(vec, dtype=np.float32), (6, 1)))
+    monkeypatch.setattr(search_module, "SPARE_ROWS", 0)  # the first read is all stale
+    searcher = HybridSearcher(store, settings_for(ws, **{"retriever.name_weight": 0.5}), embedder)
+    total = len(store.chunk_hashes())
+    hits = searcher.dense_hits(vec, 3, embedder.model_id)
+    assert len(hits) == 3 < total
+    assert all(h.chunk.content_hash not in stale for h in hits)
+
+
 def test_mixed_score_of_a_chunk_without_a_name_vector_is_its_body_score(ws: Path, embedder: Embedder) -> None:
     index_workspace(ws, settings_for(ws), embedder=embedder)
     store = IndexStore.open(ws / ".codectx")
