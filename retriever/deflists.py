@@ -393,8 +393,8 @@ def neighbour_list(
         set(names),
         lambda d: chunk_for_definition(searcher.chunks_for_file(d.path), d),
     )
+    # Only other files' definitions are found, so none overlaps the cursor's own region.
     return [
         definition_candidate(chunk, d, f"definition of `{call}`, called by the code around this scope")
         for chunk, d, call in found
-        if not overlaps(chunk.path, chunk.start_line, chunk.end_line, resolver.path, own)
     ]
