@@ -160,6 +160,22 @@ SCHEMA: dict[str, dict[str, Key]] = {
             "calls (a new test calls what the tests next to it call).",
             min=0,
         ),
+        "slot_weight": Key(
+            "float",
+            4.0,
+            "How much the kind of expression at the cursor moves definitions before the callee is "
+            "typed: after `if (`, `&&` or `not ` predicates (`is_x`, `-> bool`) score (1 + this) "
+            "times more, elsewhere that much less; 0 turns it off.",
+            min=0,
+        ),
+        "target_weight": Key(
+            "float",
+            1.0,
+            "How much a definition whose name shares a word with the name being assigned at the "
+            "cursor moves up before the callee is typed (`headers = ` -> `Headers`): its score is "
+            "(1 + this) times more; 0 turns it off.",
+            min=0,
+        ),
         "definition_max_tokens": Key(
             "int", 400, "A definition longer than this is cut to its head in completion context.", min=16
         ),

@@ -75,6 +75,8 @@ class RetrieverSettings(_Section):
     callee_weight: float
     receiver_weight: float
     neighbour_weight: float
+    slot_weight: float
+    target_weight: float
     definition_max_tokens: int
 
 

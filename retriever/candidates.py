@@ -42,6 +42,7 @@ from codectx.retriever.fusion import weighted_rrf
 from codectx.retriever.rankdefs import affinity_list, fuse_definitions, lexical_affinity_list
 from codectx.retriever.receiver_types import enclosing_class_text, factory_calls, factory_types, scope_types
 from codectx.retriever.search import HybridSearcher, fts_terms
+from codectx.retriever.slot import weigh_for_slot
 from codectx.retriever.tokens import TokenCounter, count_many
 
 from codectx.settings import Settings
@@ -201,6 +202,7 @@ def gather_candidates(
     text: str,
     lines: list[str],
     line: int,
+    character: int,
     info: CursorInfo,
     imports: Sequence[Import],
     own: tuple[int, int],
@@ -210,7 +212,7 @@ def gather_candidates(
     timings: dict[str, float],
 ) -> tuple[list[Candidate], list[str]]:
     """Every source's candidates (unmerged), and notes for the caller. `text` is the document,
-    `lines` the same split at newlines."""
+    `lines` the same split at newlines, the cursor at (`line`, `character`)."""
     notes: list[str] = []
     cfg = settings.retriever
     t = time.perf_counter()
@@ -283,7 +285,10 @@ def gather_candidates(
         "receivers": cfg.receiver_weight,
         "neighbours": cfg.neighbour_weight,
     }
-    out = fuse_definitions(lists, weights) + scope + recents + retrieved
+    fused = weigh_for_slot(
+        fuse_definitions(lists, weights), lines[line][:character], cfg.slot_weight, cfg.target_weight
+    )
+    out = fused + scope + recents + retrieved
     return out, notes
 
 

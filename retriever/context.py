@@ -257,6 +257,7 @@ def _assemble(
         text=text,
         lines=lines,
         line=line,
+        character=character,
         info=info,
         imports=imports,
         own=own,

@@ -1,0 +1,185 @@
+"""What the cursor's slot expects (retriever/slot.py): conditions, raise/new/await, assignments."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from codectx.retriever.candidates import Candidate
+from codectx.retriever.context import assemble_context
+from codectx.retriever.slot import (
+    AWAITABLE,
+    CLASS,
+    CONDITION,
+    EXCEPTION,
+    fits,
+    is_predicate,
+    slot_kind,
+    target_words,
+    weigh_for_slot,
+)
+
+from tests.support.indexes import build_index
+
+LEXICAL = {"retriever.context_dense": False}
+
+
+@pytest.mark.parametrize(
+    "before",
+    [
+        "if (",
+        "    if (!",
+        "} else if (",
+        "while ",
+        "elif ",
+        "x = a if ",
+        "ok = x and ",
+        "if not ",
+        "a && ",
+        "b || !",
+        "return !",
+        "x = !",
+        "assert ",
+    ],
+)
+def test_a_condition_is_recognised(before: str) -> None:
+    assert slot_kind(before) == CONDITION
+
+
+@pytest.mark.parametrize(
+    "before", ["return ", "x = ", "x != ", "foo(", "iffy(", "    ", "notify(", "android = "]
+)
+def test_other_places_are_not_conditions(before: str) -> None:
+    assert slot_kind(before) != CONDITION
+
+
+def test_raise_new_and_await_slots() -> None:
+    assert slot_kind("        raise ") == EXCEPTION
+    assert slot_kind("throw new ") == EXCEPTION
+    assert slot_kind("const a = new ") == CLASS
+    assert slot_kind("const r = await ") == AWAITABLE
+    assert slot_kind("renew ") == ""
+
+
+def test_predicates_by_name_and_by_return_type() -> None:
+    assert is_predicate("isStream", "function isStream(x) {")
+    assert is_predicate("Item.is_aot", "def is_aot(self):")
+    assert is_predicate("_has_key", "def _has_key(d):")
+    assert is_predicate("valid", "def valid(x) -> bool:\n    return True")
+    assert is_predicate("check", "function check(a: number): boolean {")
+    assert not is_predicate("island", "def island(): pass")
+    assert not is_predicate("issue", "def issue(x) -> int:")
+    assert not is_predicate("toNumber", "function toNumber(x) {")
+
+
+def test_what_fits_raise_new_and_await() -> None:
+    assert fits(EXCEPTION, "ParseError", "class ParseError(ValueError):\n    pass")
+    assert not fits(EXCEPTION, "Parser", "class Parser:\n    pass")
+    assert not fits(EXCEPTION, "raise_error", "def raise_error(): pass")
+    assert fits(CLASS, "Headers", "export class Headers {")
+    assert not fits(CLASS, "headers", "function headers() {")
+    assert fits(AWAITABLE, "fetch", "async def fetch(url):")
+    assert fits(AWAITABLE, "Client.get", "  async get(url) {")
+    assert not fits(AWAITABLE, "get", "def get(url):")
+
+
+def test_target_words_are_the_assigned_name() -> None:
+    assert target_words("    request_headers = ") == {"request", "header"}
+    assert target_words("self.loader = ") == {"loader"}
+    assert target_words("env = Environment(loader=") == {"loader"}
+    assert target_words("const client = await ") == {"client"}
+    assert target_words("x: Headers = ") == set()  # one-letter name: no words
+    assert target_words("if a == ") == set()  # a comparison, not an assignment
+    assert target_words("foo(") == set()
+
+
+def _cand(symbol: str, score: float, text: str = "") -> Candidate:
+    return Candidate("lib.py", 0, 1, symbol, "definition", score, text or f"def {symbol}(x):", "")
+
+
+def _order(cands: list[Candidate]) -> list[str]:
+    return [c.symbol for c in sorted(cands, key=lambda c: -c.score)]
+
+
+def test_weighing_moves_predicates_up_in_a_condition_and_down_elsewhere() -> None:
+    cands = [_cand("merge", 0.5), _cand("to_number", 0.4), _cand("is_stream", 0.2)]
+    assert _order(weigh_for_slot(cands, "    if ", 4.0))[0] == "is_stream"
+    assert _order(weigh_for_slot(cands, "    value = ", 4.0))[-1] == "is_stream"
+    assert [c.score for c in weigh_for_slot(cands, "    if ", 0.0)] == [0.5, 0.4, 0.2]
+    assert [c.score for c in cands] == [0.5, 0.4, 0.2]  # the input is not changed
+
+
+def test_weighing_lifts_a_name_sharing_a_word_with_the_target() -> None:
+    cands = [_cand("merge", 0.5), _cand("Headers", 0.3)]
+    assert _order(weigh_for_slot(cands, "    headers = ", 0.0, target_weight=1.0))[0] == "Headers"
+    assert _order(weigh_for_slot(cands, "    headers = ", 0.0, target_weight=0.0))[0] == "merge"
+
+
+# A helper module: the workspace calls its converters often and its predicates once.
+UTILS = "\n\n".join(
+    [
+        *(
+            f"def {name}(value):\n    return value"
+            for name in [
+                "merge",
+                "to_number",
+                "find_key",
+                "to_camel",
+                "strip_bom",
+                "flatten",
+                "extend",
+                "trim",
+            ]
+        ),
+        "def is_stream(value):\n    return hasattr(value, 'pipe')",
+        "def is_object(value):\n    return isinstance(value, dict)",
+    ]
+)
+USERS = "from lib import utils\n\n" + "\n\n".join(
+    f"def use_{i}(x):\n    return utils.{name}(x)"
+    for i, name in enumerate(
+        ["merge", "to_number", "find_key", "to_camel", "strip_bom", "flatten", "extend", "trim"] * 3
+    )
+)
+APP = """from lib import utils
+
+
+def handle(data):
+    value = utils.merge(data, {})
+    if@
+        return value
+"""
+
+
+@pytest.fixture
+def utils_repo(tmp_path: Path) -> tuple[object, object]:
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    (root / "lib").mkdir()
+    (root / "lib" / "__init__.py").write_text("")
+    (root / "lib" / "utils.py").write_text(UTILS)
+    (root / "users.py").write_text(USERS)
+    (root / "app.py").write_text(APP.replace("@", " value:"))
+    settings, store = build_index(root, **LEXICAL)
+    return settings, store
+
+
+def _definitions(result: object) -> list[str]:
+    return [c.symbol for c in result.ranked if c.reason == "definition"]  # type: ignore[attr-defined]
+
+
+def test_after_if_a_predicate_of_the_module_in_use_ranks_first(utils_repo: tuple) -> None:
+    settings, store = utils_repo
+    text = APP.replace("@", " ")
+    line = text.split("\n").index("    if ")
+    ranked = _definitions(assemble_context(store, settings, "app.py", text, line, len("    if ")))
+    assert ranked[0] in {"is_stream", "is_object"}, ranked[:5]
+    off = settings.with_overrides({"retriever.slot_weight": 0.0})
+    plain = _definitions(assemble_context(store, off, "app.py", text, line, len("    if ")))
+    assert plain[0] not in {"is_stream", "is_object"}, plain[:5]
+    # Outside a condition the predicates fall behind the module's other functions.
+    text = APP.replace("    if@", "    other = ")
+    line = text.split("\n").index("    other = ")
+    valued = _definitions(assemble_context(store, settings, "app.py", text, line, len("    other = ")))
+    members = [s for s in valued if s in UTILS]
+    assert members.index("is_stream") > members.index("to_number"), members
