@@ -153,6 +153,14 @@ SCHEMA: dict[str, dict[str, Key]] = {
             "cursor's scope (`ctx.` -> the methods code elsewhere calls on `ctx`).",
             min=0,
         ),
+        "affinity_weight": Key(
+            "float",
+            1.0,
+            "Context ranking weight of closeness to the cursor's scope (by vectors when the scope "
+            "is embedded, else by the rare words a definition's head shares with it), over the "
+            "imported, receivers' and similar code's candidates.",
+            min=0,
+        ),
         "neighbour_weight": Key(
             "float",
             1.5,

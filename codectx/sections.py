@@ -74,6 +74,7 @@ class RetrieverSettings(_Section):
     imported_weight: float
     callee_weight: float
     receiver_weight: float
+    affinity_weight: float
     neighbour_weight: float
     slot_weight: float
     target_weight: float

@@ -53,7 +53,6 @@ if TYPE_CHECKING:
 __all__ = ["Candidate", "gather_candidates", "merge_overlaps", "scope_query", "similar_chunks"]
 
 SEARCH_K = 8
-AFFINITY_WEIGHT = 1.0  # the affinity list (definitions by closeness to the scope: vectors or words)
 AFFINITY_TOP = 20
 AFFINITY_SOURCES = ("imported", "callees", "receivers")  # the cursor-independent lists
 SIMILAR_MINED = 12  # similar chunks whose calls vote for definitions
@@ -281,7 +280,7 @@ def gather_candidates(
         "weak": cfg.used_weight * WEAK_SHARE,
         "imported": cfg.imported_weight,
         "callees": cfg.callee_weight,
-        "affinity": AFFINITY_WEIGHT,
+        "affinity": cfg.affinity_weight,
         "receivers": cfg.receiver_weight,
         "neighbours": cfg.neighbour_weight,
     }
