@@ -104,6 +104,15 @@ SCHEMA: dict[str, dict[str, Key]] = {
             min=0,
             max=1,
         ),
+        "doc_weight": Key(
+            "float",
+            0.5,
+            "Multiplier of a documentation chunk's fused score (Markdown, reStructuredText, plain "
+            "text) in prose searches; 1 ranks documentation like code. A question about the "
+            "documentation itself, and identifier queries, are not affected.",
+            min=0,
+            max=1,
+        ),
         "identifier_boost": Key(
             "float", 2.0, "Multiplier of the full-text and symbol weights for identifier queries.", min=0
         ),

@@ -63,6 +63,7 @@ class RetrieverSettings(_Section):
     name_words_weight: float
     name_words_dense_weight: float
     test_weight: float
+    doc_weight: float
     identifier_boost: float
     search_depth: int
     rrf_k: float

@@ -426,6 +426,7 @@ def run_eval(
                 "name_words_weight",
                 "name_words_dense_weight",
                 "test_weight",
+                "doc_weight",
                 "identifier_boost",
                 "rrf_k",
             )

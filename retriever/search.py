@@ -157,6 +157,15 @@ ASKS_FOR_TESTS = re.compile(
 )
 
 
+# Documentation, not code: a prose query matches its prose as well as it matches the code that
+# does what the prose describes.
+DOC_LANGUAGES = frozenset({"markdown", "rst", "text", "asciidoc"})
+# A question about the documentation itself keeps it where it ranks.
+ASKS_FOR_DOCS = re.compile(
+    r"\b(docs?|documentation|documented|readme|changelog|guide|tutorial|manual)\b", re.IGNORECASE
+)
+
+
 def is_test_path(path: str) -> bool:
     return TEST_PATH.search(path) is not None
 
@@ -369,12 +378,19 @@ class HybridSearcher:
         it as well as the code. A query naming an identifier, or asking about tests, keeps tests
         as they rank."""
         cfg = self.settings.retriever
-        if cfg.test_weight == 1 or is_identifier_query(query) or ASKS_FOR_TESTS.search(query):
-            return weighted_rrf(lists, self.weights(query, "dense" in lists), k=cfg.rrf_k, limit=limit)
-        fused = [
-            replace(f, score=f.score * cfg.test_weight) if is_test_path(chunks[f.key].path) else f
-            for f in weighted_rrf(lists, self.weights(query, "dense" in lists), k=cfg.rrf_k)
-        ]
+        weights = self.weights(query, "dense" in lists)
+        prose = not is_identifier_query(query)
+        tests = cfg.test_weight if prose and not ASKS_FOR_TESTS.search(query) else 1.0
+        docs = cfg.doc_weight if prose and not ASKS_FOR_DOCS.search(query) else 1.0
+        if tests == 1 and docs == 1:
+            return weighted_rrf(lists, weights, k=cfg.rrf_k, limit=limit)
+        fused = []
+        for f in weighted_rrf(lists, weights, k=cfg.rrf_k):
+            chunk = chunks[f.key]
+            factor = (tests if is_test_path(chunk.path) else 1.0) * (
+                docs if chunk.language in DOC_LANGUAGES else 1.0
+            )
+            fused.append(replace(f, score=f.score * factor) if factor != 1 else f)
         fused.sort(key=lambda f: -f.score)  # stable: equal scores keep the fused order
         return fused[:limit]
 

@@ -273,6 +273,40 @@ def test_prose_searches_rank_test_code_below_the_code_it_tests(tmp_path: Path) -
     assert ranked(0.0, "test_read_a_port_number_from_text")[0] == "test_read_a_port_number_from_text"
 
 
+def test_prose_searches_rank_documentation_below_the_code_it_describes(tmp_path: Path) -> None:
+    from codectx.settings import load_settings
+
+    root = copy_repo("python", tmp_path)
+    (root / "docs").mkdir()
+    (root / "docs" / "ports.md").write_text(
+        "# Read a port number from text\n\n"
+        + "To read a port number from text, read the text: a port number, from text, read.\n" * 3,
+        encoding="utf-8",
+    )
+    settings, store = build_index(root)
+    query = "read a port number from text"
+
+    def ranked(doc_weight: float, q: str = query) -> list[str]:
+        tuned = load_settings(
+            root, {"index.index_dir": str(settings.index_dir()), "retriever.doc_weight": doc_weight}
+        )
+        return [
+            r.path if not r.symbol else r.symbol for r in HybridSearcher(store, tuned).search(q, k=5).results
+        ]
+
+    # `format_url` matches the query's words less than the page does, `parse_port` more.
+    assert ranked(1.0).index("docs/ports.md") < ranked(1.0).index("format_url")
+    shipped = [
+        r.path if not r.symbol else r.symbol
+        for r in HybridSearcher(store, settings).search(query, k=6).results
+    ]
+    assert settings.retriever.doc_weight < 1
+    assert shipped.index("format_url") < shipped.index("docs/ports.md")
+    # A question about the documentation keeps it where it ranks.
+    asked = ranked(settings.retriever.doc_weight, "where do the docs say to read a port number from text")
+    assert asked.index("docs/ports.md") < asked.index("format_url")
+
+
 @pytest.mark.parametrize(
     ("path", "test"),
     [
