@@ -107,9 +107,10 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "doc_weight": Key(
             "float",
             0.5,
-            "Multiplier of a documentation chunk's fused score (Markdown, reStructuredText, plain "
-            "text) in prose searches; 1 ranks documentation like code. A question about the "
-            "documentation itself, and identifier queries, are not affected.",
+            "Multiplier of the fused score of documentation (Markdown, reStructuredText, plain "
+            "text) and of a module's head chunk (its docstring, imports and top-level code) in "
+            "prose searches; 1 ranks them like definitions. A question about the documentation "
+            "itself, and identifier queries, are not affected.",
             min=0,
             max=1,
         ),

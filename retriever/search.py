@@ -158,12 +158,19 @@ ASKS_FOR_TESTS = re.compile(
 
 
 # Documentation, not code: a prose query matches its prose as well as it matches the code that
-# does what the prose describes.
+# does what the prose describes. A module's head chunk (its docstring, imports and top-level
+# statements) is weighed the same way: it describes the module rather than doing the thing.
 DOC_LANGUAGES = frozenset({"markdown", "rst", "text", "asciidoc"})
+DOC_KINDS = frozenset({"module"})
 # A question about the documentation itself keeps it where it ranks.
 ASKS_FOR_DOCS = re.compile(
     r"\b(docs?|documentation|documented|readme|changelog|guide|tutorial|manual)\b", re.IGNORECASE
 )
+
+
+def is_documentation(chunk: Chunk) -> bool:
+    """Prose about the code (a guide, a module's head) rather than a definition."""
+    return chunk.language in DOC_LANGUAGES or chunk.kind in DOC_KINDS
 
 
 def is_test_path(path: str) -> bool:
@@ -375,8 +382,9 @@ class HybridSearcher:
         """The lists fused by weighted RRF, best first. For a prose query a chunk of test code
         scores `retriever.test_weight` times its fused score: a question is mostly about what the
         code does, and a test named after the behaviour (`test_url_relative_only_valid`) matches
-        it as well as the code. A query naming an identifier, or asking about tests, keeps tests
-        as they rank."""
+        it as well as the code. Documentation and module heads score `retriever.doc_weight`
+        times theirs, for the same reason. A query naming an identifier keeps both as they rank;
+        one asking about tests keeps tests, one asking about the docs keeps documentation."""
         cfg = self.settings.retriever
         weights = self.weights(query, "dense" in lists)
         prose = not is_identifier_query(query)
@@ -387,9 +395,7 @@ class HybridSearcher:
         fused = []
         for f in weighted_rrf(lists, weights, k=cfg.rrf_k):
             chunk = chunks[f.key]
-            factor = (tests if is_test_path(chunk.path) else 1.0) * (
-                docs if chunk.language in DOC_LANGUAGES else 1.0
-            )
+            factor = (tests if is_test_path(chunk.path) else 1.0) * (docs if is_documentation(chunk) else 1.0)
             fused.append(replace(f, score=f.score * factor) if factor != 1 else f)
         fused.sort(key=lambda f: -f.score)  # stable: equal scores keep the fused order
         return fused[:limit]

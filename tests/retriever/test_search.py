@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from codectx.indexer.model import Chunk
 from codectx.retriever.errors import BadRequest
 from codectx.retriever.search import HybridSearcher
 
@@ -305,6 +306,32 @@ def test_prose_searches_rank_documentation_below_the_code_it_describes(tmp_path:
     # A question about the documentation keeps it where it ranks.
     asked = ranked(settings.retriever.doc_weight, "where do the docs say to read a port number from text")
     assert asked.index("docs/ports.md") < asked.index("format_url")
+
+
+def _chunk(path: str, language: str, kind: str, symbol: str = "") -> Chunk:
+    return Chunk(path, language, kind, symbol, symbol, "", "", 0, 1, 0, 1, "x", path + symbol)
+
+
+def test_fusion_weighs_module_heads_and_documentation_in_prose_searches_only(tmp_path: Path) -> None:
+    chunks = {
+        "guide": _chunk("docs/guide.rst", "rst", "text"),
+        "head": _chunk("pkg/util.py", "python", "module"),
+        "test": _chunk("tests/test_util.py", "python", "function", "test_parse"),
+        "code": _chunk("pkg/util.py", "python", "function", "parse_port"),
+    }
+    lists = {"fts": ["guide", "head", "test", "code"]}  # the definition last in the only list
+    settings, store = build_index(copy_repo("python", tmp_path))
+    weighed = settings.with_overrides({"retriever.doc_weight": 0.5, "retriever.test_weight": 0.5})
+
+    def order(query: str, tuned: object = weighed) -> list[str]:
+        return [f.key for f in HybridSearcher(store, tuned).fuse(query, lists, chunks, 4)]  # type: ignore[arg-type]
+
+    assert order("read a port number")[0] == "code"
+    assert order("parse_port") == ["guide", "head", "test", "code"]  # an identifier: as ranked
+    assert order("what do the docs say about ports")[:2] == ["guide", "head"]
+    assert order("which test reads a port")[0] == "test"
+    same = settings.with_overrides({"retriever.doc_weight": 1.0, "retriever.test_weight": 1.0})
+    assert order("read a port number", same) == ["guide", "head", "test", "code"]
 
 
 @pytest.mark.parametrize(
