@@ -32,6 +32,9 @@ SELF_NAMES = frozenset({"self", "this", "cls", "super", "Self"})
 PACKAGE_INDEX = ("__init__.py", "index.ts", "index.tsx", "index.js", "index.mjs", "mod.rs", "lib.rs")
 # Languages where a folder is one namespace: everything in the same folder is visible.
 FOLDER_PACKAGES = frozenset({"go", "java", "kotlin", "csharp"})
+# Where pytest looks for tests and their fixtures: `tests/`, `test_*.py`, `*_test.py`, conftest.py.
+_TEST_FILE = re.compile(r"(^|/)(tests?|testing)/|(^|/)(test_[^/]*|[^/]*_test\.py|conftest\.py)$")
+
 # Languages whose imports the indexer resolves to workspace paths (an unresolved one is a library).
 RESOLVED_LANGUAGES = frozenset({"python", "javascript", "typescript", "tsx", "go", "java", "rust"})
 MAX_NAME_MATCHES = 3
@@ -53,6 +56,7 @@ CONFIDENCE = {
     "package": 0.8,
     "class": 0.75,
     "wildcard": 0.7,
+    "fixture": 0.7,  # pytest: a conftest.py function named like the parameter
     "name": 0.4,
 }
 
@@ -306,9 +310,29 @@ class DefinitionResolver:
             for imp in self.wildcards:
                 target = imp.resolved or imp.module.rstrip(".*").replace(".", "/")
                 add(self.in_target(name, target)[0], "wildcard")
+        if not results and len(parts) == 1 and self.language == "python" and _in_tests(self.path):
+            add(self._fixtures(name), "fixture")
         if not results and by_name:
             add(self._name_match(name, parts[:-1]), "name")
         return _dedupe(results)
+
+    def _fixtures(self, name: str) -> list[Definition]:
+        """pytest's fixtures of that name that this test file sees: functions of a `conftest.py`
+        in its folder or a folder above it, nearest first (a test's parameter `client` is the
+        `client` fixture; nothing imports it)."""
+        above = {self.folder: 0}
+        folder = self.folder
+        while folder:
+            folder = posixpath.dirname(folder)
+            above.setdefault(folder, len(above))
+        found = [
+            d
+            for d in self.named(name)
+            if d.kind == "function"
+            and posixpath.basename(d.path) == "conftest.py"
+            and posixpath.dirname(d.path) in above
+        ]
+        return sorted(found, key=lambda d: above[posixpath.dirname(d.path)])
 
     def _name_match(self, name: str, qualifiers: Sequence[str]) -> list[Definition]:
         """The symbol table's best guesses: a qualifier naming the class, then the nearest path."""
@@ -423,3 +447,7 @@ def _dedupe(results: list[Resolution]) -> list[Resolution]:
             seen.add(key)
             out.append(r)
     return out
+
+
+def _in_tests(path: str) -> bool:
+    return _TEST_FILE.search(path) is not None

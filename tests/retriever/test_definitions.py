@@ -161,3 +161,32 @@ def test_the_name_match_fallback_can_be_left_out(tmp_path: Path) -> None:
     # Resolutions through imports do not depend on the fallback.
     imported = DefinitionResolver(snap, "app/main.py", "python", snap.file_imports("app/main.py"))
     assert imported.resolve("fmt", by_name=False) == imported.resolve("fmt")
+
+
+def test_a_test_parameter_resolves_to_the_nearest_conftest_fixture(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    (root / "tests" / "api").mkdir(parents=True)
+    (root / "other").mkdir()
+    fixture = "import pytest\n\n\n@pytest.fixture\ndef client_factory():\n    return {which!r}\n"
+    (root / "conftest.py").write_text(fixture.format(which="root"))
+    (root / "tests" / "conftest.py").write_text(fixture.format(which="tests"))
+    (root / "other" / "conftest.py").write_text(fixture.format(which="other"))  # not above the test
+    test = "def test_get(client_factory):\n    client = client_factory()\n    assert client\n"
+    (root / "tests" / "api" / "test_get.py").write_text(test)
+    (root / "app.py").write_text("def run(client_factory):\n    return client_factory()\n")
+    _settings, store = build_index(root, **LEXICAL)
+    snap = snapshot_of(store)
+
+    found = DefinitionResolver(snap, "tests/api/test_get.py", "python", []).resolve(
+        "client_factory", by_name=False
+    )
+    assert [(r.definition.path, r.how) for r in found] == [
+        ("tests/conftest.py", "fixture"),
+        ("conftest.py", "fixture"),
+    ]
+    # Outside the tests a parameter is a plain local name: nothing is guessed for it.
+    assert DefinitionResolver(snap, "app.py", "python", []).resolve("client_factory", by_name=False) == []
+    line = test.split("\n").index("    client = client_factory()")
+    defs = _context(root, "tests/api/test_get.py", line, len("    client = client_factory("))
+    assert defs["client_factory"] == ("tests/conftest.py", 3)  # from its decorator
