@@ -108,9 +108,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
             "float",
             0.5,
             "Multiplier of the fused score of documentation (Markdown, reStructuredText, plain "
-            "text) and of a module's head chunk (its docstring, imports and top-level code) in "
-            "prose searches; 1 ranks them like definitions. A question about the documentation "
-            "itself, and identifier queries, are not affected.",
+            "text) and of module-level code outside definitions (a module's docstring, imports, "
+            "top-level statements) in prose searches; 1 ranks them like definitions. A question "
+            "about the documentation itself, and identifier queries, are not affected.",
             min=0,
             max=1,
         ),
@@ -183,7 +183,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
             4.0,
             "How much the kind of expression at the cursor moves definitions before the callee is "
             "typed: after `if (`, `&&` or `not ` predicates (`is_x`, `-> bool`) score (1 + this) "
-            "times more, elsewhere that much less; 0 turns it off.",
+            "times more, elsewhere that much less; after `raise `, `new ` and `await ` exception "
+            "classes, classes and async definitions score (1 + this) times more; 0 turns it off.",
             min=0,
         ),
         "target_weight": Key(

@@ -42,7 +42,7 @@ from codectx.retriever.fusion import weighted_rrf
 from codectx.retriever.rankdefs import affinity_list, fuse_definitions, lexical_affinity_list
 from codectx.retriever.receiver_types import enclosing_class_text, factory_calls, factory_types, scope_types
 from codectx.retriever.search import HybridSearcher, fts_terms
-from codectx.retriever.slot import weigh_for_slot
+from codectx.retriever.slot import slot_text, weigh_for_slot
 from codectx.retriever.tokens import TokenCounter, count_many
 
 from codectx.settings import Settings
@@ -285,7 +285,10 @@ def gather_candidates(
         "neighbours": cfg.neighbour_weight,
     }
     fused = weigh_for_slot(
-        fuse_definitions(lists, weights), lines[line][:character], cfg.slot_weight, cfg.target_weight
+        fuse_definitions(lists, weights),
+        slot_text(lines, line, character),
+        cfg.slot_weight,
+        cfg.target_weight,
     )
     out = fused + scope + recents + retrieved
     return out, notes

@@ -317,9 +317,10 @@ class DefinitionResolver:
         return _dedupe(results)
 
     def _fixtures(self, name: str) -> list[Definition]:
-        """pytest's fixtures of that name that this test file sees: functions of a `conftest.py`
-        in its folder or a folder above it, nearest first (a test's parameter `client` is the
-        `client` fixture; nothing imports it)."""
+        """pytest's fixture of that name that this test file gets: a function of the nearest
+        `conftest.py`, in its folder or a folder above it, that defines one (a test's parameter
+        `client` is the `client` fixture; nothing imports it). A nearer one overrides those above,
+        as in pytest."""
         above = {self.folder: 0}
         folder = self.folder
         while folder:
@@ -332,7 +333,8 @@ class DefinitionResolver:
             and posixpath.basename(d.path) == "conftest.py"
             and posixpath.dirname(d.path) in above
         ]
-        return sorted(found, key=lambda d: above[posixpath.dirname(d.path)])
+        nearest = min((above[posixpath.dirname(d.path)] for d in found), default=0)
+        return [d for d in found if above[posixpath.dirname(d.path)] == nearest]
 
     def _name_match(self, name: str, qualifiers: Sequence[str]) -> list[Definition]:
         """The symbol table's best guesses: a qualifier naming the class, then the nearest path."""

@@ -158,18 +158,18 @@ ASKS_FOR_TESTS = re.compile(
 
 
 # Documentation, not code: a prose query matches its prose as well as it matches the code that
-# does what the prose describes. A module's head chunk (its docstring, imports and top-level
-# statements) is weighed the same way: it describes the module rather than doing the thing.
-DOC_LANGUAGES = frozenset({"markdown", "rst", "text", "asciidoc"})
+# does what the prose describes. Module-level code outside definitions (kind "module": a
+# module's docstring and imports, top-level statements such as `urlpatterns = [...]`) is
+# weighed the same way: searched for what it does, a definition is the better answer more
+# often (devset hidden-doc NL lexical 0.658 with the head chunk alone, 0.667 with all of it).
+DOC_LANGUAGES = frozenset({"markdown", "rst", "text"})
 DOC_KINDS = frozenset({"module"})
 # A question about the documentation itself keeps it where it ranks.
-ASKS_FOR_DOCS = re.compile(
-    r"\b(docs?|documentation|documented|readme|changelog|guide|tutorial|manual)\b", re.IGNORECASE
-)
+ASKS_FOR_DOCS = re.compile(r"\b(docs|documentation|documented|readme|changelog|tutorials?)\b", re.IGNORECASE)
 
 
 def is_documentation(chunk: Chunk) -> bool:
-    """Prose about the code (a guide, a module's head) rather than a definition."""
+    """Prose about the code (a guide) or module-level code outside any definition."""
     return chunk.language in DOC_LANGUAGES or chunk.kind in DOC_KINDS
 
 

@@ -10,7 +10,8 @@ ChoiceLoader(`: 30 % of assignments there).
 
 The definition lists rank by scope, not by the cursor's column, so that the context holds while
 the user types; this is applied once, to their fused scores, and moves only what the slot
-decides (`retriever.slot_weight`, `retriever.target_weight`).
+decides (`retriever.slot_weight`, `retriever.target_weight`). The slot is read before the name
+being typed at the cursor, so it holds while the user types that name too.
 
 Pure: text in, scores out; no index access.
 """
@@ -27,26 +28,46 @@ from codectx.indexer.parsing.identifiers import split_identifier
 if TYPE_CHECKING:
     from codectx.retriever.candidates import Candidate
 
-# The line before the cursor ends where a condition starts: `if (`, `if (!`, `} else if (`,
-# `while `, `elif `, `assert `, `x if `, `and `, `or not `, `&& `, `|| !`, `return !`, `= !`.
-_CONDITION = re.compile(r"(?:\b(?:if|elif|while|assert|and|or|not|unless)\s*\(?|&&|\|\||(?<![!=<>])!)\s*$")
+# The text before the cursor ends where a condition starts: `if (`, `if(`, `} else if (`,
+# `while `, `elif `, `assert `, `x if `, `and `, `or not `, `&& `, `|| `, `!` (not `foo!`,
+# `vec!`, `x)!`: a macro or a non-null assertion).
+_CONDITION = re.compile(
+    r"(?:\b(?:if|elif|while|assert|and|or|not|unless)(?:\s+|\s*\()|&&|\|\||(?<![\w$!=<>)\]])!)\s*$"
+)
 # A predicate's name: `is_x`, `isStream`, `has_key`, `canRead`, `_is_empty`, `should_retry`.
 _PREDICATE_NAME = re.compile(
     r"^_*(?:is|has|can|should|was|were|are|does|did|will|supports|needs|contains|exists|"
-    r"matches|allows|accepts|equals|starts|ends)(?:[A-Z_]|$)"
+    r"matches|allows|accepts|equals|starts|ends)(?:[A-Z_0-9]|$)"
 )
-# A predicate's signature: `-> bool`, `): boolean`, `@returns {boolean}`.
-_PREDICATE_HEAD = re.compile(r"->\s*bool\b|\)\s*:\s*boolean\b|@returns?\s*\{boolean\}", re.IGNORECASE)
+# A predicate's signature: `-> bool`, `): boolean`, `): x is Foo` (a type guard), Go's `) bool {`,
+# `@returns {boolean}`.
+_PREDICATE_HEAD = re.compile(
+    r"->\s*bool\b|\)\s*:\s*(?:boolean\b|[\w$]+\s+is\s)|\)\s*bool\s*\{|@returns?\s*\{boolean\}",
+    re.IGNORECASE,
+)
 # After `raise ` / `throw new ` an exception class; after `new ` a class; after `await ` an
 # async definition.
 _RAISE = re.compile(r"\b(?:raise|throw(?:\s+new)?)\s+$")
 _NEW = re.compile(r"\bnew\s+$")
 _AWAIT = re.compile(r"\bawait\s+$")
 _EXCEPTION_NAME = re.compile(r"(?:Error|Exception|Warning|Exit|Interrupt)$")
-_CLASS_HEAD = re.compile(r"^\s*(?:export\s+)?(?:default\s+)?(?:abstract\s+)?class\s", re.MULTILINE)
+_CLASS_HEAD = re.compile(
+    r"^\s*(?:(?:export|default|abstract|public|private|protected|internal|final|sealed|open|data|"
+    r"static)\s+)*class\s",
+    re.MULTILINE,
+)
 _ASYNC_HEAD = re.compile(r"\basync\s+(?:def|function)\b|^\s*(?:static\s+)?async\s+[\w$]+\s*\(", re.MULTILINE)
-# `headers = `, `self.loader = `, `loader=`, `const client = await `: the name being assigned.
-_TARGET = re.compile(r"([A-Za-z_$][\w$]*)\s*(?::\s*[^=()]*)?(?<![=!<>])=\s*(?:await\s+|new\s+)?$")
+# The name being assigned: `headers = `, `self.loader = `, `loader=`, `(y := `, `const client =
+# await `; not `==`, `<=`, `+=`. With a type annotation only at the start of the statement
+# (`x: Headers = `, `const x: Foo = `), so that `if headers: result = ` names `result`.
+_TARGET = re.compile(r"([A-Za-z_$][\w$]*)\s*:?=\s*(?:await\s+|new\s+)?$")
+_ANNOTATED_TARGET = re.compile(
+    r"^\s*(?:(?:export\s+)?(?:const|let|var)\s+)?(?:(?:self|this)\.)?"
+    r"(?!(?:else|try|finally|lambda|if|elif|while|for|with|case|default|do)\b)([A-Za-z_$][\w$]*)\s*:\s*[^=()]*"
+    r"(?<![=!<>])=\s*(?:await\s+|new\s+)?$"
+)
+# What the user is typing at the cursor (`isS`, `utils.isS`, `utils.`): the slot is read before it.
+_TYPING = re.compile(r"(?:[A-Za-z_$][\w$]*\??\.)*[A-Za-z_$]?[\w$]*$")
 HEAD_LINES = 4  # where a signature's return type sits, multi-line signatures included
 
 CONDITION = "condition"
@@ -55,9 +76,21 @@ CLASS = "class"
 AWAITABLE = "awaitable"
 
 
+def slot_text(lines: Sequence[str], line: int, character: int) -> str:
+    """The text that decides the cursor's slot: its line up to the cursor, less the name or
+    chain being typed there (so the slot holds while the user types `isStr`); when nothing
+    else is on the line, the end of the line above (a condition continued on the next line:
+    `if (\n`, `isA(x) &&\n`)."""
+    before = _TYPING.sub("", lines[line][:character]) if line < len(lines) else ""
+    if before.strip() or line == 0:
+        return before
+    above = lines[line - 1].rstrip()
+    return above if above.endswith(("(", "&&", "||", " and", " or", " not", "!")) else before
+
+
 def slot_kind(before_cursor: str) -> str:
-    """What the cursor's line expects next: CONDITION, EXCEPTION, CLASS, AWAITABLE or "" (any
-    value)."""
+    """What the text before the cursor expects next: CONDITION, EXCEPTION, CLASS, AWAITABLE or ""
+    (any value)."""
     if _RAISE.search(before_cursor):
         return EXCEPTION
     if _NEW.search(before_cursor):
@@ -68,14 +101,14 @@ def slot_kind(before_cursor: str) -> str:
 
 
 def expects_condition(before_cursor: str) -> bool:
-    """Whether the text of the cursor's line before the cursor ends where a condition begins."""
+    """Whether the text before the cursor ends where a condition begins."""
     return slot_kind(before_cursor) == CONDITION
 
 
 def target_words(before_cursor: str) -> frozenset[str]:
     """The words of the name the cursor's expression is assigned to or passed as (`loader=`),
     plural `s` dropped; empty when there is none."""
-    match = _TARGET.search(before_cursor)
+    match = _ANNOTATED_TARGET.search(before_cursor) or _TARGET.search(before_cursor)
     return _words(match.group(1)) if match else frozenset()
 
 
@@ -89,12 +122,23 @@ def _head(text: str) -> str:
     return "\n".join(text.split("\n", HEAD_LINES)[:HEAD_LINES])
 
 
+def _signature(text: str) -> str:
+    """A definition's signature: its first lines up to the one that opens the body (a class's
+    methods below it say nothing of what the class returns)."""
+    rows = []
+    for row in text.split("\n", HEAD_LINES)[:HEAD_LINES]:
+        rows.append(row)
+        if row.rstrip().endswith((":", "{")):
+            break
+    return "\n".join(rows)
+
+
 def is_predicate(symbol: str, text: str) -> bool:
     """Whether a definition answers yes or no: by its name, or by its declared return type."""
     name = symbol.rsplit(".", 1)[-1]
     if _PREDICATE_NAME.match(name):
         return True
-    return bool(_PREDICATE_HEAD.search(_head(text)))
+    return bool(_PREDICATE_HEAD.search(_signature(text)))
 
 
 def fits(kind: str, symbol: str, text: str) -> bool:

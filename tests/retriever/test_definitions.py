@@ -181,10 +181,10 @@ def test_a_test_parameter_resolves_to_the_nearest_conftest_fixture(tmp_path: Pat
     found = DefinitionResolver(snap, "tests/api/test_get.py", "python", []).resolve(
         "client_factory", by_name=False
     )
-    assert [(r.definition.path, r.how) for r in found] == [
-        ("tests/conftest.py", "fixture"),
-        ("conftest.py", "fixture"),
-    ]
+    # The nearest conftest.py overrides the root's, as in pytest; a sibling folder's is not seen.
+    assert [(r.definition.path, r.how) for r in found] == [("tests/conftest.py", "fixture")]
+    found = DefinitionResolver(snap, "test_top.py", "python", []).resolve("client_factory", by_name=False)
+    assert [r.definition.path for r in found] == ["conftest.py"]
     # Outside the tests a parameter is a plain local name: nothing is guessed for it.
     assert DefinitionResolver(snap, "app.py", "python", []).resolve("client_factory", by_name=False) == []
     line = test.split("\n").index("    client = client_factory()")

@@ -15,6 +15,7 @@ from codectx.retriever.slot import (
     fits,
     is_predicate,
     slot_kind,
+    slot_text,
     target_words,
     weigh_for_slot,
 )
@@ -59,6 +60,25 @@ def test_raise_new_and_await_slots() -> None:
     assert slot_kind("const a = new ") == CLASS
     assert slot_kind("const r = await ") == AWAITABLE
     assert slot_kind("renew ") == ""
+    assert slot_kind("let v = vec!") == ""  # a macro, not a negation
+    assert slot_kind("x = value!") == ""  # a non-null assertion
+
+
+def test_the_slot_is_read_before_the_name_being_typed() -> None:
+    for typed in ("if (", "if (isS", "if (utils.isS", "if (utils.", "if (this.utils?.is"):
+        assert slot_kind(slot_text([typed], 0, len(typed))) == CONDITION, typed
+    for typed in ("    and", "    android", "    notify", "self.assert", "foo.if"):
+        assert slot_kind(slot_text([typed], 0, len(typed))) == "", typed
+    assert slot_kind(slot_text(["raise Val"], 0, 9)) == EXCEPTION
+    assert target_words(slot_text(["headers = Ax"], 0, 12)) == {"header"}
+
+
+def test_a_condition_continued_on_the_next_line() -> None:
+    lines = ["    if (", "      ", "    ok = isA(x) &&", "      ", "    x = 1", "    "]
+    assert slot_kind(slot_text(lines, 1, 6)) == CONDITION
+    assert slot_kind(slot_text(lines, 3, 6)) == CONDITION
+    assert slot_kind(slot_text(lines, 5, 4)) == ""  # a new statement
+    assert slot_kind(slot_text(lines, 0, 0)) == ""
 
 
 def test_predicates_by_name_and_by_return_type() -> None:
@@ -67,6 +87,9 @@ def test_predicates_by_name_and_by_return_type() -> None:
     assert is_predicate("_has_key", "def _has_key(d):")
     assert is_predicate("valid", "def valid(x) -> bool:\n    return True")
     assert is_predicate("check", "function check(a: number): boolean {")
+    assert is_predicate("isNode", "function isNode(x: unknown): x is Node {")
+    assert is_predicate("Ready", "func Ready(s *State) bool {")
+    assert not is_predicate("Flag", "class Flag:\n    def __bool__(self) -> bool:")  # a method's type
     assert not is_predicate("island", "def island(): pass")
     assert not is_predicate("issue", "def issue(x) -> int:")
     assert not is_predicate("toNumber", "function toNumber(x) {")
@@ -89,7 +112,11 @@ def test_target_words_are_the_assigned_name() -> None:
     assert target_words("env = Environment(loader=") == {"loader"}
     assert target_words("const client = await ") == {"client"}
     assert target_words("x: Headers = ") == set()  # one-letter name: no words
-    assert target_words("if a == ") == set()  # a comparison, not an assignment
+    assert target_words("if count == ") == set()  # a comparison, not an assignment
+    assert target_words("total += ") == set()
+    assert target_words("if headers: result = ") == {"result"}  # the statement's own target
+    assert target_words("const client: Headers = await ") == {"client"}
+    assert target_words("    request_headers: dict[str, str] = ") == {"request", "header"}
     assert target_words("foo(") == set()
 
 
@@ -102,11 +129,11 @@ def _order(cands: list[Candidate]) -> list[str]:
 
 
 def test_weighing_moves_predicates_up_in_a_condition_and_down_elsewhere() -> None:
-    cands = [_cand("merge", 0.5), _cand("to_number", 0.4), _cand("is_stream", 0.2)]
+    cands = [_cand("merge", 0.5), _cand("is_stream", 0.45), _cand("to_number", 0.4)]
     assert _order(weigh_for_slot(cands, "    if ", 4.0))[0] == "is_stream"
     assert _order(weigh_for_slot(cands, "    value = ", 4.0))[-1] == "is_stream"
-    assert [c.score for c in weigh_for_slot(cands, "    if ", 0.0)] == [0.5, 0.4, 0.2]
-    assert [c.score for c in cands] == [0.5, 0.4, 0.2]  # the input is not changed
+    assert _order(weigh_for_slot(cands, "    value = ", 0.0)) == ["merge", "is_stream", "to_number"]
+    assert [c.score for c in cands] == [0.5, 0.45, 0.4]  # the input is not changed
 
 
 def test_weighing_lifts_a_name_sharing_a_word_with_the_target() -> None:
@@ -115,7 +142,19 @@ def test_weighing_lifts_a_name_sharing_a_word_with_the_target() -> None:
     assert _order(weigh_for_slot(cands, "    headers = ", 0.0, target_weight=0.0))[0] == "merge"
 
 
-# A helper module: the workspace calls its converters often and its predicates once.
+HELPERS = {
+    "merge",
+    "to_number",
+    "find_key",
+    "to_camel",
+    "strip_bom",
+    "flatten",
+    "extend",
+    "trim",
+    "is_stream",
+    "is_object",
+}
+# A helper module: the workspace calls `is_object` most, its converters often, `is_stream` never.
 UTILS = "\n\n".join(
     [
         *(
@@ -139,6 +178,7 @@ USERS = "from lib import utils\n\n" + "\n\n".join(
     f"def use_{i}(x):\n    return utils.{name}(x)"
     for i, name in enumerate(
         ["merge", "to_number", "find_key", "to_camel", "strip_bom", "flatten", "extend", "trim"] * 3
+        + ["is_object"] * 4
     )
 )
 APP = """from lib import utils
@@ -168,7 +208,7 @@ def _definitions(result: object) -> list[str]:
     return [c.symbol for c in result.ranked if c.reason == "definition"]  # type: ignore[attr-defined]
 
 
-def test_after_if_a_predicate_of_the_module_in_use_ranks_first(utils_repo: tuple) -> None:
+def test_after_if_predicates_of_the_module_in_use_rise_and_elsewhere_fall(utils_repo: tuple) -> None:
     settings, store = utils_repo
     text = APP.replace("@", " ")
     line = text.split("\n").index("    if ")
@@ -176,10 +216,12 @@ def test_after_if_a_predicate_of_the_module_in_use_ranks_first(utils_repo: tuple
     assert ranked[0] in {"is_stream", "is_object"}, ranked[:5]
     off = settings.with_overrides({"retriever.slot_weight": 0.0})
     plain = _definitions(assemble_context(store, off, "app.py", text, line, len("    if ")))
-    assert plain[0] not in {"is_stream", "is_object"}, plain[:5]
+    assert ranked.index("is_stream") < plain.index("is_stream"), (ranked, plain)
     # Outside a condition the predicates fall behind the module's other functions.
     text = APP.replace("    if@", "    other = ")
     line = text.split("\n").index("    other = ")
     valued = _definitions(assemble_context(store, settings, "app.py", text, line, len("    other = ")))
-    members = [s for s in valued if s in UTILS]
-    assert members.index("is_stream") > members.index("to_number"), members
+    plain = _definitions(assemble_context(store, off, "app.py", text, line, len("    other = ")))
+    members = [s for s in valued if s in HELPERS]
+    plain_members = [s for s in plain if s in HELPERS]
+    assert members.index("is_object") > plain_members.index("is_object"), (members, plain_members)
