@@ -26,15 +26,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from codectx.indexer.model import Definition, Import
+from codectx.retriever.testfiles import sees_fixtures
 
 _SPLIT = re.compile(r"\.|::|->")
 SELF_NAMES = frozenset({"self", "this", "cls", "super", "Self"})
 PACKAGE_INDEX = ("__init__.py", "index.ts", "index.tsx", "index.js", "index.mjs", "mod.rs", "lib.rs")
 # Languages where a folder is one namespace: everything in the same folder is visible.
 FOLDER_PACKAGES = frozenset({"go", "java", "kotlin", "csharp"})
-# Where pytest looks for tests and their fixtures: `tests/`, `test_*.py`, `*_test.py`, conftest.py.
-_TEST_FILE = re.compile(r"(^|/)(tests?|testing)/|(^|/)(test_[^/]*|[^/]*_test\.py|conftest\.py)$")
-
 # Languages whose imports the indexer resolves to workspace paths (an unresolved one is a library).
 RESOLVED_LANGUAGES = frozenset({"python", "javascript", "typescript", "tsx", "go", "java", "rust"})
 MAX_NAME_MATCHES = 3
@@ -310,7 +308,7 @@ class DefinitionResolver:
             for imp in self.wildcards:
                 target = imp.resolved or imp.module.rstrip(".*").replace(".", "/")
                 add(self.in_target(name, target)[0], "wildcard")
-        if not results and len(parts) == 1 and self.language == "python" and _in_tests(self.path):
+        if not results and len(parts) == 1 and self.language == "python" and sees_fixtures(self.path):
             add(self._fixtures(name), "fixture")
         if not results and by_name:
             add(self._name_match(name, parts[:-1]), "name")
@@ -449,7 +447,3 @@ def _dedupe(results: list[Resolution]) -> list[Resolution]:
             seen.add(key)
             out.append(r)
     return out
-
-
-def _in_tests(path: str) -> bool:
-    return _TEST_FILE.search(path) is not None

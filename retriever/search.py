@@ -37,6 +37,7 @@ from codectx.indexer.storage.pathglob import path_glob
 from codectx.retriever.errors import BadRequest
 from codectx.retriever.fusion import Fused, weighted_rrf
 from codectx.retriever.snapshot import IndexSource, snapshot_of
+from codectx.retriever.testfiles import is_test_path
 
 from codectx.settings import Settings
 
@@ -145,12 +146,6 @@ def symbol_names(query: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-# Test code: folders named tests/test/testing/__tests__, test_*.py, *_test.py, *.spec.ts, *.test.js.
-TEST_PATH = re.compile(
-    r"(^|/)(tests?|testing|__tests__)/|(^|/)test_[^/]*$|_test\.py$|\.(spec|test)\.[cm]?[jt]sx?$"
-)
-
-
 # A question about tests themselves ("which test covers retries") keeps them where they rank.
 ASKS_FOR_TESTS = re.compile(
     r"\b(tests?|testing|tested|fixtures?|asserts?|assertions?|mocks?|specs?)\b", re.IGNORECASE
@@ -171,10 +166,6 @@ ASKS_FOR_DOCS = re.compile(r"\b(docs|documentation|documented|readme|changelog|t
 def is_documentation(chunk: Chunk) -> bool:
     """Prose about the code (a guide) or module-level code outside any definition."""
     return chunk.language in DOC_LANGUAGES or chunk.kind in DOC_KINDS
-
-
-def is_test_path(path: str) -> bool:
-    return TEST_PATH.search(path) is not None
 
 
 def names_list_applies(query: str, settings: Settings, dense: bool = False) -> bool:
@@ -382,7 +373,7 @@ class HybridSearcher:
         """The lists fused by weighted RRF, best first. For a prose query a chunk of test code
         scores `retriever.test_weight` times its fused score: a question is mostly about what the
         code does, and a test named after the behaviour (`test_url_relative_only_valid`) matches
-        it as well as the code. Documentation and module heads score `retriever.doc_weight`
+        it as well as the code. Documentation and module-level code score `retriever.doc_weight`
         times theirs, for the same reason. A query naming an identifier keeps both as they rank;
         one asking about tests keeps tests, one asking about the docs keeps documentation."""
         cfg = self.settings.retriever

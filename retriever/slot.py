@@ -100,11 +100,6 @@ def slot_kind(before_cursor: str) -> str:
     return CONDITION if _CONDITION.search(before_cursor) else ""
 
 
-def expects_condition(before_cursor: str) -> bool:
-    """Whether the text before the cursor ends where a condition begins."""
-    return slot_kind(before_cursor) == CONDITION
-
-
 def target_words(before_cursor: str) -> frozenset[str]:
     """The words of the name the cursor's expression is assigned to or passed as (`loader=`),
     plural `s` dropped; empty when there is none."""
