@@ -57,7 +57,9 @@ async def test_completion_through_real_engine(tmp_path: Path, vllm_server: Engin
         )
         assert shown["status"] in ("ok", "empty"), shown
         assert "<|fim_prefix|>" in shown["payload"] and "right = 2" in shown["payload"]
-        assert shown["timings"]["ttft_ms"] > 0
+        assert shown["timings"]["backend_total_ms"] > 0  # the request went through the engine
+        if shown["status"] == "ok":  # random weights may end the text at once: no first token then
+            assert shown["timings"]["ttft_ms"] > 0
         for item in result.items:  # random weights: the text may be empty after post-processing
             assert item.data["source"] == "codectx"
             assert item.text_edit.range.end == CURSOR
