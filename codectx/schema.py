@@ -144,6 +144,13 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "used_weight": Key(
             "float", 0.25, "Context ranking weight of definitions of names the cursor's scope uses.", min=0
         ),
+        "pending_weight": Key(
+            "float",
+            2.0,
+            "Context ranking weight of definitions of names the enclosing definition's head binds "
+            "but its body does not use yet (a parameter, a return type): what the body uses next.",
+            min=0,
+        ),
         "imported_weight": Key(
             "float",
             1.5,
@@ -176,6 +183,13 @@ SCHEMA: dict[str, dict[str, Key]] = {
             1.5,
             "Context ranking weight of what the code around the cursor's scope in the same file "
             "calls (a new test calls what the tests next to it call).",
+            min=0,
+        ),
+        "tested_weight": Key(
+            "float",
+            2.0,
+            "Context ranking weight, in test files, of definitions the enclosing test's name names "
+            "(`test_timetz` -> `timetz`).",
             min=0,
         ),
         "slot_weight": Key(

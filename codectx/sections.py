@@ -72,11 +72,13 @@ class RetrieverSettings(_Section):
     context_dense: bool
     context_embed_always: bool
     used_weight: float
+    pending_weight: float
     imported_weight: float
     callee_weight: float
     receiver_weight: float
     affinity_weight: float
     neighbour_weight: float
+    tested_weight: float
     slot_weight: float
     target_weight: float
     definition_max_tokens: int

@@ -32,6 +32,7 @@ from codectx.retriever.deflists import (
     WEAK_SHARE,
     Candidate,
     callee_list,
+    definition_candidate,
     definition_lists,
     neighbour_list,
     overlaps,
@@ -41,8 +42,9 @@ from codectx.retriever.deflists import (
 from codectx.retriever.fusion import weighted_rrf
 from codectx.retriever.rankdefs import affinity_list, fuse_definitions, lexical_affinity_list
 from codectx.retriever.receiver_types import enclosing_class_text, factory_calls, factory_types, scope_types
-from codectx.retriever.search import HybridSearcher, fts_terms
+from codectx.retriever.search import HybridSearcher, chunk_for_definition, fts_terms
 from codectx.retriever.slot import slot_text, weigh_for_slot
+from codectx.retriever.tested import definitions_tested
 from codectx.retriever.tokens import TokenCounter, count_many
 
 from codectx.settings import Settings
@@ -107,6 +109,18 @@ def _scope_candidates(
                 f"sibling of the cursor in `{owner}`",
             )
         )
+    return out
+
+
+def _tested_candidates(
+    searcher: HybridSearcher, path: str, info: CursorInfo, own: tuple[int, int]
+) -> list[Candidate]:
+    """Definitions the enclosing tests' names name (`test_timetz` -> `Arrow.timetz`)."""
+    out = []
+    for d, name in definitions_tested(path, info.scopes, searcher.store.symbols_named):
+        chunk = chunk_for_definition(searcher.chunks_for_file(d.path), d)
+        if chunk is not None and not overlaps(chunk.path, chunk.start_line, chunk.end_line, path, own):
+            out.append(definition_candidate(chunk, d, f"definition of `{name}`, which the test's name names"))
     return out
 
 
@@ -226,6 +240,8 @@ def gather_candidates(
         lists["neighbours"] = neighbour_list(
             searcher, resolver, lines, scope_span(lines, line, info), own, names
         )
+    if cfg.tested_weight > 0:
+        lists["tested"] = _tested_candidates(searcher, path, info, own)
     scope = _scope_candidates(searcher, path, info, own)
     recents = [
         Candidate(
@@ -277,12 +293,14 @@ def gather_candidates(
             lists["affinity"] = lexical_affinity_list(query, stable, AFFINITY_TOP, searcher.store.term_sets)
     weights = {
         "used": cfg.used_weight,
+        "pending": cfg.pending_weight,
         "weak": cfg.used_weight * WEAK_SHARE,
         "imported": cfg.imported_weight,
         "callees": cfg.callee_weight,
         "affinity": cfg.affinity_weight,
         "receivers": cfg.receiver_weight,
         "neighbours": cfg.neighbour_weight,
+        "tested": cfg.tested_weight,
     }
     fused = weigh_for_slot(
         fuse_definitions(lists, weights),

@@ -31,9 +31,11 @@ from codectx.retriever.cursor_info import CursorInfo
 from codectx.retriever.definitions import RESOLVED_LANGUAGES, DefinitionResolver, split_chain
 from codectx.retriever.members import MEMBER_KINDS, Offer, module_members, module_target, rank_offers
 from codectx.retriever.neighbours import neighbour_definitions
+from codectx.retriever.pending import pending_names
 from codectx.retriever.receivers import receivers_in
 from codectx.retriever.search import HybridSearcher, chunk_for_definition
 
+FUNCTION_KINDS = frozenset({"function", "method", "constructor"})
 TIERS = {"definition": 0, "scope": 1, "recent": 2, "retrieved": 3}
 MAX_NAMES = 48
 PER_NAME = 2
@@ -127,6 +129,10 @@ def definition_lists(
     typed = info.callee
     used: list[Candidate] = []
     weak: list[Candidate] = []
+    pending: list[Candidate] = []
+    # A function's head only: a class head names its bases, which its body rarely calls.
+    function = info.enclosing is not None and info.enclosing.kind in FUNCTION_KINDS
+    fresh = set(pending_names(scope_text, names)) if function else set()
     for name in names:
         is_chain = len(split_chain(name)) > 1
         taken = 0
@@ -139,14 +145,15 @@ def definition_lists(
             chunk = chunk_for_definition(searcher.chunks_for_file(d.path), d)
             if chunk is None or overlaps(chunk.path, chunk.start_line, chunk.end_line, path, own):
                 continue
-            (weak if res.how == "name" else used).append(
-                definition_candidate(
-                    chunk,
-                    d,
-                    f"definition of `{name}` used here ({res.how.replace('-', ' ')} lookup)",
-                    typed_call=bool(typed) and name == typed,
-                )
+            cand = definition_candidate(
+                chunk,
+                d,
+                f"definition of `{name}` used here ({res.how.replace('-', ' ')} lookup)",
+                typed_call=bool(typed) and name == typed,
             )
+            (weak if res.how == "name" else used).append(cand)
+            if name in fresh and res.how != "name":
+                pending.append(cand)
             taken += 1
             if taken >= PER_NAME or res.how != "name":
                 break
@@ -175,7 +182,7 @@ def definition_lists(
             )
             imported.append((-similarity, position, cand))
     ordered = [c for _s, _p, c in sorted(imported, key=lambda x: (x[0], x[1]))]
-    return {"used": used, "weak": weak, "imported": ordered}
+    return {"used": used, "weak": weak, "imported": ordered, "pending": pending}
 
 
 def occurrences_outside(file_text: str, scope_text: str) -> Counter[bytes]:
