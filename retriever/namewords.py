@@ -9,6 +9,9 @@ looks names up only when it is one. This list scores every definition by the wor
   `parsed`, `parsing`), or a word it abbreviates (`dict` in `dictionary`, `env` in `environment`;
   a name word of at least 3 letters that starts the query word);
 - an abbreviation counts half a match (`mod` may be `model` or `module`);
+- a name word the query spells in pieces matches too: two of its words run together
+  (`weekday` for "the day of the week", `utcoffset`, `fromtimestamp`), or, half, the initials of
+  three or four words in a row (`dst` for "daylight savings time");
 - a word's weight is its inverse frequency among the definitions' names (a definition counted
   once per name word), so `get` and `init` say little and `cookiejar` says much;
 - the score is the matched words' weight times the share of the name's words matched, so a name
@@ -36,6 +39,8 @@ ABBREVIATION = 0.5  # how much a name word that abbreviates a query word counts
 # An abbreviation is at most this share of the word (`num` of `number`, `dict` of `dictionary`);
 # a longer prefix is more often a different word of the same root (`connect` of `connection`).
 ABBREVIATION_SHARE = 0.6
+COMPOUND_WORDS = 40  # a long question's first words only: the pairs grow with the square
+INITIALISM_WORDS = (3, 4)  # `dst` for "daylight savings time"; two letters are too often chance
 MAX_POSTINGS = 1500  # a name word held by more names only adds to names a rarer word found
 MAX_CANDIDATES = 2000  # names scored per query at most (found by its rarest words first)
 # Prose words that name no code: the grammar of a sentence.
@@ -110,12 +115,37 @@ class NameWords:
                 found.setdefault(word[:end], ABBREVIATION)
         return found
 
+    def _compounds(self, query: str) -> dict[str, float]:
+        """Name words the query spells in pieces: two of its words run together (`weekday` for
+        "the day of the week", `utcoffset`, `fromtimestamp`; the first may be a grammar word),
+        fully sure; the initials of three or four words in a row (`dst` for "daylight savings
+        time"), half sure."""
+        words = [w for token in _WORD.findall(query) for w in split_identifier(token) if len(w) >= 2]
+        words = words[:COMPOUND_WORDS]
+        content = [w for w in words if w not in STOPWORDS]
+        found: dict[str, float] = {}
+        for first in dict.fromkeys(words):
+            for second in dict.fromkeys(content):
+                if first == second:
+                    continue
+                for stem in _stems(second):
+                    if first + stem in self.postings:
+                        found[first + stem] = 1.0
+        for size in INITIALISM_WORDS:
+            for i in range(len(content) - size + 1):
+                initials = "".join(w[0] for w in content[i : i + size])
+                if initials in self.postings:
+                    found.setdefault(initials, ABBREVIATION)
+        return found
+
     def search(self, query: str, limit: int) -> list[NameHit]:
         """The best `limit` names for the query, by matched words' weight times the share matched."""
         sure: dict[str, float] = {}
         for word in query_words(query):
             for part, how in self._matches(word).items():
                 sure[part] = max(sure.get(part, 0.0), how)
+        for part, how in self._compounds(query).items():
+            sure[part] = max(sure.get(part, 0.0), how)
         # Per name: the matched words' sureness and their weight times it (each word comes once).
         matched: dict[str, list[float]] = {}
         # Rare words first; a word held by very many names only adds to names a rarer word found
