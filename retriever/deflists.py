@@ -31,11 +31,10 @@ from codectx.retriever.cursor_info import CursorInfo
 from codectx.retriever.definitions import RESOLVED_LANGUAGES, DefinitionResolver, split_chain
 from codectx.retriever.members import MEMBER_KINDS, Offer, module_members, module_target, rank_offers
 from codectx.retriever.neighbours import neighbour_definitions
-from codectx.retriever.pending import pending_names
+from codectx.retriever.pending import pending_in_scope
 from codectx.retriever.receivers import receivers_in
 from codectx.retriever.search import HybridSearcher, chunk_for_definition
 
-FUNCTION_KINDS = frozenset({"function", "method", "constructor"})
 TIERS = {"definition": 0, "scope": 1, "recent": 2, "retrieved": 3}
 MAX_NAMES = 48
 PER_NAME = 2
@@ -130,9 +129,7 @@ def definition_lists(
     used: list[Candidate] = []
     weak: list[Candidate] = []
     pending: list[Candidate] = []
-    # A function's head only: a class head names its bases, which its body rarely calls.
-    function = info.enclosing is not None and info.enclosing.kind in FUNCTION_KINDS
-    fresh = set(pending_names(scope_text, names)) if function else set()
+    fresh = pending_in_scope(info, scope_text, names, language)
     for name in names:
         is_chain = len(split_chain(name)) > 1
         taken = 0

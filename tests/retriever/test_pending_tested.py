@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 from codectx.retriever.context import assemble_context
-from codectx.retriever.cursor_info import Scope
-from codectx.retriever.pending import head_bindings, pending_names, split_head
-from codectx.retriever.tested import definitions_tested, named_candidates, words_of_test
+from codectx.retriever.cursor_info import CursorInfo, Scope
+from codectx.retriever.pending import parse_head, pending_in_scope, pending_names
+from codectx.retriever.tested import MAX_LOOKUPS, definitions_tested, named_candidates, words_of_test
 
 from tests.support.indexes import build_index
 
@@ -17,37 +17,71 @@ LEXICAL = {"retriever.context_dense": False}
 
 
 @pytest.mark.parametrize(
-    ("head", "bound"),
+    ("head", "language", "bound", "body"),
     [
-        ("def hc(pm: PluginManager) -> HookCaller:", ["pm", "HookCaller"]),
+        ("def hc(pm: PluginManager) -> HookCaller:\n    pass", "python", ["pm", "HookCaller"], "\n    pass"),
         (
             "async def f(self, request: Request, *args, **kw) -> JSONResponse:",
+            "python",
             ["self", "request", "args", "kw", "JSONResponse"],
+            "",
         ),
-        ("def f(a: dict[str, int] = {}, b=(1, 2)) -> tuple[A, B]:", ["a", "b", "tuple", "A", "B"]),
-        ("function f(a, b = 1, ...rest) {", ["a", "b", "rest"]),
         (
-            "export function g<T extends X>(x: Map<string, T>, y?: Y): Promise<R> {",
-            ["x", "y", "Promise", "R"],
+            'def f(a: dict[str, int] = {}, b=(1, 2), c=x<y, d="(", e=1>0) -> tuple[A, B]:',
+            "python",
+            ["a", "b", "c", "d", "e", "tuple", "A", "B"],
+            "",
         ),
-        ('@pytest.mark.parametrize(\n    "a", [(1, 2)]\n)\ndef test(a, factory):', ["a", "factory"]),
-        ("class Schema(Base):", ["Base"]),
-        ("def broken(a, b", []),
+        # A body on the head's own line is body, not head.
+        ("def f(x): return g(x)\nif helper:", "python", ["x"], " return g(x)\nif helper:"),
+        ("function f(a, b = 1, ...rest) {", "javascript", ["a", "b", "rest"], ""),
+        (
+            "export function g<T extends X>(x: Map<string, T>, cb: (a) => void): Promise<R> {",
+            "typescript",
+            ["x", "cb", "Promise", "R"],
+            "",
+        ),
+        ("@Get()\nfind(id: string) {\n  return 1", "typescript", ["id"], "\n  return 1"),
+        (
+            '@pytest.mark.parametrize(\n    "a", [(1, 2)]\n)\ndef test(a, factory):',
+            "python",
+            ["a", "factory"],
+            "",
+        ),
     ],
 )
-def test_head_bindings_are_parameter_names_and_the_return_type(head: str, bound: list[str]) -> None:
-    assert head_bindings(head) == bound
+def test_parse_head_reads_parameter_names_and_the_return_type(
+    head: str, language: str, bound: list[str], body: str
+) -> None:
+    parsed = parse_head(head, language)
+    assert parsed is not None
+    assert parsed[0] == bound
+    assert head[parsed[1] :] == body
+
+
+@pytest.mark.parametrize(
+    "head", ["def broken(a, b", "def f(" + "a," * 5000, "", "x = 1\ny = 2", "def f(a):"[:-1]]
+)
+def test_parse_head_gives_up_on_what_is_not_a_whole_head(head: str) -> None:
+    assert parse_head(head, "python") is None
 
 
 def test_pending_names_are_bound_in_the_head_and_absent_from_the_body() -> None:
     text = "def test_app(client_factory, tmp_path) -> Response:\n    path = tmp_path / 'x'\n    "
-    assert split_head(text)[0] == "def test_app(client_factory, tmp_path) -> Response:"
     names = ["client_factory", "tmp_path", "Response", "path"]
-    assert pending_names(text, names) == ["client_factory", "Response"]
+    assert pending_names(text, names, "python") == ["client_factory", "Response"]
     # Once the body uses a parameter it is no longer pending.
-    assert pending_names(text + "client = client_factory(app)\n", names) == ["Response"]
-    # No line opens a body: no head to read.
-    assert pending_names("x = 1\ny = 2", names) == []
+    assert pending_names(text + "client = client_factory(app)\n", names, "python") == ["Response"]
+    # Languages whose heads put the type first are not read (`Request` is no parameter).
+    assert pending_names("void handle(Request req) {\n", ["Request", "req"], "java") == []
+
+
+def test_only_a_function_scope_has_pending_names() -> None:
+    text = "class Schema(Base):\n    name = 1\n"
+    info = CursorInfo(enclosing=Scope("Schema", 0, 1, "class", "Schema"))
+    assert pending_in_scope(info, text, ["Base"], "python") == set()
+    info = CursorInfo(enclosing=Scope("f", 0, 1, "function", "f"))
+    assert pending_in_scope(info, "def f(base):\n    pass\n", ["base"], "python") == {"base"}
 
 
 def test_test_words_and_the_names_they_spell() -> None:
@@ -78,6 +112,21 @@ def test_definitions_tested_only_in_test_files_and_never_test_code() -> None:
     found = definitions_tested("tests/test_arrow.py", scopes, lambda n: table.get(n, []))
     assert [(d.qualname, name) for d, name in found] == [("Arrow.timetz", "timetz")]
     assert definitions_tested("arrow/parser.py", scopes, lambda n: table.get(n, [])) == []
+
+
+def test_a_long_test_name_costs_a_bounded_number_of_lookups() -> None:
+    asked: list[str] = []
+
+    def named(name: str) -> list[object]:
+        asked.append(name)
+        return []
+
+    words = "_".join(f"word{i}" for i in range(400))
+    scopes = [Scope(f"Test{'Part' * 50}", 0, 99, "class"), Scope(f"test_{words}", 1, 9, "method")]
+    assert definitions_tested("tests/test_x.py", scopes, named) == []  # type: ignore[arg-type]
+    assert 0 < len(asked) <= MAX_LOOKUPS
+    # The innermost test's name goes first.
+    assert asked[0].startswith("word0")
 
 
 CONFTEST = """import pytest
