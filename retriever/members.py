@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import posixpath
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -29,6 +30,11 @@ MAX_SCANNED = 400  # members scored per receiver (a generated module can have th
 MAX_REEXPORTS = 60  # names of a package index followed to their definitions
 AFFINITY_SHARE = 0.5  # a member sharing the most words with the scope counts half of all uses
 FLOOR = 1e-3  # a class method with no use and no shared word still counts a little
+# A member whose name the enclosing function's name holds (`parse_condexpr` builds
+# `nodes.CondExpr`, `test_uuid_field` a `fields.UUID`) counts as much as all the uses together.
+NAMED_SHARE = 1.0
+MIN_NAMED = 4  # shorter member names (`get`, `Or`) sit inside too many function names by chance
+_SCOPE_NAME = re.compile(r"\b(?:def|function)\s+([\w$]+)")
 MEMBER_KINDS = frozenset({"function", "class", "method", "constructor", "interface", "struct", "macro"})
 
 
@@ -79,6 +85,15 @@ def module_members(resolver: DefinitionResolver, target: str) -> list[Definition
     return out[:MAX_SCANNED]
 
 
+def _flat_scope_name(scope_text: str) -> str:
+    """The enclosing function's name from its head, lower case, without `test` and underscores."""
+    found = _SCOPE_NAME.search(scope_text[:500])
+    if found is None:
+        return ""
+    name = found.group(1).lower()
+    return (name[4:] if name.startswith("test") else name).replace("_", "")
+
+
 def rank_offers(
     members: Sequence[Definition],
     shares: Mapping[str, float],
@@ -88,7 +103,8 @@ def rank_offers(
     every: bool = False,
 ) -> list[Offer]:
     """Members scored by their share of the receiver's uses plus `AFFINITY_SHARE` times the
-    words their head shares with the scope (relative to the best member's); members with
+    words their head shares with the scope (relative to the best member's), plus `NAMED_SHARE`
+    when the enclosing function's name holds the member's name; members with
     neither are left out unless `every` (a class's methods: public ones, then private, in
     order). Best first, at most `MAX_OFFERED`."""
     scope = term_sets.of(scope_text)
@@ -98,10 +114,14 @@ def rank_offers(
         terms = term_sets.of(heads.get(key, d.qualname or d.name))
         affinity[key] = len(terms & scope) / math.sqrt(len(terms) + 1)
     best = max(affinity.values(), default=0.0) or 1.0
+    scope_name = _flat_scope_name(scope_text)
     scored: dict[tuple[str, int], Offer] = {}
     for d in members:
         key = (d.path, d.start_line)
         score = shares.get(d.name, 0.0) + AFFINITY_SHARE * affinity[key] / best
+        flat = d.name.lower().replace("_", "")
+        if len(flat) >= MIN_NAMED and flat in scope_name:
+            score += NAMED_SHARE
         if every and score <= 0:
             score = FLOOR / (2.0 if d.name.startswith("_") else 1.0)
         if score > 0 and key not in scored:

@@ -30,7 +30,7 @@ def test_rank_offers_mixes_uses_and_words_shared_with_the_scope() -> None:
     members = [_d(n, i * 3) for i, n in enumerate(NODES)]
     heads = {(d.path, d.start_line): f"{d.name} class {d.name}(Node)" for d in members}
     heads[("pkg/nodes.py", 120)] = "CondExpr class CondExpr(Expr): conditional expression"
-    scope = "def parse_condexpr(self):\n    expr1 = self.parse_or()\n    while self.skip_if('if'):"
+    scope = "def parse_conditional(self):\n    expr1 = self.parse_or()\n    while self.skip_if('if'):"
     shares = {"Node00": 0.6, "Node01": 0.4}
     ranked = rank_offers(members, shares, heads, scope, TermSets())
     names = [o.definition.name for o in ranked]
@@ -39,6 +39,19 @@ def test_rank_offers_mixes_uses_and_words_shared_with_the_scope() -> None:
     # Members with no use and no shared word are left out.
     assert "Node17" not in names
     assert rank_offers(members, {}, heads, "def unrelated(): pass", TermSets()) == []
+
+
+def test_a_member_the_enclosing_functions_name_holds_ranks_above_the_used_ones() -> None:
+    members = [_d(n, i * 3) for i, n in enumerate(["Str", "UUID", "Or", "Integer"])]
+    heads = {(d.path, d.start_line): f"{d.name} class {d.name}(Field)" for d in members}
+    shares = {"Str": 0.9, "Integer": 0.1}
+    scope = "def test_uuid_field_or_none(self):\n    field = fields."
+    names = [o.definition.name for o in rank_offers(members, shares, heads, scope, TermSets())]
+    assert names[:2] == ["UUID", "Str"], names
+    # A name shorter than MIN_NAMED (`Or`) sits inside too many function names to count.
+    assert "Or" not in names[:2]
+    plain = "def check(self):\n    field = fields."
+    assert rank_offers(members, shares, heads, plain, TermSets())[0].definition.name == "Str"
 
 
 def _module_repo(root: Path, js: bool = False) -> None:
