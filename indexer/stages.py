@@ -174,6 +174,7 @@ def commit_lexical(
     commit()
     t = time.perf_counter()
     store.ensure_fts()
+    store.ensure_lookup_indexes()
     commit_s += time.perf_counter() - t
     report.removed += len(removed)
     report.timings["parse"] = report.timings.get("parse", 0.0) + parse_s

@@ -68,7 +68,12 @@ def latest_manifest(index: Path, table: str) -> Path:
 
 
 def fts_dir(index: Path) -> Path:
-    return next((table_dir(index, "chunks") / "_indices").iterdir())
+    return next(d for d in (table_dir(index, "chunks") / "_indices").iterdir() if any(d.glob("*invert*")))
+
+
+def btree_dir(index: Path) -> Path:
+    """A B-tree index of the symbols table (`LOOKUP_COLUMNS`)."""
+    return next(d for d in (table_dir(index, "symbols") / "_indices").iterdir() if any(d.glob("page_data*")))
 
 
 # -- kinds of damage ------------------------------------------------------------------------
@@ -145,6 +150,8 @@ KINDS: dict[str, Damage] = {
     ),
     "full-text index deleted": on(fts_dir, delete),
     "full-text index file truncated": on(lambda i: fts_dir(i) / "part_0_invert.lance", truncate),
+    "B-tree index deleted": on(btree_dir, delete),
+    "B-tree index file truncated": on(lambda i: btree_dir(i) / "page_data.lance", truncate),
     "db replaced by a file": on(lambda i: i / "db", replace_by_file),
     "db deleted": on(lambda i: i / "db", delete),
     "meta.json deleted": on(lambda i: i / "meta.json", delete),
@@ -218,6 +225,7 @@ def test_damage_ends_in_a_working_index_after_one_run(
 
     store = IndexStore.open(index)
     store.verify(deep=True)
+    assert [d.path for d in store.symbols_named("reconcile_quarterly_ledger")] == ["pkg0/ledger.py"]
     stats = store.stats()
     assert {"files": stats.files, "chunks": stats.chunks} == counts
 

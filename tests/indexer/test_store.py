@@ -221,3 +221,28 @@ def test_orphan_vectors_kept_as_cache_then_pruned(store: IndexStore) -> None:
     assert store.prune_vectors("m") >= 1200
     assert store.vector_hashes("m") == set(live)
     assert store.chunk_count() == len(list(store.all_chunks())) == 3
+
+
+def test_lookup_columns_are_indexed_and_rows_written_later_are_still_found(tmp_path: Path) -> None:
+    from codectx.indexer.storage.store import LOOKUP_COLUMNS
+
+    from tests.support.indexes import build_index
+
+    root = tmp_path / "ws"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "a.py").write_text("def alpha():\n    return 1\n")
+    settings, store = build_index(root)
+    indexed = {(n, tuple(i.columns)) for n in LOOKUP_COLUMNS for i in store._table(n).list_indices()}
+    assert {(n, (c,)) for n, cols in LOOKUP_COLUMNS.items() for c in cols} <= indexed
+    assert store.ensure_lookup_indexes() == []  # nothing missing: nothing rebuilt
+    # A second run adds rows after the indexes were built: lookups still see them.
+    (root / "pkg" / "b.py").write_text("def beta():\n    return alpha()\n")
+    (root / "pkg" / "a.py").write_text("def alpha2():\n    return 2\n")
+    from codectx.indexer.pipeline import index_workspace
+
+    index_workspace(root, settings)
+    store = IndexStore.open(settings.index_dir())
+    found = store.symbols_named_any(["alpha", "alpha2", "beta"])
+    assert sorted(found) == ["alpha2", "beta"]
+    hashes = [c.content_hash for c in store.chunks_for_file("pkg/b.py")]
+    assert hashes and set(store.chunks_with_hashes(hashes)) == set(hashes)
