@@ -41,7 +41,13 @@ from codectx.retriever.deflists import (
 )
 from codectx.retriever.fusion import weighted_rrf
 from codectx.retriever.rankdefs import affinity_list, fuse_definitions, lexical_affinity_list
-from codectx.retriever.receiver_types import enclosing_class_text, factory_calls, factory_types, scope_types
+from codectx.retriever.receiver_types import (
+    enclosing_class_text,
+    factory_calls,
+    factory_types,
+    fixture_types,
+    scope_types,
+)
 from codectx.retriever.search import HybridSearcher, chunk_for_definition, fts_terms
 from codectx.retriever.slot import slot_text, weigh_for_slot
 from codectx.retriever.tested import definitions_tested
@@ -233,6 +239,7 @@ def gather_candidates(
     types = scope_types(query, enclosing_class_text(lines, info), local_types(query))
     resolver = DefinitionResolver(searcher.store, path, language, imports, types)
     factory_types(resolver, factory_calls(query, types), searcher.chunks_for_file)
+    fixture_types(resolver, query, types, searcher.chunks_for_file)
     names = scope_names(info, query)
     lists = definition_lists(searcher, path, language, info, resolver, names, own, query, text)
     lists["receivers"] = receiver_list(searcher, resolver, names, path, own, query)

@@ -308,13 +308,17 @@ class DefinitionResolver:
             for imp in self.wildcards:
                 target = imp.resolved or imp.module.rstrip(".*").replace(".", "/")
                 add(self.in_target(name, target)[0], "wildcard")
-        if not results and len(parts) == 1 and self.language == "python" and sees_fixtures(self.path):
-            add(self._fixtures(name), "fixture")
+        if not results and len(parts) == 1 and self.sees_fixtures():
+            add(self.fixtures(name), "fixture")
         if not results and by_name:
             add(self._name_match(name, parts[:-1]), "name")
         return _dedupe(results)
 
-    def _fixtures(self, name: str) -> list[Definition]:
+    def sees_fixtures(self) -> bool:
+        """This file is a Python test file: its bare names may be pytest fixtures."""
+        return self.language == "python" and sees_fixtures(self.path)
+
+    def fixtures(self, name: str) -> list[Definition]:
         """pytest's fixture of that name that this test file gets: a function of the nearest
         `conftest.py`, in its folder or a folder above it, that defines one (a test's parameter
         `client` is the `client` fixture; nothing imports it). A nearer one overrides those above,

@@ -8,10 +8,12 @@ is capitalised):
 - the enclosing class's attributes: `self.x = Cls(...)`, `self.x: Cls = ...`, class-level
   `x: Cls`, and `self.x = x` where the parameter `x` is annotated (keyed `self.x`);
 - factories: `x = make(...)` / `x = mod.make(...)` whose definition's signature says
-  `-> Cls`, and `x = Cls.from_thing(...)` (an alternative constructor) without one.
+  `-> Cls`, and `x = Cls.from_thing(...)` (an alternative constructor) without one;
+- pytest fixtures: a test's parameter `env` is what the `env` fixture of the nearest
+  conftest.py returns (`-> Environment`, or `return Environment()`).
 
-`scope_types` reads the text; `factory_types` needs the resolver and the index (the factory's
-signature) and runs once the resolver exists.
+`scope_types` reads the text; `factory_types` and `fixture_types` need the resolver and the
+index (the factory's or fixture's code) and run once the resolver exists.
 """
 
 from __future__ import annotations
@@ -59,6 +61,10 @@ NOT_CLASSES = frozenset(
     ]
 )
 MAX_FACTORIES = 12
+MAX_FIXTURES = 6  # a test's parameters looked up as fixtures (a lookup each)
+_TEST_PARAMS = re.compile(r"\bdef\s+\w+\s*\(([^)]*)\)")
+# The class a fixture hands out: `return Environment()`, `yield loaders.DictLoader(...)`.
+_RETURNED_CLASS = re.compile(r"^\s*(?:return|yield)\s+((?:[A-Za-z_]\w*\.)*[A-Z]\w*)\s*\(", re.M)
 
 
 def annotated_names(text: str) -> dict[str, str]:
@@ -150,3 +156,32 @@ def factory_types(resolver: DefinitionResolver, calls: dict[str, str], chunks_fo
             found = None
         if found is not None:
             resolver.receiver_classes[var] = found
+
+
+def fixture_types(
+    resolver: DefinitionResolver, scope_text: str, known: dict[str, str], chunks_for_file: Any
+) -> None:
+    """In a pytest test file, type the enclosing test's plain parameters (no annotation, no
+    default) with the class their fixture returns: its return annotation, else the class its
+    `return`/`yield` constructs, resolved in the conftest's own file. Fills
+    `resolver.receiver_classes` (`env.` in `def test_lex(self, env)` -> `Environment`)."""
+    head = _TEST_PARAMS.search(scope_text[:1000])
+    if head is None or not resolver.sees_fixtures():
+        return
+    params = [p.strip() for p in head.group(1).split(",")]
+    fresh = [p for p in params if p.isidentifier() and p not in ("self", "cls") and p not in known]
+    for name in fresh[:MAX_FIXTURES]:
+        if name in resolver.receiver_classes:
+            continue
+        for d in resolver.fixtures(name)[:1]:
+            chunk = next((c for c in chunks_for_file(d.path) if c.start_line == d.start_line), None)
+            if chunk is None:
+                continue
+            returned = _RETURNED_CLASS.search(chunk.text)
+            cls = returned_type(chunk.signature) or (returned.group(1) if returned else "")
+            if not cls or cls == "Self":
+                continue
+            home = DefinitionResolver(resolver.store, d.path, d.language, resolver.imports_of(d.path))
+            found = home.receiver_class_named(cls)
+            if found is not None:
+                resolver.receiver_classes[name] = found

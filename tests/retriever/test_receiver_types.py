@@ -147,3 +147,21 @@ def test_typescript_annotated_fields_and_parameters(tmp_path: Path) -> None:
     )
     top = _ranked(root, "lib/parser.ts", writing, "\n  }\n}\n")
     assert {"TokenStream.skip", "TokenStream.expect"} <= set(top), top
+
+
+def test_a_tests_fixture_parameter_takes_the_class_its_fixture_returns(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    _repo(root)
+    # The fixture's file imports the class; the test file imports nothing of it.
+    _write(
+        root,
+        "tests/conftest.py",
+        "import pytest\nfrom pkg import tokens\n\n\n@pytest.fixture\ndef stream():\n"
+        "    return tokens.TokenStream()\n",
+    )
+    writing = "def test_reads(stream):\n    stream.look()\n    assert "
+    top = _ranked(root, "tests/test_read.py", writing)
+    assert {"TokenStream.skip", "TokenStream.expect"} <= set(top), top
+    # Outside test files a parameter is not a fixture: nothing offers the class's methods.
+    plain = _ranked(root, "pkg/reader.py", writing.replace("test_reads", "reads"))
+    assert not {"TokenStream.skip", "TokenStream.expect"} & set(plain), plain
