@@ -192,6 +192,14 @@ SCHEMA: dict[str, dict[str, Key]] = {
             "(`test_timetz` -> `timetz`).",
             min=0,
         ),
+        "class_member_weight": Key(
+            "float",
+            0.25,
+            "Context ranking weight of the methods of a receiver whose class is known (constructed, "
+            "annotated, a factory's or a pytest fixture's return type), on top of their place among "
+            "the receivers' definitions.",
+            min=0,
+        ),
         "slot_weight": Key(
             "float",
             4.0,

@@ -79,6 +79,7 @@ class RetrieverSettings(_Section):
     affinity_weight: float
     neighbour_weight: float
     tested_weight: float
+    class_member_weight: float
     slot_weight: float
     target_weight: float
     definition_max_tokens: int

@@ -242,7 +242,9 @@ def gather_candidates(
     fixture_types(resolver, query, types, searcher.chunks_for_file)
     names = scope_names(info, query)
     lists = definition_lists(searcher, path, language, info, resolver, names, own, query, text)
-    lists["receivers"] = receiver_list(searcher, resolver, names, path, own, query)
+    lists["receivers"], of_class = receiver_list(searcher, resolver, names, path, own, query)
+    if cfg.class_member_weight > 0:
+        lists["class members"] = of_class
     if cfg.neighbour_weight > 0:
         lists["neighbours"] = neighbour_list(
             searcher, resolver, lines, scope_span(lines, line, info), own, names
@@ -308,6 +310,7 @@ def gather_candidates(
         "receivers": cfg.receiver_weight,
         "neighbours": cfg.neighbour_weight,
         "tested": cfg.tested_weight,
+        "class members": cfg.class_member_weight,
     }
     fused = weigh_for_slot(
         fuse_definitions(lists, weights),

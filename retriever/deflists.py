@@ -217,24 +217,27 @@ def receiver_list(
     path: str,
     own: tuple[int, int],
     scope_text: str = "",
-) -> list[Candidate]:
+) -> tuple[list[Candidate], list[Candidate]]:
     """Definitions of what the rest of the workspace calls on the receivers in this scope
     (`ctx.` -> `Context.get_parameter_source`), by share of the receiver's uses; for a receiver
-    bound to a workspace module, its members by uses and words shared with the scope (`members`)."""
+    bound to a workspace module, its members by uses and words shared with the scope (`members`).
+    Returns them all, and (in the same order) those offered as methods of a receiver's known class."""
     calls = searcher.store.receiver_calls()
     if calls is None:
-        return []
+        return [], []
     scored: dict[tuple[str, int], list[Any]] = {}
+    of_class: set[tuple[str, int]] = set()
 
-    def add(d: Definition, score: float, why: str) -> None:
+    def add(d: Definition, score: float, why: str) -> tuple[str, int] | None:
         chunk = chunk_for_definition(searcher.chunks_for_file(d.path), d)
         if chunk is None or overlaps(chunk.path, chunk.start_line, chunk.end_line, path, own):
-            return
+            return None
         key = (chunk.path, chunk.start_line)
         if key in scored:
             scored[key][0] += score
-            return
+            return key
         scored[key] = [score, definition_candidate(chunk, d, why)]
+        return key
 
     in_scope = receivers_in(names)[:MAX_RECEIVERS]
     written = set(names)
@@ -265,7 +268,9 @@ def receiver_list(
         offers = _class_offers(searcher, resolver, cls, uses, scope_text) if cls else []
         for offer in _not_used(offers, receiver, written):
             why = f"definition of `{receiver}.{offer.definition.name}`, a method of `{receiver}`'s class"
-            add(offer.definition, offer.score / discount, why)
+            key = add(offer.definition, offer.score / discount, why)
+            if key is not None:
+                of_class.add(key)
         if not uses or offers:
             continue
         imported = receiver in resolver.modules or receiver in resolver.by_name
@@ -286,7 +291,8 @@ def receiver_list(
                 )
                 add(d, use.share / discount, why)
     ordered = sorted(scored.values(), key=lambda x: (-round(x[0], 9), x[1].path, x[1].start_line))
-    return [cand for _score, cand in ordered]
+    ranked = [cand for _score, cand in ordered]
+    return ranked, [c for c in ranked if (c.path, c.start_line) in of_class]
 
 
 def _not_used(offers: Sequence[Offer], receiver: str, written: set[str]) -> list[Offer]:

@@ -165,3 +165,28 @@ def test_a_tests_fixture_parameter_takes_the_class_its_fixture_returns(tmp_path:
     # Outside test files a parameter is not a fixture: nothing offers the class's methods.
     plain = _ranked(root, "pkg/reader.py", writing.replace("test_reads", "reads"))
     assert not {"TokenStream.skip", "TokenStream.expect"} & set(plain), plain
+
+
+def test_a_known_classs_methods_move_up_by_the_class_member_weight(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    _repo(root)
+    helpers = [f"helper_{i}" for i in range(8)]
+    _write(root, "pkg/helpers.py", "".join(f"def {h}(x):\n    return x\n\n\n" for h in helpers))
+    writing = (
+        f"from pkg.helpers import {', '.join(helpers)}\nfrom pkg.tokens import TokenStream\n\n\n"
+        "def parse_block(stream: TokenStream):\n"
+        "    stream.look()\n"
+        "    return "
+    )
+    rel = "pkg/parse.py"
+    _write(root, rel, writing + "\n")
+    settings, store = build_index(root, **LEXICAL)
+    off, _ = build_index(root, **LEXICAL, **{"retriever.class_member_weight": 0.0})
+    rows = writing.split("\n")
+
+    def place(s: object) -> int:
+        ranked = assemble_context(store, s, rel, writing + "\n", len(rows) - 1, len(rows[-1])).ranked
+        names = [c.symbol for c in ranked if c.reason == "definition"]
+        return names.index("TokenStream.skip")
+
+    assert place(settings) < place(off)
