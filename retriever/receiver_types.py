@@ -22,6 +22,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from codectx.indexer.model import Definition
 from codectx.retriever.cursor_info import CursorInfo
 from codectx.retriever.definitions import DefinitionResolver
 
@@ -145,11 +146,10 @@ def factory_types(resolver: DefinitionResolver, calls: dict[str, str], chunks_fo
         if not resolved:
             continue
         d = resolved[0].definition
-        signature = next((c.signature for c in chunks_for_file(d.path) if c.start_line == d.start_line), "")
-        cls = returned_type(signature)
+        chunk = _chunk_of(d, chunks_for_file)
+        cls = returned_type(chunk.signature if chunk is not None else "")
         if cls and cls != "Self":
-            home = DefinitionResolver(resolver.store, d.path, d.language, resolver.imports_of(d.path))
-            found = home.receiver_class_named(cls)
+            found = _class_in_file(resolver, d, cls)
         elif alternative:
             found = resolver.receiver_class_named(parts[0])
         else:
@@ -165,8 +165,8 @@ def fixture_types(
     default) with the class their fixture returns: its return annotation, else the class its
     `return`/`yield` constructs, resolved in the conftest's own file. Fills
     `resolver.receiver_classes` (`env.` in `def test_lex(self, env)` -> `Environment`)."""
-    head = _TEST_PARAMS.search(scope_text[:1000])
-    if head is None or not resolver.sees_fixtures():
+    head = _TEST_PARAMS.search(scope_text[:1000]) if resolver.sees_fixtures() else None
+    if head is None:
         return
     params = [p.strip() for p in head.group(1).split(",")]
     fresh = [p for p in params if p.isidentifier() and p not in ("self", "cls") and p not in known]
@@ -174,14 +174,22 @@ def fixture_types(
         if name in resolver.receiver_classes:
             continue
         for d in resolver.fixtures(name)[:1]:
-            chunk = next((c for c in chunks_for_file(d.path) if c.start_line == d.start_line), None)
+            chunk = _chunk_of(d, chunks_for_file)
             if chunk is None:
                 continue
             returned = _RETURNED_CLASS.search(chunk.text)
             cls = returned_type(chunk.signature) or (returned.group(1) if returned else "")
-            if not cls or cls == "Self":
-                continue
-            home = DefinitionResolver(resolver.store, d.path, d.language, resolver.imports_of(d.path))
-            found = home.receiver_class_named(cls)
+            found = _class_in_file(resolver, d, cls) if cls and cls != "Self" else None
             if found is not None:
                 resolver.receiver_classes[name] = found
+
+
+def _chunk_of(d: Definition, chunks_for_file: Any) -> Any:
+    """The indexed chunk of a definition (its signature and text), or None."""
+    return next((c for c in chunks_for_file(d.path) if c.start_line == d.start_line), None)
+
+
+def _class_in_file(resolver: DefinitionResolver, d: Definition, cls: str) -> Definition | None:
+    """The class a type name written in `d`'s own file refers to (through that file's imports)."""
+    home = DefinitionResolver(resolver.store, d.path, d.language, resolver.imports_of(d.path))
+    return home.receiver_class_named(cls)

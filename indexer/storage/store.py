@@ -237,9 +237,9 @@ class IndexStore(IndexReader):
         repaired = []
         for name, columns in LOOKUP_COLUMNS.items():
             table = self._table(name)
-            have = {tuple(i.columns) for i in table.list_indices()}
+            have = _indexed_columns(table)
             for column in columns:
-                if (column,) not in have:
+                if column not in have:
                     continue  # none yet: ensure_lookup_indexes builds it
                 try:
                     # A range over every key reads every page of the index (a lookup of one key, one).
@@ -369,8 +369,8 @@ class IndexStore(IndexReader):
         built = []
         for name, columns in LOOKUP_COLUMNS.items():
             table = self._table(name)
-            have = {tuple(i.columns) for i in table.list_indices()}
-            missing = [c for c in columns if (c,) not in have]
+            have = _indexed_columns(table)
+            missing = [c for c in columns if c not in have]
             if not missing or table.count_rows() == 0:
                 continue
             for column in missing:
@@ -408,6 +408,11 @@ class IndexStore(IndexReader):
             fragments = table.stats()["fragment_stats"]["num_fragments"]
             if force or fragments > COMPACT_FRAGMENTS:
                 table.optimize(cleanup_older_than=timedelta(minutes=2))
+
+
+def _indexed_columns(table: Any) -> set[str]:
+    """The columns of a table that carry an index of their own."""
+    return {i.columns[0] for i in table.list_indices() if len(i.columns) == 1}
 
 
 guard_methods(IndexStore, skip=("exists",))
