@@ -138,12 +138,12 @@ def relative_path(root: Path, path: str | Path) -> str:
 
 def read_document(path: Path) -> str:
     """A document's text for context assembly; clear errors for what cannot be one."""
-    if not path.exists():
-        raise UnknownFile(f"{path}: no such file")
-    if path.is_dir():
-        raise UnknownFile(f"{path}: is a folder, not a file")
-    try:
+    try:  # one open, no stat before it: a chat turn reads tens of files
         data = path.read_bytes()
+    except FileNotFoundError:
+        raise UnknownFile(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise UnknownFile(f"{path}: is a folder, not a file") from None
     except OSError as exc:
         raise UnknownFile(f"{path}: cannot read ({exc.strerror})") from None
     if len(data) > MAX_DOCUMENT_BYTES:

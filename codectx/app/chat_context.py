@@ -128,7 +128,9 @@ class Gatherer:
         self.gate = gate
         self.redactor = pieces
         self.ratio = max(chars_per_token, 1.0)
-        self.already = already
+        self.already: dict[str, list[tuple[int, int]]] = {}  # sent spans by path: looked up per hit
+        for path, start, end in already:
+            self.already.setdefault(path, []).append((start, end))
         self.root = root
         self.out = Gathered(budget=budget)
         self._files: dict[str, str | None] = {}
@@ -218,9 +220,8 @@ class Gatherer:
     def sent_before(self, piece: Piece) -> bool:
         """Already in the conversation: the same start (a head, or the whole) or inside a sent span."""
         return any(
-            path == piece.path
-            and (start == piece.start_line or start <= piece.start_line <= piece.end_line <= end)
-            for path, start, end in self.already
+            start == piece.start_line or start <= piece.start_line <= piece.end_line <= end
+            for start, end in self.already.get(piece.path, ())
         )
 
     def notice(self, kind: str, message: str) -> None:

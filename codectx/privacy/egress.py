@@ -121,8 +121,8 @@ class EgressGate:
     def prepare(self, endpoint: str, body: dict[str, Any], sources: list[SourceSpan]) -> PreparedRequest:
         """The exact redacted bytes for `body`, or EgressBlocked (nothing may be sent)."""
         spans = [as_span(s) for s in sources]
-        for span in spans:
-            reason = self.refusal(span.path)
+        for path in dict.fromkeys(s.path for s in spans):  # a file's pieces share its judgement
+            reason = self.refusal(path)
             if reason:
                 raise EgressBlocked(f"refused to send: {reason} (secret-bearing files never leave)")
         limit = int(self.settings.privacy.max_request_bytes)
