@@ -140,7 +140,7 @@ def read_document(path: Path) -> str:
     """A document's text for context assembly; clear errors for what cannot be one."""
     try:  # one open, no stat before it: a chat turn reads tens of files
         data = path.read_bytes()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # as exists() judged: a file in the path too
         raise UnknownFile(f"{path}: no such file") from None
     except IsADirectoryError:
         raise UnknownFile(f"{path}: is a folder, not a file") from None
