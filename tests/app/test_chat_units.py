@@ -13,6 +13,7 @@ from codectx.app.chat_model import (
     Citation,
     CodeBlock,
     Mention,
+    Turn,
     blocks_of,
     listed_citations,
     mentions_in,
@@ -104,3 +105,25 @@ def test_store_round_trip_lists_newest_first_and_refuses_bad_ids(tmp_path: Path)
     assert fresh.delete(first.conversation_id) and not fresh.delete(first.conversation_id)
     assert json.loads((tmp_path / "chats" / f"{second.conversation_id}.json").read_text())["title"]
     assert oct((tmp_path / "chats" / f"{second.conversation_id}.json").stat().st_mode & 0o777) == "0o600"
+
+
+def test_store_saves_every_turn_and_later_changes_as_the_conversation_holds_them(tmp_path: Path) -> None:
+    store = ChatStore(tmp_path / "chats")
+    conv = store.create("turns")
+    cite = Citation("pkg/a.py", 3, 9, "retrieved", "f")
+    conv.turns += [
+        Turn("u1", "user", "why?", sent="why? + context"),
+        Turn("a1", "assistant", "because", citations=[cite], record={"n": [1, {"x": "y"}]}),
+    ]
+    store.save(conv)
+    conv.turns += [Turn("u2", "user", "and then?"), Turn("a2", "assistant", "then this", cancelled=True)]
+    conv.summary, conv.first_kept, conv.title = "they talked", 2, "renamed"
+    store.save(conv)
+    saved = json.loads((tmp_path / "chats" / f"{conv.conversation_id}.json").read_text())
+    assert saved == conv.as_json()  # the same document as encoding it whole
+    again = ChatStore(tmp_path / "chats").get(conv.conversation_id)
+    assert again == conv
+    # A reloaded conversation's turns are other objects: their text is not taken from the cache.
+    again.turns[1] = Turn("a1", "assistant", "rewritten")
+    store.save(again)
+    assert ChatStore(tmp_path / "chats").get(conv.conversation_id).turns[1].text == "rewritten"
