@@ -437,7 +437,15 @@ def main() -> int:
     parser.add_argument("--skip-recall", action="store_true")
     parser.add_argument("--lexical", action="store_true", help="no vectors for the recall run")
     parser.add_argument("--samples", type=int, default=100, help="first-byte samples per mode")
+    parser.add_argument(
+        "--untuned", action="store_true", help="without the query process tuning (codectx/tuning.py)"
+    )
     args = parser.parse_args()
+    from codectx import tuning
+
+    tuning.light_lancedb_import()  # as the `codectx` command does (codectx/tuning.py)
+    if not args.untuned:
+        tuning.serve_queries()  # as `codectx lsp`, `chat` and `ask` run (codectx/cli.py)
     from codectx.retriever.eval import text_tasks
 
     from codectx.app.index import load_embedder

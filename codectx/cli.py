@@ -22,7 +22,7 @@ from codectx.schema import SCHEMA
 from codectx.tuning import light_lancedb_import, serve_queries, skip_httpx_cli
 
 # Commands whose process answers queries from the index (codectx/tuning.py: `serve_queries`).
-QUERY_COMMANDS = frozenset({"search", "context", "eval", "complete", "lsp", "mcp"})
+QUERY_COMMANDS = frozenset({"search", "context", "eval", "complete", "ask", "chat", "lsp", "mcp"})
 # Order is the order of `codectx --help`.
 COMMAND_MODULES = (
     "codectx.indexer.cli",
