@@ -85,3 +85,30 @@ def test_an_import_the_rest_of_the_file_does_not_use_ranks_first(tmp_path: Path)
     again = assemble_context(store, settings, "pkg/client.py", both, line, len("    value = "))
     order = [c.symbol for c in again.ranked if c.path == "pkg/helpers.py"]
     assert order[:2] == ["parse_cookie", "parse_header"], order
+
+
+def test_an_unused_import_ranks_over_a_used_one_that_shares_more_words_with_the_scope(tmp_path: Path) -> None:
+    """`load_cookie_jar` shares `cookie` and `jar` with the function being written but the rest of
+    the file calls it already; `render_page` shares nothing and is used nowhere yet: the import the
+    user just added for this function is the better guess."""
+    root = tmp_path / "ws"
+    (root / ".git").mkdir(parents=True)
+    _write(
+        root,
+        "pkg/helpers.py",
+        "def load_cookie_jar(path):\n    '''Load a cookie jar.'''\n    return open(path)\n\n\n"
+        "def render_page(template):\n    '''Render a template.'''\n    return template.format()\n",
+    )
+    head = "from pkg.helpers import load_cookie_jar, render_page\n\n\n"
+    other = "def setup(path):\n    return load_cookie_jar(path)\n\n\n"
+    writing = "def save_cookie_jar(jar, path):\n    cookie_jar = jar\n    result = "
+    _write(root, "pkg/client.py", head + other + writing + "\n")
+    settings, store = build_index(root, **LEXICAL)
+    # The imported list's own order: the affinity list (words shared with the scope) pulls the
+    # other way, and the weights of the lists were chosen together.
+    settings = settings.with_overrides({"retriever.neighbour_weight": 0.0, "retriever.affinity_weight": 0.0})
+    text = (root / "pkg/client.py").read_text()
+    line = text.split("\n").index("    result = ")
+    result = assemble_context(store, settings, "pkg/client.py", text, line, len("    result = "))
+    order = [c.symbol for c in result.ranked if c.path == "pkg/helpers.py"]
+    assert order[:2] == ["render_page", "load_cookie_jar"], order
