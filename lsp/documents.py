@@ -34,9 +34,13 @@ def check_usable(text: str, max_bytes: int) -> None:
         raise DocumentUnusable("binary document (NUL bytes); codectx does not complete binary files")
     # len(text) is a cheap lower bound of the UTF-8 size; only encode when it matters.
     if len(text) > max_bytes or len(text.encode("utf-8", "replace")) > max_bytes:
-        raise DocumentUnusable(
-            f"document larger than lsp.max_document_bytes ({max_bytes} bytes); codectx skips it"
-        )
+        raise too_large(max_bytes)
+
+
+def too_large(max_bytes: int) -> DocumentUnusable:
+    return DocumentUnusable(
+        f"document larger than lsp.max_document_bytes ({max_bytes} bytes); codectx skips it"
+    )
 
 
 class RecentEdits:

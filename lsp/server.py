@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codectx.lsp.config import build_settings
-from codectx.lsp.documents import RecentEdits, check_usable
+from codectx.lsp.documents import RecentEdits, check_usable, too_large
 from codectx.lsp.errors import UriRefused
 from codectx.lsp.folders import Folder, Workspaces
 from codectx.lsp.handlers import in_worker
@@ -30,7 +30,15 @@ from pygls.lsp.server import LanguageServer
 
 from codectx import __version__
 from codectx.app.embedders import Embedders
-from codectx.app.index import AssembledContext, RecentRegion, recent_edit
+from codectx.app.index import (
+    AssembledContext,
+    FileTooLarge,
+    RecentRegion,
+    UnknownFile,
+    read_document,
+    read_regular,
+    recent_edit,
+)
 from codectx.app.session import WorkspaceSession
 from codectx.logsafe import register_secret
 from codectx.settings import Settings
@@ -98,10 +106,13 @@ class CodectxServer(LanguageServer):
         if doc is not None:
             text = doc.source
         else:
-            try:
-                text = path.read_bytes().decode("utf-8", errors="replace")
-            except OSError as exc:
-                raise UriRefused(f"cannot read {path}: {exc.strerror}") from None
+            limit = folder.settings.lsp.max_document_bytes
+            try:  # a pipe or device in the workspace is refused, not read (it would block)
+                text = read_regular(path, limit).decode("utf-8", errors="replace")
+            except FileTooLarge:
+                raise too_large(limit) from None  # as for an open document that size
+            except UnknownFile as exc:
+                raise UriRefused(f"cannot read {exc}") from None
         check_usable(text, folder.settings.lsp.max_document_bytes)
         return folder, path, rel, text
 
@@ -136,8 +147,8 @@ class CodectxServer(LanguageServer):
                 continue
             doc = self.workspace.text_documents.get(edit.uri)
             try:
-                text = doc.source if doc is not None else path.read_text("utf-8", errors="replace")
-            except OSError:
+                text = doc.source if doc is not None else read_document(path)
+            except UnknownFile:
                 continue
             lines = text.split("\n")
             start, end = max(0, edit.start_line - 2), min(len(lines) - 1, edit.end_line + 2)

@@ -21,6 +21,10 @@ class UnknownFile(RetrieverError):
     exit_code = 2
 
 
+class FileTooLarge(UnknownFile):
+    """A file over the size a reader accepts (refused before it is read)."""
+
+
 class BadRequest(RetrieverError):
     """A malformed query or batch line."""
 

@@ -7,11 +7,12 @@ call these; the search and context logic only receive the opened objects.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from codectx.retriever.errors import EmptyIndex, UnknownFile
+from codectx.retriever.errors import EmptyIndex, FileTooLarge, UnknownFile
 
 from codectx.settings import Settings
 
@@ -136,18 +137,45 @@ def relative_path(root: Path, path: str | Path) -> str:
     return "." if real == root_resolved else real[len(root_resolved.rstrip(os.sep) + os.sep) :]
 
 
-def read_document(path: Path) -> str:
-    """A document's text for context assembly; clear errors for what cannot be one."""
+def read_regular(path: Path, max_bytes: int) -> bytes:
+    """A regular file's bytes, refused (UnknownFile) when it is missing, a folder, something else
+    than a regular file, or over `max_bytes`: the size is checked before anything is read, and a
+    named pipe or device in the workspace is never opened for a blocking read (a FIFO named
+    `secret.py` would hang the reader until some process wrote to it)."""
     try:  # one open, no stat before it: a chat turn reads tens of files
-        data = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except (FileNotFoundError, NotADirectoryError):  # as exists() judged: a file in the path too
         raise UnknownFile(f"{path}: no such file") from None
     except IsADirectoryError:
         raise UnknownFile(f"{path}: is a folder, not a file") from None
     except OSError as exc:
         raise UnknownFile(f"{path}: cannot read ({exc.strerror})") from None
-    if len(data) > MAX_DOCUMENT_BYTES:
-        raise UnknownFile(f"{path}: too large for completion context ({len(data)} bytes)")
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise UnknownFile(f"{path}: is a folder, not a file")
+        if not stat.S_ISREG(info.st_mode):
+            raise UnknownFile(f"{path}: not a regular file (a pipe, socket or device)")
+        if info.st_size > max_bytes:
+            raise FileTooLarge(f"{path}: too large ({info.st_size} bytes, at most {max_bytes})")
+        chunks = []
+        left = max_bytes + 1  # the file may have grown since the stat
+        while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
+            chunks.append(chunk)
+            left -= len(chunk)
+    except OSError as exc:
+        raise UnknownFile(f"{path}: cannot read ({exc.strerror})") from None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > max_bytes:
+        raise FileTooLarge(f"{path}: too large (over {max_bytes} bytes)")
+    return data
+
+
+def read_document(path: Path) -> str:
+    """A document's text for context assembly; clear errors for what cannot be one."""
+    data = read_regular(path, MAX_DOCUMENT_BYTES)
     if b"\0" in data[:8192]:
         raise UnknownFile(f"{path}: looks binary")
     return data.decode("utf-8", errors="replace")

@@ -48,6 +48,7 @@ from codectx.errors import UsageError
 
 # The retriever's request errors, re-exported for the shell commands.
 from codectx.retriever.errors import BadRequest as BadRequest
+from codectx.retriever.errors import FileTooLarge as FileTooLarge
 from codectx.retriever.errors import UnknownFile as UnknownFile
 from codectx.settings import Settings
 
@@ -153,6 +154,15 @@ def read_document(path: Path) -> str:
 
     text: str = read(path)
     return text
+
+
+def read_regular(path: Path, max_bytes: int) -> bytes:
+    """A regular file's bytes up to `max_bytes` (FileTooLarge over it, checked before reading);
+    UnknownFile for a missing path, a folder, a pipe or a device (never opened for a blocking read)."""
+    from codectx.retriever.opening import read_regular as read
+
+    data: bytes = read(path, max_bytes)
+    return data
 
 
 def language_for(path: str) -> str | None:

@@ -132,3 +132,31 @@ def test_no_index_yet(ws: Path) -> None:
         waiting.definitions("normalize_phone_number")
     with pytest.raises(CodectxError, match="run `codectx index`"):
         session_of(ws).definitions("normalize_phone_number")
+
+
+def test_read_file_refuses_pipes_and_huge_files_without_reading_them(
+    session: WorkspaceSession, ws: Path
+) -> None:
+    """A named pipe in the workspace would block a plain read until some process wrote to it; a huge
+    file is refused by its size before any of it is read."""
+    import threading
+
+    os.mkfifo(ws / "app" / "pipe.py")
+    outcome: list[BaseException | None] = []
+
+    def read_pipe() -> None:
+        try:
+            session.read_file("app/pipe.py")
+            outcome.append(None)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    reader = threading.Thread(target=read_pipe, daemon=True)
+    reader.start()
+    reader.join(60)  # a generous limit, not a timing assertion: a blocked read never returns
+    assert outcome, "reading a named pipe blocked"
+    assert isinstance(outcome[0], UnknownFile) and "not a regular file" in str(outcome[0])
+    with open(ws / "app" / "huge.py", "wb") as huge:
+        huge.truncate(64_000_000)  # sparse: nothing is written, the size says it all
+    with pytest.raises(UnknownFile, match="too large"):
+        session.read_file("app/huge.py")

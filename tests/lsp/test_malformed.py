@@ -6,8 +6,9 @@ the wrong type, no `jsonrpc`, a batch, a body that is not JSON, a second `initia
 id must get an answer (an error or an empty result), no `window/showMessage` may follow
 them, and afterwards the server still indexes, answers health and finds a function.
 
-The workspace also has ignore files with lines pathspec refuses and a file name that is not
-UTF-8: the folder must still index (not go to "failed").
+The workspace also has ignore files with lines pathspec refuses, a file name that is not UTF-8
+and a named pipe `calc/pipe.py` (requests for it are refused, not left waiting on a read): the
+folder must still index (not go to "failed").
 """
 
 from __future__ import annotations
@@ -105,6 +106,7 @@ def hostile_workspace(root: Path) -> Path:
     (root / "calc" / ".codectxignore").write_text("[z-a]\n")
     with open(os.path.join(os.fsencode(root), b"caf\xe9.py"), "wb") as fh:
         fh.write(b"def cafe():\n    pass\n")
+    os.mkfifo(root / "calc" / "pipe.py")  # a plain read of it blocks until someone writes
     return root
 
 
@@ -190,6 +192,12 @@ def malformed(uri: str) -> list[tuple[str, Any]]:
         ("codectx/search", {"query": "x", "k": "many"}),
         ("codectx/context", {"uri": uri, "line": -3, "character": 2**40}),
         ("codectx/context", {"uri": 12}),
+    ]
+    # A named pipe the editor has not opened: read from disk, it must be refused, not waited on.
+    pipe = uri.rsplit("/", 1)[0] + "/pipe.py"
+    cases += [
+        ("textDocument/completion", {"textDocument": {"uri": pipe}, "position": {"line": 0, "character": 0}}),
+        ("codectx/context", {"uri": pipe, "line": 0, "character": 0}),
     ]
     return cases
 
