@@ -12,6 +12,8 @@ more than a third of the repositories overfitting.
     .venv/bin/python bench/devset_sweep.py --natural-language retriever.name_weight=0.3
 
 `--natural-language --lexical` runs that search without vectors (the lexical path alone).
+`--vectors` runs the cross-file kinds with vectors (context with the scope's vector), as
+`codectx eval` does on an embedded index.
 `--natural-language` alone needs the indexes' vectors (`bench_devset.py --vectors all` embeds them)
 and loads the default embedding model once.
 
@@ -59,8 +61,9 @@ def evaluate(
 
     root = fetch(repo)
     index_dir = INDEXES / f"{repo['name']}-{repo['version']}"
+    dense = embedder is not None and kinds == CODE_KINDS  # --vectors: context with the scope's vector
     settings = load_settings(
-        root, {"index.index_dir": str(index_dir), "retriever.context_dense": False, **overrides}
+        root, {"index.index_dir": str(index_dir), "retriever.context_dense": dense, **overrides}
     )
     report = run_eval(
         IndexStore.open(index_dir),
@@ -86,15 +89,22 @@ def main() -> int:
     ap.add_argument(
         "--lexical", action="store_true", help="with --natural-language: the lexical path alone (no vectors)"
     )
+    ap.add_argument(
+        "--vectors",
+        action="store_true",
+        help="cross-file kinds with vectors (the scope's vector, similar code by vectors), as an "
+        "embedded index answers; needs bench_devset.py --vectors all",
+    )
     args = ap.parse_args()
     kinds, embedder = CODE_KINDS, None
     if args.natural_language and args.lexical:
         kinds = TEXT_KINDS
-    elif args.natural_language:
+    elif args.natural_language or args.vectors:
         from codectx.app.index import load_embedder
         from codectx.settings import load_settings
 
-        kinds, embedder = TEXT_KINDS, load_embedder(load_settings(None, {}))
+        embedder = load_embedder(load_settings(None, {}))
+        kinds = TEXT_KINDS if args.natural_language else CODE_KINDS
     repos = load_devset()
     if args.repos:
         repos = [r for r in repos if r["name"] in set(args.repos.split(","))]

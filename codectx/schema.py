@@ -173,9 +173,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "affinity_weight": Key(
             "float",
             1.0,
-            "Context ranking weight of closeness to the cursor's scope (by vectors when the scope "
-            "is embedded, else by the rare words a definition's head shares with it), over the "
-            "imported, receivers' and similar code's candidates.",
+            "Context ranking weight of closeness to the cursor's scope (the rare words a "
+            "definition's head shares with it), over the imported, receivers' and similar code's "
+            "candidates.",
             min=0,
         ),
         "neighbour_weight": Key(

@@ -40,7 +40,7 @@ from codectx.retriever.deflists import (
     scope_names,
 )
 from codectx.retriever.fusion import weighted_rrf
-from codectx.retriever.rankdefs import affinity_list, fuse_definitions, lexical_affinity_list
+from codectx.retriever.rankdefs import fuse_definitions, lexical_affinity_list
 from codectx.retriever.receiver_types import (
     enclosing_class_text,
     factory_calls,
@@ -290,16 +290,13 @@ def gather_candidates(
         timings["callees"] = (time.perf_counter() - t) * 1000
         if dense:
             retrieved = _retrieved_candidates(similar)
-        vector = scope_vector(searcher, settings, query) if dense else None
-        # From the cursor-independent lists only, so the order holds while the cursor moves.
+        # From the cursor-independent lists only, so the order holds while the cursor moves. By
+        # the words the definitions' heads share with the scope, with or without vectors: the
+        # scope's vector ranked them worse (development set not-typed R@10 with vectors 0.738 by
+        # vector, 0.753 by words, 10 of 12 repositories higher and none lower; words and vector
+        # as two lists 0.748; bench/devset_sweep.py --vectors).
         stable = {k: lists[k] for k in AFFINITY_SOURCES if k in lists}
-        if vector is not None:
-            lists["affinity"] = affinity_list(searcher, vector, stable, AFFINITY_TOP)
-        else:
-            # Without the scope's vector (the budget is full of definitions), the words that the
-            # definitions' heads share with the scope rank them instead (+0.02 recall@10 when
-            # the name is not typed yet, on requests, click and flask).
-            lists["affinity"] = lexical_affinity_list(query, stable, AFFINITY_TOP, searcher.store.term_sets)
+        lists["affinity"] = lexical_affinity_list(query, stable, AFFINITY_TOP, searcher.store.term_sets)
     weights = {
         "used": cfg.used_weight,
         "pending": cfg.pending_weight,

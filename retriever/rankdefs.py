@@ -1,7 +1,7 @@
 """How definition candidates from several sources are ranked together.
 
 Each source (names the scope uses, names the file imports, calls made by
-similar code, closeness to the scope by vectors or by words) gives a ranked list; the
+similar code, the words a definition's head shares with the scope) gives a ranked list; the
 lists are fused by weighted reciprocal rank, summed when a definition is in
 several, so agreement between sources lifts a definition.
 """
@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from codectx.retriever.terms import TermSets
 
 if TYPE_CHECKING:
     from codectx.retriever.candidates import Candidate
-    from codectx.retriever.search import HybridSearcher
 
 DEFINITION_K = 5.0  # reciprocal-rank constant of the definition lists: low trusts each list's top more
 
@@ -47,7 +46,7 @@ def lexical_affinity_list(
     """The definition candidates ordered by the words their heads (name, signature, first lines)
     share with the scope: identifiers and their parts, each weighted by how rare it is among the
     candidates (a word most of them have counts little). Candidates sharing no word are left
-    out. For a scope that is not embedded; no index access."""
+    out. No index access."""
     term_sets = term_sets or TermSets()  # the snapshot's, which keeps the heads' terms
     scope = term_sets.of(scope_text)
     pool: dict[tuple[str, int], tuple[Candidate, frozenset[str]]] = {}
@@ -76,27 +75,3 @@ HEAD_LINES = 3  # a definition's head: its signature and the start of its doc
 
 def _head(cand: Candidate) -> str:
     return cand.symbol + " " + " ".join(cand.text.split("\n", HEAD_LINES)[:HEAD_LINES])
-
-
-def affinity_list(
-    searcher: HybridSearcher, vector: Any, lists: dict[str, list[Candidate]], top: int
-) -> list[Candidate]:
-    """The definition candidates ordered by how close their vectors are to the scope's (the
-    index's own chunk vectors: no embedding beyond the scope query, which is cached)."""
-    embedder = searcher.embedder()
-    loaded = searcher.store.dense_rows(embedder.model_id) if embedder is not None else None
-    if loaded is None:
-        return []
-    matrix, row_of = loaded
-    import numpy as np
-
-    query = np.asarray(vector, dtype=np.float32).ravel()
-    scored: dict[tuple[str, int], tuple[float, Candidate]] = {}
-    for cands in lists.values():
-        for cand in cands:
-            key = (cand.path, cand.start_line)
-            row = row_of.get(cand.content_hash)
-            if row is not None and key not in scored:
-                scored[key] = (float(matrix[row] @ query), cand)
-    ordered = sorted(scored.values(), key=lambda x: (-x[0], x[1].path, x[1].start_line))
-    return [cand for _score, cand in ordered[:top]]
