@@ -143,7 +143,10 @@ def read_regular(path: Path, max_bytes: int) -> bytes:
     named pipe or device in the workspace is never opened for a blocking read (a FIFO named
     `secret.py` would hang the reader until some process wrote to it)."""
     try:  # one open, no stat before it: a chat turn reads tens of files
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        # Non-blocking, so that opening a pipe returns at once (and is then refused); a terminal
+        # device must not become this process's controlling terminal.
+        flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(path, flags)
     except (FileNotFoundError, NotADirectoryError):  # as exists() judged: a file in the path too
         raise UnknownFile(f"{path}: no such file") from None
     except IsADirectoryError:
