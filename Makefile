@@ -200,6 +200,7 @@ bench-lsp: venv vllm-env
 
 bench-chat: venv vllm-env
 	CODECTX_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python $(PY) bench/bench_chat.py
+	$(PY) bench/bench_chat_store.py
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) .codectx build *.egg-info
