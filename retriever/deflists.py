@@ -61,7 +61,6 @@ class Candidate:
     text: str
     why: str
     typed_call: bool = False
-    content_hash: str = ""  # a definition's chunk: the key of its vector
 
     @property
     def rank_key(self) -> tuple[int, bool, float, str, int]:
@@ -81,7 +80,6 @@ def definition_candidate(chunk: Chunk, d: Definition, why: str, typed_call: bool
         chunk.text,
         why,
         typed_call=typed_call,
-        content_hash=chunk.content_hash,
     )
 
 

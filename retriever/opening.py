@@ -161,16 +161,12 @@ def read_regular(path: Path, max_bytes: int) -> bytes:
             raise UnknownFile(f"{path}: not a regular file (a pipe, socket or device)")
         if info.st_size > max_bytes:
             raise FileTooLarge(f"{path}: too large ({info.st_size} bytes, at most {max_bytes})")
-        chunks = []
-        left = max_bytes + 1  # the file may have grown since the stat
-        while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
-            chunks.append(chunk)
-            left -= len(chunk)
+        with open(fd, "rb", closefd=False) as file:
+            data = file.read(max_bytes + 1)  # one byte more: the file may have grown since the stat
     except OSError as exc:
         raise UnknownFile(f"{path}: cannot read ({exc.strerror})") from None
     finally:
         os.close(fd)
-    data = b"".join(chunks)
     if len(data) > max_bytes:
         raise FileTooLarge(f"{path}: too large (over {max_bytes} bytes)")
     return data

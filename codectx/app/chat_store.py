@@ -7,7 +7,7 @@ user saw and what was sent (redacted); they are readable by the user only.
 A conversation is saved after every turn, on the language server's event loop, and each turn's
 record holds the exact payload it sent (~100 kB), so a finished turn's JSON text is kept and reused:
 a save encodes only the turns it has not seen, not the whole conversation again (a sixth turn's
-save went 18 -> ~2 ms).
+save went 14.8 -> 3.0 ms, bench/bench_chat_store.py).
 """
 
 from __future__ import annotations
