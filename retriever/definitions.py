@@ -44,6 +44,9 @@ _BASES = re.compile(
 )
 _BASE_NAME = re.compile(r"(?<![\w.=])((?:[A-Za-z_$][\w$]*\.)*[A-Za-z_$][\w$]*)(?![\w$]*\s*=)")
 REEXPORT_DEPTH = 3
+# A receiver named like a class: an identifier of at least 3 characters starting in lower case.
+_CONVENTION_RECEIVER = re.compile(r"[a-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*")
+_CONVENTION_MIN = 3
 
 # How a definition was found, best first; the number is the resolution's confidence.
 CONFIDENCE = {
@@ -68,6 +71,19 @@ class Resolution:
     @property
     def confidence(self) -> float:
         return CONFIDENCE[self.how]
+
+
+def class_spellings(receiver: str) -> list[str]:
+    """Class names a receiver may be an instance of by its spelling: `route` -> Route,
+    `cancelToken` -> CancelToken, `url_path` -> UrlPath and URLPath (a short first word may be
+    an acronym)."""
+    if len(receiver) < _CONVENTION_MIN:
+        return []
+    words = [w for w in receiver.split("_") if w]
+    out = ["".join(w[:1].upper() + w[1:] for w in words)]
+    if len(words) > 1 and len(words[0]) <= 3:
+        out.append(words[0].upper() + "".join(w[:1].upper() + w[1:] for w in words[1:]))
+    return list(dict.fromkeys(out))
 
 
 def split_chain(chain: str) -> list[str]:
@@ -153,6 +169,41 @@ class DefinitionResolver:
         typename = self.local_types.get(receiver)
         return self.receiver_class_named(typename, exclude) if typename else None
 
+    def class_named_like(self, receiver: str, exclude: tuple[int, int] | None = None) -> Definition | None:
+        """By convention, a receiver nothing in view types is an instance of the workspace's class
+        spelled like it (`route` -> `Route`, `cancelToken` -> `CancelToken`, `url_path` ->
+        `URLPath`): the one class of that name (a JavaScript constructor function with prototype
+        methods counts), the one in this file or an imported file when there are several, else
+        none. Imported names and modules resolve through the imports instead. A guess: only the
+        receivers list asks (deflists.py), for a receiver the workspace calls nothing on; as a
+        resolution of `x.member` it lowered recall (marshmallow, sqlparse)."""
+        if (
+            not _CONVENTION_RECEIVER.fullmatch(receiver)
+            or receiver in SELF_NAMES
+            or receiver in self.modules
+            or receiver in self.by_name
+        ):
+            return None
+        found: dict[tuple[str, int], Definition] = {}
+        for typename in class_spellings(receiver):
+            for d in self.named(typename):
+                own = d.path == self.path and exclude is not None and exclude[0] <= d.start_line <= exclude[1]
+                if not own and (d.kind in CLASS_KINDS or self._constructor(d)):
+                    found.setdefault((d.path, d.start_line), d)
+        if len(found) > 1:
+            near = {k: d for k, d in found.items() if d.path == self.path or d.path in self.imported_files}
+            found = near
+        return next(iter(found.values())) if len(found) == 1 else None
+
+    def _constructor(self, d: Definition) -> bool:
+        """A JavaScript/TypeScript function used as a class: its file gives it prototype methods."""
+        if d.kind != "function" or d.language not in ("javascript", "typescript", "tsx"):
+            return False
+        prefix = f"{d.qualname}.prototype."
+        listing = getattr(self.store, "symbols_in_file", None)
+        defs = listing(d.path) if listing is not None else self.named(d.name)
+        return any(m.qualname.startswith(prefix) for m in defs)
+
     def receiver_class_named(
         self, typename: str, exclude: tuple[int, int] | None = None
     ) -> Definition | None:
@@ -171,8 +222,12 @@ class DefinitionResolver:
             return found
         listing = getattr(self.store, "symbols_in_file", None)
         defs = listing(cls.path) if listing is not None else self.named(cls.name)
-        prefix = cls.qualname + "."
-        found = [d for d in defs if d.qualname.startswith(prefix) and "." not in d.qualname[len(prefix) :]]
+        found = [
+            d
+            for d in defs
+            for prefix in (f"{cls.qualname}.", f"{cls.qualname}.prototype.")  # JS: `Route.prototype.dispatch`
+            if d.qualname.startswith(prefix) and "." not in d.qualname[len(prefix) :]
+        ]
         self._members[key] = found
         if depth >= BASE_DEPTH or cls.kind != "class":
             return found

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from codectx.retriever.context import assemble_context
-from codectx.retriever.definitions import DefinitionResolver, local_types
+from codectx.retriever.definitions import DefinitionResolver, class_spellings, local_types
 from codectx.retriever.snapshot import snapshot_of
 
 from tests.support.indexes import build_index, copy_repo
@@ -190,3 +190,50 @@ def test_a_test_parameter_resolves_to_the_nearest_conftest_fixture(tmp_path: Pat
     line = test.split("\n").index("    client = client_factory()")
     defs = _context(root, "tests/api/test_get.py", line, len("    client = client_factory("))
     assert defs["client_factory"] == ("tests/conftest.py", 3)  # from its decorator
+
+
+def test_class_spellings() -> None:
+    assert class_spellings("route") == ["Route"]
+    assert class_spellings("cancelToken") == ["CancelToken"]
+    assert class_spellings("url_path") == ["UrlPath", "URLPath"]
+    assert class_spellings("request_body") == ["RequestBody"]  # a long first word is no acronym
+    assert class_spellings("db") == []  # too short to say anything
+
+
+def test_a_receiver_nothing_types_offers_the_methods_of_the_class_it_is_named_like(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    (root / "lib").mkdir()
+    (root / "lib" / "route.js").write_text(
+        "function Route(path) {\n  this.path = path;\n}\n\n"
+        "Route.prototype.dispatch = function dispatch(req) {\n  return req;\n};\n\n"
+        "Route.prototype.handlesMethod = function handlesMethod(method) {\n  return !!method;\n};\n"
+    )
+    (root / "lib" / "helpers.js").write_text(
+        "function route(path) {\n  return path;\n}\n\n"
+        "function Layer() {}\n\nmodule.exports = { route, Layer };\n"
+    )
+    router = (
+        "var Route = require('./route');\n\n"
+        "function handle(stack, req) {\n"
+        "  var route = stack[0].route;\n"
+        "  if (route.\n"
+        "}\n"
+    )
+    (root / "lib" / "router.js").write_text(router)
+    _settings, store = build_index(root, **LEXICAL)
+    snap = snapshot_of(store)
+    resolver = DefinitionResolver(snap, "lib/router.js", "javascript", snap.file_imports("lib/router.js"))
+    # `route` is not imported under that name (the file imports `Route`): named like the class.
+    found = resolver.class_named_like("route")
+    assert found is not None and (found.path, found.name) == ("lib/route.js", "Route")
+    # A constructor function's prototype methods are its members.
+    assert {d.name for d in resolver.class_members(found)} == {"dispatch", "handlesMethod"}
+    # A lower-case function is no class; nor is a name too short or a module's binding.
+    assert resolver.class_named_like("layer") is None  # `Layer` has no prototype methods
+    assert resolver.class_named_like("Route") is None
+    assert resolver.class_named_like("rt") is None
+    # In the completion context, the class's methods come for `route.` with nothing else known.
+    line = router.split("\n").index("  if (route.")
+    defs = _context(root, "lib/router.js", line, len("  if (route."))
+    assert "Route.prototype.handlesMethod" in defs or "handlesMethod" in defs
