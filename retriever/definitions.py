@@ -222,6 +222,9 @@ class DefinitionResolver:
             return found
         listing = getattr(self.store, "symbols_in_file", None)
         defs = listing(cls.path) if listing is not None else self.named(cls.name)
+        package = getattr(self.store, "symbols_in_folder", None)
+        if cls.language == "go" and package is not None:
+            defs = package(posixpath.dirname(cls.path)) or defs  # methods in any file of the package
         found = [
             d
             for d in defs

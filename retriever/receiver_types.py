@@ -4,7 +4,9 @@
 is capitalised):
 
 - annotations: parameters and variables (`env: Environment`, `env: "Environment"`,
-  `t.Optional[Environment]`, `x: Foo | None`, TypeScript's `(env: Environment)`);
+  `t.Optional[Environment]`, `x: Foo | None`, TypeScript's `(env: Environment)`), and Go's
+  receivers and parameters (`func (t *Test) run(p Parser)`; the type's methods are then looked
+  up in every file of its package);
 - the enclosing class's attributes: `self.x = Cls(...)`, `self.x: Cls = ...`, class-level
   `x: Cls`, and `self.x = x` where the parameter `x` is annotated (keyed `self.x`);
 - factories: `x = make(...)` / `x = mod.make(...)` whose definition's signature says
@@ -35,6 +37,9 @@ _SELF_CONSTRUCTED = re.compile(
 _SELF_FROM_PARAM = re.compile(r"\b(?:self|this)\.([A-Za-z_]\w*)\s*=\s*([A-Za-z_]\w*)\s*$", re.M)
 _FACTORY_CALL = re.compile(r"(?<![\w.])([a-z_]\w*)\s*=\s*(?:await\s+)?((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s*\(")
 _RETURNS = re.compile(rf"->\s*{_TYPE}")
+# Go: `func (t *Test) name(params)` and `func name(params)`; a parameter is `name Type`.
+_GO_FUNC = re.compile(r"^\s*func\b\s*(?:\(([^()]*)\)\s*)?[A-Za-z_]\w*\s*(?:\[[^\]]*\])?\s*\(([^()]*)\)", re.M)
+_GO_PARAM = re.compile(r"\s*([a-z_]\w*)\s+\*?((?:[A-Za-z_]\w*\.)?[A-Z]\w*)\s*")
 _TS_RETURNS = re.compile(rf"\)\s*:\s*(?:Promise<)?{_TYPE}")
 # Capitalised names in annotations that are typing constructs, not the receiver's class.
 NOT_CLASSES = frozenset(
@@ -105,11 +110,28 @@ def enclosing_class_text(lines: Sequence[str], info: CursorInfo) -> str:
     return ""
 
 
+def go_parameter_types(text: str) -> dict[str, str]:
+    """Go's typed names in function heads: a method's receiver (`func (t *Test) run(`) and the
+    parameters (`func detailed(r Runner, t tomltest.Test)`), written `name Type` without a colon."""
+    found: dict[str, str] = {}
+    if "func" not in text:
+        return found
+    for head in _GO_FUNC.finditer(text):
+        for group in (head.group(1), head.group(2)):
+            for part in (group or "").split(","):
+                match = _GO_PARAM.fullmatch(part)
+                if match and match.group(2).split(".")[-1] not in NOT_CLASSES:
+                    found.setdefault(match.group(1), match.group(2))
+    return found
+
+
 def scope_types(scope_text: str, class_text: str, constructed: dict[str, str]) -> dict[str, str]:
     """Receiver (`x`, `self.x`) -> class name for a scope: constructed objects first, then
-    annotations, then the enclosing class's attributes."""
+    annotations (Go's receivers and parameters too), then the enclosing class's attributes."""
     found = dict(constructed)
     for name, cls in annotated_names(scope_text).items():
+        found.setdefault(name, cls)
+    for name, cls in go_parameter_types(scope_text).items():
         found.setdefault(name, cls)
     for name, cls in attribute_types(class_text).items():
         found.setdefault(name, cls)

@@ -28,6 +28,7 @@ is already in retriever/snapshotload.py, and what is left here is the state and 
 from __future__ import annotations
 
 import logging
+import posixpath
 import threading
 import time
 from collections.abc import Callable
@@ -493,6 +494,15 @@ class IndexSnapshot:
             with self._lock:
                 self._by_path = table
         return table.get(path, [])
+
+    def symbols_in_folder(self, folder: str) -> list[Definition]:
+        """The definitions of a folder's own files (a Go package's: a type's methods may be in any
+        of them); [] in the lookup phase (no whole-table decode there)."""
+        if self._lookup:
+            return []
+        self.symbols_in_file("")  # the table by path, built once per symbol table
+        table = self._by_path or {}
+        return [d for path, defs in table.items() if posixpath.dirname(path) == folder for d in defs]
 
     def file_imports(self, path: str) -> list[Import]:
         self.refresh()

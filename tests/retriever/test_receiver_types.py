@@ -10,6 +10,7 @@ from codectx.retriever.receiver_types import (
     annotated_names,
     attribute_types,
     factory_calls,
+    go_parameter_types,
     returned_type,
     scope_types,
 )
@@ -190,3 +191,29 @@ def test_a_known_classs_methods_move_up_by_the_class_member_weight(tmp_path: Pat
         return names.index("TokenStream.skip")
 
     assert place(settings) < place(off)
+
+
+def test_go_receivers_and_parameters_are_typed() -> None:
+    head = "func (t *Test) runValid(p Parser, fsys fs.FS, n int) Test {\n\treturn t\n}\n"
+    assert go_parameter_types(head) == {"t": "Test", "p": "Parser", "fsys": "fs.FS"}
+    assert go_parameter_types("func detailed(r tomltest.Runner, a, b int) string {") == {
+        "r": "tomltest.Runner"
+    }
+    assert go_parameter_types("  function(a B) {") == {}  # JavaScript: no Go head
+    assert scope_types(head, "", {})["t"] == "Test"
+
+
+def test_a_go_types_methods_in_other_files_of_its_package_are_offered(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    (root / ".git").mkdir(parents=True)
+    _write(root, "go.mod", "module example.com/runner\n\ngo 1.22\n")
+    _write(root, "runner/test.go", "package runner\n\ntype Test struct {\n\tName string\n}\n")
+    _write(
+        root,
+        "runner/compare.go",
+        "package runner\n\nfunc (t Test) compareJSON(want string) bool {\n\treturn want == t.Name\n}\n",
+    )
+    writing = "package runner\n\nfunc (t Test) runValid(input string) bool {\n\treturn "
+    top = _ranked(root, "runner/run.go", writing, "\n}\n")
+    # The method is in another file of the package than the type; only the receiver's type offers it.
+    assert "Test.compareJSON" in top, top
