@@ -61,6 +61,10 @@ CHECK_INTERVAL_S = 1.0
 SYNC_LEXICAL_CHUNKS = 5000  # up to this many chunks, preload builds the full-text index at once
 MAX_FILES_CACHED = 2048
 MAX_NAMES_CACHED = 8192
+# Without a background load (the "direct" phase: shell commands), the first few names are looked
+# up one by one (a LanceDB scan each, ~10 ms on Django) before the whole name table is read
+# (~0.5 s there): a one-shot `codectx ask` names a handful, a long-lived process many more.
+DIRECT_NAME_LOOKUPS = 8
 LOAD_ATTEMPTS = 3
 
 log = logging.getLogger(__name__)
@@ -99,7 +103,8 @@ class IndexSnapshot:
         self.context_searcher: Any = None  # retriever/context.py's searcher over this snapshot
         self.term_sets = TermSets()  # definition heads' terms, compared with each scope
         self.pacer = Pacer()  # requests in flight, for a background load to give way to
-        self._named: dict[str, list[Definition]] = {}  # lookup phase: the answer per name
+        self._named: dict[str, list[Definition]] = {}  # lookup phase (and a few direct): per name
+        self._direct_names = 0  # names looked up one by one in the direct phase (DIRECT_NAME_LOOKUPS)
         self._columns: TableColumns | None = None  # lookup phase: the tables as Arrow columns
         self._loader: threading.Thread | None = None  # the background load, once started
         self._switched = False  # the background load's structures are in (the "memory" phase)
@@ -450,6 +455,15 @@ class IndexSnapshot:
 
     def symbols_named(self, name: str) -> list[Definition]:
         self.refresh()
+        if not self._lookup and self._by_name is None:
+            found = self._named.get(name)
+            if found is None and self._direct_names < DIRECT_NAME_LOOKUPS:
+                found = list(self.store.symbols_named(name))  # sorted as the table's lists are
+                with self._lock:
+                    self._direct_names += 1
+                    self._named[name] = found
+            if found is not None:
+                return found
         if self._lookup:
             found = self._named.get(name)
             if found is None:

@@ -86,3 +86,29 @@ def test_warm_lookups_reads_the_tables_in_the_lookup_phase_only(tmp_path: Path, 
     assert snap.chunks_for_file("pkg/client.py") == store.chunks_for_file("pkg/client.py")
     assert snap.file_imports("app/main.py") == store.file_imports("app/main.py")
     assert snap.phase == "lookup" and not snap.pacer.busy  # the load was given way to, and is again
+
+
+def test_the_direct_phase_looks_a_few_names_up_before_reading_the_whole_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from codectx.retriever import snapshot as snapshot_module
+
+    root = copy_repo("python", tmp_path)
+    _settings, store = build_index(root)
+    snap = IndexSnapshot(store)
+    assert snap.phase == "direct"
+    whole_reads: list[int] = []
+    real = snap._load_symbols
+    monkeypatch.setattr(snap, "_load_symbols", lambda: whole_reads.append(1) or real())
+    monkeypatch.setattr(snapshot_module, "DIRECT_NAME_LOOKUPS", 3)
+    names = ["format_url", "Client", "connect", "helpers", "no_such_name"]
+    expected = {name: store.symbols_named(name) for name in names}
+    for name in names[:3]:  # a one-shot command's few names: one lookup each, no whole-table read
+        assert snap.symbols_named(name) == expected[name], name
+        assert snap.symbols_named(name) == expected[name], name  # asked again: remembered
+    assert whole_reads == []
+    for name in names[3:]:  # past the limit: the whole table, read once, gives the same answers
+        assert snap.symbols_named(name) == expected[name], name
+    assert whole_reads == [1]
+    assert [snap.symbols_named(n) for n in names] == [expected[n] for n in names]
+    assert whole_reads == [1]
