@@ -46,6 +46,7 @@ from codectx.retriever.receiver_types import (
     factory_calls,
     factory_types,
     fixture_types,
+    property_types,
     scope_types,
 )
 from codectx.retriever.search import HybridSearcher, chunk_for_definition, fts_terms
@@ -239,9 +240,13 @@ def gather_candidates(
     cfg = settings.retriever
     t = time.perf_counter()
     query = scope_query(lines, line, info)
-    types = scope_types(query, enclosing_class_text(lines, info), local_types(query))
+    class_text = enclosing_class_text(lines, info)
+    types = scope_types(query, class_text, local_types(query))
     resolver = DefinitionResolver(searcher.store, path, language, imports, types)
     factory_types(resolver, factory_calls(query, types), searcher.chunks_for_file)
+    property_types(
+        resolver, class_text or enclosing_class_text(lines, info, far=True), searcher.chunks_for_file
+    )
     fixture_types(resolver, query, types, searcher.chunks_for_file)
     names = scope_names(info, query)
     lists = definition_lists(searcher, path, language, info, resolver, names, own, query, text)

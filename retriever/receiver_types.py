@@ -67,6 +67,14 @@ NOT_CLASSES = frozenset(
     ]
 )
 MAX_FACTORIES = 12
+MAX_CLASS_LINES = 4000  # a class header looked for this far above a method, and its end below
+MAX_PROPERTIES = 24  # a class's properties typed per request at most
+# `@property` then `def x(self) -> Type:` and, on the next lines, `return self.y` or `self.y.z`.
+_PROPERTY = re.compile(
+    rf"@property\s*\n\s*def\s+([A-Za-z_]\w*)\s*\(\s*self\s*\)\s*(?:->\s*{_TYPE}['\"]?\s*)?:"
+    r"(?:\s*\n(?:\s*#[^\n]*\n)*\s*return\s+self\.([A-Za-z_]\w*)(?:\.([A-Za-z_]\w*))?\s*$)?",
+    re.M,
+)
 MAX_FIXTURES = 6  # a test's parameters looked up as fixtures (a lookup each)
 _TEST_PARAMS = re.compile(r"\bdef\s+\w+\s*\(([^)]*)\)")
 # The class a fixture hands out: `return Environment()`, `yield loaders.DictLoader(...)`.
@@ -101,13 +109,39 @@ def attribute_types(class_text: str) -> dict[str, str]:
     return {k: v for k, v in found.items() if v.split(".")[-1] not in NOT_CLASSES}
 
 
-def enclosing_class_text(lines: Sequence[str], info: CursorInfo) -> str:
-    """The text of the class enclosing the cursor's definition ("" when none)."""
+def enclosing_class_text(lines: Sequence[str], info: CursorInfo, far: bool = False) -> str:
+    """The text of the class enclosing the cursor's definition ("" when none); `far`: also when
+    the cursor's parse window left the class out (a method far into a long class)."""
     owner = info.enclosing.owner if info.enclosing else ""
     for scope in reversed(info.scopes):
         if owner and scope.qualname == owner:
             return "\n".join(lines[scope.start_line : scope.end_line + 1])
+    if not far or not owner or info.enclosing is None or not 0 <= info.enclosing.start_line < len(lines):
+        return ""
+    # Far into a long class the cursor's parse window leaves the class out (it only names it:
+    # indexer/parsing/cursor_symbols.py), so its `self.x = Cls(...)` and properties went unread;
+    # the header is found above the definition by name and indentation, the end by indentation.
+    start = info.enclosing.start_line
+    indent = _indentation(lines[start])
+    header = re.compile(
+        rf"^(\s*)(?:export\s+)?(?:default\s+)?(?:abstract\s+)?class\s+{re.escape(owner.split('.')[-1])}\b"
+    )
+    for first in range(start - 1, max(-1, start - MAX_CLASS_LINES), -1):
+        found = header.match(lines[first])
+        if found is None or len(found.group(1)) >= indent:
+            continue
+        last = first + 1
+        while last < min(len(lines), first + MAX_CLASS_LINES):
+            row = lines[last]
+            if row.strip() and _indentation(row) <= len(found.group(1)):
+                break
+            last += 1
+        return "\n".join(lines[first:last])
     return ""
+
+
+def _indentation(row: str) -> int:
+    return len(row) - len(row.lstrip())
 
 
 def go_parameter_types(text: str) -> dict[str, str]:
@@ -204,6 +238,41 @@ def fixture_types(
             found = _class_in_file(resolver, d, cls) if cls and cls != "Self" else None
             if found is not None:
                 resolver.receiver_classes[name] = found
+
+
+def property_types(resolver: DefinitionResolver, class_text: str, chunks_for_file: Any) -> None:
+    """Type the enclosing class's properties as receivers (`self._current.` in a method): by the
+    property's return annotation, else by what it returns, `self.y` or `self.y.z`, when `self.y`
+    is typed (`self._src = Source(...)`) and `z` is a property or method of that class with a
+    return annotation (`def current(self) -> TOMLChar`, resolved in its own file). Fills
+    `resolver.receiver_classes` (`self.x`)."""
+    if "@property" not in class_text:
+        return
+    attributes = attribute_types(class_text)
+    for match in list(_PROPERTY.finditer(class_text))[:MAX_PROPERTIES]:
+        name, annotated, via, member = match.group(1), match.group(2), match.group(3), match.group(4)
+        key = f"self.{name}"
+        if key in resolver.receiver_classes or key in resolver.local_types:
+            continue
+        found = None
+        if annotated and annotated.split(".")[-1] not in NOT_CLASSES and annotated != "Self":
+            found = resolver.receiver_class_named(annotated)
+        elif via:
+            owner = resolver.receiver_class(f"self.{via}")
+            if owner is None and f"self.{via}" in attributes:
+                owner = resolver.receiver_class_named(attributes[f"self.{via}"])
+            if owner is not None and not member:
+                found = owner
+            elif owner is not None:
+                for d in resolver.class_members(owner):
+                    if d.name != member:
+                        continue
+                    chunk = _chunk_of(d, chunks_for_file)
+                    cls = returned_type(chunk.signature if chunk is not None else "")
+                    found = _class_in_file(resolver, d, cls) if cls and cls != "Self" else None
+                    break
+        if found is not None:
+            resolver.receiver_classes[key] = found
 
 
 def _chunk_of(d: Definition, chunks_for_file: Any) -> Any:

@@ -217,3 +217,42 @@ def test_a_go_types_methods_in_other_files_of_its_package_are_offered(tmp_path: 
     top = _ranked(root, "runner/run.go", writing, "\n}\n")
     # The method is in another file of the package than the type; only the receiver's type offers it.
     assert "Test.compareJSON" in top, top
+
+
+def _char_repo(root: Path) -> None:
+    (root / ".git").mkdir(parents=True)
+    methods = "".join(
+        f"    def {n}(self) -> bool:\n        return True\n\n" for n in ("is_nl", "is_ws", "is_kv_sep")
+    )
+    _write(root, "pkg/char.py", f"class Char(str):\n{methods}")
+    _write(
+        root,
+        "pkg/source.py",
+        "from pkg.char import Char\n\n\nclass Source:\n    def __init__(self, text):\n"
+        "        self._text = text\n\n    @property\n    def current(self) -> Char:\n"
+        "        return Char(self._text[0])\n",
+    )
+
+
+def test_a_property_returning_a_typed_attributes_property_is_typed_far_into_a_long_class(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "ws"
+    _char_repo(root)
+    filler = "".join(f"    def step_{i}(self):\n        return {i}\n\n" for i in range(100))  # 300 lines
+    writing = (
+        "from pkg.source import Source\n\n\n"
+        "class Parser:\n"
+        "    def __init__(self, text):\n"
+        "        self._src = Source(text)\n\n"
+        "    @property\n"
+        "    def _current(self):\n"
+        "        return self._src.current\n\n"
+        f"{filler}"
+        "    def parse_line(self):\n"
+        "        while not self._current."
+    )
+    top = _ranked(root, "pkg/parser.py", writing)
+    # `self._current` is `self._src.current`, `-> Char`: Char's methods, with the class header
+    # 300 lines above the cursor (out of the cursor's parse window).
+    assert {"Char.is_nl", "Char.is_ws", "Char.is_kv_sep"} <= set(top), top
