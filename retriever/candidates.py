@@ -244,9 +244,9 @@ def gather_candidates(
     types = scope_types(query, class_text, local_types(query))
     resolver = DefinitionResolver(searcher.store, path, language, imports, types)
     factory_types(resolver, factory_calls(query, types), searcher.chunks_for_file)
-    property_types(
-        resolver, class_text or enclosing_class_text(lines, info, far=True), searcher.chunks_for_file
-    )
+    if language == "python":  # `@property`: the far class text is read for nothing else
+        far_text = class_text or enclosing_class_text(lines, info, far=True)
+        property_types(resolver, far_text, searcher.chunks_for_file)
     fixture_types(resolver, query, types, searcher.chunks_for_file)
     names = scope_names(info, query)
     lists = definition_lists(searcher, path, language, info, resolver, names, own, query, text)

@@ -20,6 +20,7 @@ index (the factory's or fixture's code) and run once the resolver exists.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -248,8 +249,8 @@ def property_types(resolver: DefinitionResolver, class_text: str, chunks_for_fil
     `resolver.receiver_classes` (`self.x`)."""
     if "@property" not in class_text:
         return
-    attributes = attribute_types(class_text)
-    for match in list(_PROPERTY.finditer(class_text))[:MAX_PROPERTIES]:
+    attributes: dict[str, str] | None = None  # the class text's `self.y` types, read if needed
+    for match in itertools.islice(_PROPERTY.finditer(class_text), MAX_PROPERTIES):
         name, annotated, via, member = match.group(1), match.group(2), match.group(3), match.group(4)
         key = f"self.{name}"
         if key in resolver.receiver_classes or key in resolver.local_types:
@@ -259,8 +260,10 @@ def property_types(resolver: DefinitionResolver, class_text: str, chunks_for_fil
             found = resolver.receiver_class_named(annotated)
         elif via:
             owner = resolver.receiver_class(f"self.{via}")
-            if owner is None and f"self.{via}" in attributes:
-                owner = resolver.receiver_class_named(attributes[f"self.{via}"])
+            if owner is None:  # far into a long class the scope's types do not hold its attributes
+                attributes = attribute_types(class_text) if attributes is None else attributes
+                typename = attributes.get(f"self.{via}")
+                owner = resolver.receiver_class_named(typename) if typename else None
             if owner is not None and not member:
                 found = owner
             elif owner is not None:
