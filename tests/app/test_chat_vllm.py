@@ -53,7 +53,8 @@ def proxy(vllm_server: Engine) -> Iterator[RecordingProxy]:  # noqa: F811
 
 
 def session(repo: Path, url: str, **over: Any) -> WorkspaceSession:
-    settings = load_settings(repo, {"backend.url": url, **over})
+    # The CPU engine on a loaded CI machine can take longer than the 3 s default to answer.
+    settings = load_settings(repo, {"backend.url": url, "backend.first_byte_timeout_s": 120.0, **over})
     return WorkspaceSession(settings, index=CommandIndex(settings), embedder=lambda: None)
 
 

@@ -66,6 +66,7 @@ def router_settings(router: Engine) -> Settings:
         None,
         {
             "backend.url": router.api_url,
+            "backend.first_byte_timeout_s": 120.0,
             "backend.first_token_timeout_s": 120.0,
             "backend.total_timeout_s": 300.0,
             "backend.breaker_interval_s": 0.0,

@@ -40,6 +40,7 @@ def engine_settings(engine: Engine, **extra: Any) -> Settings:
         None,
         {
             "backend.url": engine.api_url,
+            "backend.first_byte_timeout_s": 120.0,
             "backend.first_token_timeout_s": 120.0,
             "backend.total_timeout_s": 300.0,
             "backend.breaker_interval_s": 0.0,

@@ -26,7 +26,8 @@ CURSOR = types.Position(line=16, character=4)
 def options(url: str, **lsp: object) -> dict:
     return {
         "codectx": {
-            "backend": {"url": url, "max_tokens": 16},
+            # The CPU engine on a loaded CI machine can take longer than the 3 s default to answer.
+            "backend": {"url": url, "max_tokens": 16, "first_byte_timeout_s": 120.0},
             "lsp": {"debounce_ms": 0, **lsp},
         }
     }
