@@ -94,14 +94,35 @@ export async function startCodeServer({ codeServer, vsix, userData, extensions, 
   return server;
 }
 
-export async function runCommand(page, title) {
-  await page.keyboard.press("Control+Shift+P");
+/**
+ * Run a command from the palette. The palette can close under the test before the title is typed
+ * (a loaded machine: focus moving into a webview or a new editor, a notification's dialog), so an
+ * attempt that cannot type or find the row is retried from a fresh palette; a dialog in the way is
+ * named in the error.
+ */
+export async function runCommand(page, title, attempts = 3) {
   const input = page.locator(".quick-input-widget input");
-  await input.waitFor({ state: "visible", timeout: 10_000 });
-  await input.fill(`>${title}`);
-  const row = page.locator(".quick-input-list .monaco-list-row").filter({ hasText: title }).first();
-  await row.waitFor({ state: "visible", timeout: 10_000 });
-  await page.keyboard.press("Enter");
+  let last;
+  for (let attempt = 1; attempt <= attempts; attempt++) {
+    try {
+      if (attempt > 1) {
+        await page.keyboard.press("Escape");
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      await page.keyboard.press("Control+Shift+P");
+      await input.waitFor({ state: "visible", timeout: 10_000 });
+      await input.fill(`>${title}`, { timeout: 10_000 });
+      const row = page.locator(".quick-input-list .monaco-list-row").filter({ hasText: title }).first();
+      await row.waitFor({ state: "visible", timeout: 10_000 });
+      await page.keyboard.press("Enter");
+      return;
+    } catch (err) {
+      const dialog = await page.locator(".monaco-dialog-box").first().innerText({ timeout: 1000 }).catch(() => "");
+      last = new Error(`${err.message}${dialog ? `\n(a dialog was open: ${dialog})` : ""}`);
+      console.error(`[harness] running "${title}", attempt ${attempt} failed: ${String(last.message).split("\n")[0]}`);
+    }
+  }
+  throw last;
 }
 
 export const FOCUSED_LINES = ".monaco-editor.focused .view-lines";
