@@ -42,6 +42,7 @@ from codectx.retriever.deflists import (
 from codectx.retriever.fusion import weighted_rrf
 from codectx.retriever.rankdefs import fuse_definitions, lexical_affinity_list
 from codectx.retriever.receiver_types import (
+    chain_types,
     enclosing_class_text,
     factory_calls,
     factory_types,
@@ -249,6 +250,7 @@ def gather_candidates(
         property_types(resolver, far_text, searcher.chunks_for_file)
     fixture_types(resolver, query, types, searcher.chunks_for_file)
     names = scope_names(info, query)
+    chain_types(resolver, names, searcher.chunks_for_file)
     lists = definition_lists(searcher, path, language, info, resolver, names, own, query, text)
     lists["receivers"], of_class = receiver_list(searcher, resolver, names, path, own, query)
     if cfg.class_member_weight > 0:

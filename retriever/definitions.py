@@ -122,6 +122,8 @@ class DefinitionResolver:
         self.local_types = local_types or {}
         # Receivers whose class was resolved elsewhere (a factory's return type, in its own file).
         self.receiver_classes: dict[str, Definition] = {}
+        # `eval_ctx` -> EvalContext when `frame.eval_ctx` is typed through Frame (chain_types).
+        self.attribute_classes: dict[str, Definition] = {}
         self.path = path
         self.language = language
         self.imports = list(imports)

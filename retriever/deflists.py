@@ -247,7 +247,12 @@ def receiver_list(
     # its first use (`utils.` in a new function), ranked after the receivers in use.
     unused = [r for r in resolver.module_names() if r not in set(in_scope)][:MAX_UNUSED_MODULES]
     # Likewise the enclosing class's attributes of a known class (`self.stream`).
-    attributes = [k[5:] for k in resolver.local_types if k.startswith("self.") and k[5:] not in in_scope]
+    attributes = [
+        k[5:]
+        for k in [*resolver.local_types, *resolver.receiver_classes]
+        if k.startswith("self.") and k[5:] not in in_scope
+    ]
+    attributes = list(dict.fromkeys(attributes))
     unused += attributes[:MAX_UNUSED_MODULES]
     for position, receiver in enumerate([*in_scope, *unused]):
         discount = 1.0 + position / 4
@@ -266,7 +271,11 @@ def receiver_list(
                     add(offer.definition, offer.score / discount, why)
                 continue
         uses = calls.members(receiver, path, RECEIVER_MEMBERS)
-        cls = resolver.receiver_class(receiver, own) or resolver.receiver_class(f"self.{receiver}", own)
+        cls = (
+            resolver.receiver_class(receiver, own)
+            or resolver.receiver_class(f"self.{receiver}", own)
+            or resolver.attribute_classes.get(receiver)
+        )
         if cls is None and not uses:
             # Nothing types it and the workspace calls nothing on it: the class it is named like
             # (`route` -> Route). Development set not-typed R@10 0.756 -> 0.758 pooled, express

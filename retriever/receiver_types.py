@@ -77,6 +77,7 @@ _PROPERTY = re.compile(
     re.M,
 )
 MAX_FIXTURES = 6  # a test's parameters looked up as fixtures (a lookup each)
+MAX_CHAINS = 6  # `x.attr` receivers typed through x's class per request (a class's text read each)
 _TEST_PARAMS = re.compile(r"\bdef\s+\w+\s*\(([^)]*)\)")
 # The class a fixture hands out: `return Environment()`, `yield loaders.DictLoader(...)`.
 _RETURNED_CLASS = re.compile(r"^\s*(?:return|yield)\s+((?:[A-Za-z_]\w*\.)*[A-Z]\w*)\s*\(", re.M)
@@ -276,6 +277,54 @@ def property_types(resolver: DefinitionResolver, class_text: str, chunks_for_fil
                     break
         if found is not None:
             resolver.receiver_classes[key] = found
+
+
+def chain_types(resolver: DefinitionResolver, names: Sequence[str], chunks_for_file: Any) -> None:
+    """Type attribute receivers of typed receivers through the receiver's class: in
+    `frame.eval_ctx.save()`, `frame: Frame` and Frame's `self.eval_ctx = eval_ctx` (its parameter
+    `eval_ctx: EvalContext`) make `frame.eval_ctx` an EvalContext; also `self.x.attr` where
+    `self.x` is typed. The class's text is its indexed chunks (another file's class too); the
+    attribute's type is read there like the enclosing class's (`attribute_types`, a property's
+    return annotation) and resolved in the class's own file. Fills `resolver.receiver_classes`
+    (`frame.eval_ctx`) and `resolver.attribute_classes` (`eval_ctx`, the receiver as the
+    receivers list names it)."""
+    texts: dict[tuple[str, int], str] = {}
+    done = 0
+    for name in names:
+        parts = name.split(".")
+        if len(parts) < 3 or done >= MAX_CHAINS:
+            continue
+        head = ".".join(parts[:2]) if parts[0] in ("self", "this") else parts[0]
+        rest = parts[2:] if parts[0] in ("self", "this") else parts[1:]
+        if len(rest) < 2:
+            continue
+        prefix, attr = f"{head}.{rest[0]}", rest[0]
+        if prefix in resolver.receiver_classes or prefix in resolver.local_types:
+            continue
+        owner = resolver.receiver_class(head)
+        if owner is None:
+            continue
+        done += 1
+        key = (owner.path, owner.start_line)
+        if key not in texts:
+            texts[key] = "\n".join(
+                c.text
+                for c in chunks_for_file(owner.path)
+                if owner.start_line <= c.start_line and c.end_line <= owner.end_line
+            )
+        typename = attribute_types(texts[key]).get(f"self.{attr}") or _property_type(texts[key], attr)
+        found = _class_in_file(resolver, owner, typename) if typename and typename != "Self" else None
+        if found is not None:
+            resolver.receiver_classes[prefix] = found
+            resolver.attribute_classes.setdefault(attr, found)
+
+
+def _property_type(class_text: str, name: str) -> str:
+    """The return annotation of a class's property `name` ("" when none)."""
+    for match in _PROPERTY.finditer(class_text):
+        if match.group(1) == name and match.group(2) and match.group(2).split(".")[-1] not in NOT_CLASSES:
+            return match.group(2)
+    return ""
 
 
 def _chunk_of(d: Definition, chunks_for_file: Any) -> Any:

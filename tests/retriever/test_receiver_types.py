@@ -256,3 +256,43 @@ def test_a_property_returning_a_typed_attributes_property_is_typed_far_into_a_lo
     # `self._current` is `self._src.current`, `-> Char`: Char's methods, with the class header
     # 300 lines above the cursor (out of the cursor's parse window).
     assert {"Char.is_nl", "Char.is_ws", "Char.is_kv_sep"} <= set(top), top
+
+
+def test_an_attribute_of_a_typed_receivers_class_is_typed_through_that_class(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    _repo(root)
+    _write(
+        root,
+        "pkg/frame.py",
+        "from pkg.tokens import TokenStream\n\n\nclass Frame:\n"
+        "    def __init__(self, stream: TokenStream, level: int):\n"
+        "        self.stream = stream\n        self.level = level\n\n"
+        "    def inner(self):\n        return self\n",
+    )
+    writing = (
+        "from pkg.frame import Frame\n\n\n"
+        "def compile_block(frame: Frame):\n"
+        "    frame.stream.look()\n"
+        "    return "
+    )
+    top = _ranked(root, "pkg/compile.py", writing)
+    # `frame: Frame`, and Frame's `self.stream = stream` with `stream: TokenStream`: the methods
+    # of TokenStream are offered for `frame.stream.`, though nothing else calls them.
+    assert {"TokenStream.skip", "TokenStream.expect"} <= set(top), top
+
+
+def test_a_typed_property_the_method_has_not_used_yet_offers_its_classs_methods(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    _repo(root)
+    writing = (
+        "from pkg.tokens import TokenStream\n\n\n"
+        "class Parser:\n"
+        "    @property\n"
+        "    def stream(self) -> TokenStream:\n"
+        "        return make()\n\n"
+        "    def parse(self):\n"
+        "        return "
+    )
+    top = _ranked(root, "pkg/parser.py", writing)
+    # Like `self.x = Cls(...)` in __init__, a property's return annotation types `self.stream`.
+    assert {"TokenStream.expect", "TokenStream.look"} <= set(top), top
