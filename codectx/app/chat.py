@@ -38,6 +38,7 @@ from codectx.app.chat_model import (
 )
 from codectx.app.chat_store import ChatStore, UnknownConversation
 from codectx.app.chat_stream import OnDelta, Running, answer_tokens, context_budget, record_of, stream_answer
+from codectx.app.documents import DocumentCache
 from codectx.app.model import source_span
 from codectx.app.restore import restore_prose
 from codectx.app.session import WorkspaceSession
@@ -75,6 +76,7 @@ class ChatService:
         # Tokens the server counted per estimated token, per model (learnt from each answer's usage):
         # the estimate from characters per token is low on text unlike code.
         self.token_factor: dict[str, float] = {}
+        self.documents = DocumentCache()  # workspace files' texts, kept across turns
 
     # ---- conversations ----------------------------------------------------------------------
 
@@ -202,6 +204,7 @@ class ChatService:
             already,
             session.settings.root,
             session.settings.privacy.scan_timeout_s,
+            self.documents,
         )
         # Stopped already (while `before` ran): nothing will be sent, so nothing is gathered.
         gathered = (

@@ -22,12 +22,12 @@ import subprocess
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate
 from pathlib import Path
 from typing import Any, Protocol
 
 from codectx.app.chat_focus import focus, terms
 from codectx.app.chat_model import Mention
+from codectx.app.documents import DocumentCache, line_sums
 from codectx.app.files import NeverSend
 from codectx.app.index import RecentRegion, enclosing_definition, language_for, read_document
 from codectx.errors import CodectxError
@@ -123,8 +123,10 @@ class Gatherer:
         already: set[Span],
         root: Any,
         scan_timeout_s: float = 2.0,
+        documents: DocumentCache | None = None,
     ) -> None:
         self.session = session
+        self.documents = documents  # files' texts kept across turns (a stat checks each)
         self.gate = gate
         self.redactor = pieces
         self.ratio = max(chars_per_token, 1.0)
@@ -251,7 +253,11 @@ class Gatherer:
                 if self._refusals.get(path, "unchecked") is None and self._gate_root():
                     # The gate has judged this path this turn (inside the workspace, its real path
                     # too, and not never-send): read it as the session would, without judging again.
-                    self._files[path] = read_document(self.root / path)
+                    self._files[path] = (
+                        self.documents.text(self.root / path)
+                        if self.documents is not None
+                        else read_document(self.root / path)
+                    )
                 else:
                     self._files[path] = self.session.read_file(path, redact=False).text
             except CodectxError as exc:
@@ -265,7 +271,12 @@ class Gatherer:
         loop per line (files of thousands of lines, tens of files a turn)."""
         known = self._sums.get(path)
         if known is None or known[0] is not text:
-            known = (text, list(accumulate(map(len, text.split("\n")), initial=0)))
+            sums = (
+                self.documents.sums(self.root / path, text)
+                if self.documents is not None and self.root is not None
+                else line_sums(text)
+            )
+            known = (text, sums)
             self._sums[path] = known
         return known[1][line] + line
 
