@@ -26,9 +26,8 @@ class CleanMemo:
     """Digests of long strings a gate walked that came out unchanged with nothing to log: no
     secret, no invisible character, no path to alias, no placeholder. A later request repeating
     one (a conversation's history, resent each turn) is not walked through it again; the gate's
-    final scan still reads it (a resent prefix once: codectx/privacy/scanned.py). A digest covers
-    the string, the rules' version and the aliases in effect, so a change of either is a miss.
-    Bounded; thread-safe."""
+    final scan still reads every byte of every request. A digest covers the string, the rules'
+    version and the aliases in effect, so a change of either is a miss. Bounded; thread-safe."""
 
     MIN_CHARS = 512  # shorter strings cost less to scan than to remember
 

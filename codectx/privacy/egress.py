@@ -3,8 +3,7 @@
 `EgressGate.prepare` turns a request body into the exact bytes that will go on
 the wire: it refuses never-send sources, strips invisible Unicode, optionally
 anonymises paths, redacts every JSON string value, serialises compactly
-(UTF-8, ensure_ascii=False), re-scans the final text (all of it, but for a
-prefix an earlier request's re-scan read clean, a conversation's history), and checks the size.
+(UTF-8, ensure_ascii=False), re-scans the final text, and checks the size.
 Any scanner failure or a scan past `privacy.scan_timeout_s` raises
 EgressBlocked: it fails closed. The transport sends `prepared.content`
 byte-for-byte, but only after `intend` has made the request's audit entry
@@ -35,7 +34,6 @@ from codectx.privacy.request import PreparedRequest as PreparedRequest
 from codectx.privacy.request import RedactionEvent as RedactionEvent
 from codectx.privacy.request import SourceSpan as SourceSpan
 from codectx.privacy.request import as_span
-from codectx.privacy.scanned import ScannedPrefixes, window_start
 
 if TYPE_CHECKING:
     from codectx.settings import Settings
@@ -53,8 +51,6 @@ class EgressGate:
         self._root_seen: tuple[str, int, int, str] | None = None  # (root, st_dev, st_ino, real path)
         # Long strings this gate already walked clean (a conversation's history, resent each turn).
         self._clean = CleanMemo()
-        # Checkpoints of request texts the final scan found clean (the history's prefix).
-        self._scanned = ScannedPrefixes()
 
     @property
     def offline(self) -> bool:
@@ -186,23 +182,13 @@ class EgressGate:
         The scan reads an escape-aware view of the text (same offsets): inside a string, a `\\n`, `\\t`,
         `\\r` or `\\"` is seen as the whitespace or quote it stands for, not as two stray characters,
         so `password changes.\\n` in a serialised docstring is judged like the source line the walker
-        already scanned, while a key in one string and a value in the next is still caught. A prefix
-        an earlier request's scan read clean is not read again (codectx/privacy/scanned.py).
+        already scanned, while a key in one string and a value in the next is still caught.
         """
         text = content.decode("utf-8")
         view = scan_view(text)
-        # A conversation's history is resent byte for byte: what an earlier request's scan read
-        # clean is not read again, from a window before its end on (codectx/privacy/scanned.py).
-        marks = self._scanned.checkpoints(text, f"{self.redactor.version}\0{self.redactor.strict}")
-        start = window_start(view, self._scanned.known(marks))
-        result = self.redactor.redact(view[start:], "", deadline)
+        result = self.redactor.redact(view, "", deadline)
         if not result.findings:
-            self._scanned.remember(marks)
             return content
-        if start > 0:
-            # A secret in the new part: the whole text again (offsets into it, and the secret's
-            # other occurrences in the history, prose there and a secret now, are masked too).
-            result = self.redactor.redact(view, "", deadline)
         out: list[str] = []
         pos = 0
         for finding in result.findings:

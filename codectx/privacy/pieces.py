@@ -119,7 +119,7 @@ class PieceRedactor:
         live = [(a, b) for a, b in cuts if b > a]
         if not live:
             return ["" for _ in cuts]
-        lo, hi = scan_region(text, min(a for a, _ in live), max(b for _, b in live))
+        lo, hi = _region(text, min(a for a, _ in live), max(b for _, b in live))
         secrets = self._scan(text, origin, lo, hi)
         if cursor is not None and lo <= cursor <= hi:
             secrets += self._typing(text, origin, cursor)
@@ -235,7 +235,7 @@ class _LineIndex:
         return bisect.bisect_right(self._starts, offset) - 1
 
 
-def scan_region(text: str, lo: int, hi: int) -> tuple[int, int]:
+def _region(text: str, lo: int, hi: int) -> tuple[int, int]:
     """[lo, hi) widened to whole lines, MARGIN_LINES either side, and any key block reaching into it."""
     for _ in range(MARGIN_LINES + 1):
         if lo <= 0:
