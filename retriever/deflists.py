@@ -247,12 +247,13 @@ def receiver_list(
     # its first use (`utils.` in a new function), ranked after the receivers in use.
     unused = [r for r in resolver.module_names() if r not in set(in_scope)][:MAX_UNUSED_MODULES]
     # Likewise the enclosing class's attributes of a known class (`self.stream`).
-    attributes = [
-        k[5:]
-        for k in [*resolver.local_types, *resolver.receiver_classes]
-        if k.startswith("self.") and k[5:] not in in_scope
-    ]
-    attributes = list(dict.fromkeys(attributes))
+    attributes = list(
+        dict.fromkeys(
+            k[5:]
+            for k in [*resolver.local_types, *resolver.receiver_classes]
+            if k.startswith("self.") and k[5:] not in in_scope
+        )
+    )
     unused += attributes[:MAX_UNUSED_MODULES]
     for position, receiver in enumerate([*in_scope, *unused]):
         discount = 1.0 + position / 4

@@ -27,7 +27,7 @@ from typing import Any
 
 from codectx.indexer.model import Definition
 from codectx.retriever.cursor_info import CursorInfo
-from codectx.retriever.definitions import DefinitionResolver
+from codectx.retriever.definitions import SELF_NAMES, DefinitionResolver, split_chain
 
 _TYPE = r"['\"]?(?:(?:t|typing|te)\.)?(?:Optional\[|Type\[|type\[)?['\"]?((?:[A-Za-z_]\w*\.)*[A-Z]\w*)"
 _ANNOTATION = re.compile(rf"(?<![\w.$'\"])([A-Za-z_$][\w$]*)\s*\??:\s*{_TYPE}")
@@ -288,43 +288,40 @@ def chain_types(resolver: DefinitionResolver, names: Sequence[str], chunks_for_f
     return annotation) and resolved in the class's own file. Fills `resolver.receiver_classes`
     (`frame.eval_ctx`) and `resolver.attribute_classes` (`eval_ctx`, the receiver as the
     receivers list names it)."""
-    texts: dict[tuple[str, int], str] = {}
-    done = 0
+    attributes: dict[tuple[str, int], dict[str, str]] = {}  # a class's `self.x` types, read once
+    tried: set[str] = set()
+    looked = 0  # typed heads whose class was read
     for name in names:
-        parts = name.split(".")
-        if len(parts) < 3 or done >= MAX_CHAINS:
+        parts = split_chain(name)
+        own = 2 if parts and parts[0] in SELF_NAMES else 1  # `self.x` or `frame`: the typed head
+        if len(parts) < own + 2 or looked >= MAX_CHAINS:
             continue
-        head = ".".join(parts[:2]) if parts[0] in ("self", "this") else parts[0]
-        rest = parts[2:] if parts[0] in ("self", "this") else parts[1:]
-        if len(rest) < 2:
+        head, attr = ".".join(parts[:own]), parts[own]
+        prefix = f"{head}.{attr}"
+        if prefix in tried or prefix in resolver.receiver_classes or prefix in resolver.local_types:
             continue
-        prefix, attr = f"{head}.{rest[0]}", rest[0]
-        if prefix in resolver.receiver_classes or prefix in resolver.local_types:
-            continue
+        tried.add(prefix)
         owner = resolver.receiver_class(head)
         if owner is None:
             continue
-        done += 1
+        looked += 1
         key = (owner.path, owner.start_line)
-        if key not in texts:
-            texts[key] = "\n".join(
+        if key not in attributes:
+            text = "\n".join(
                 c.text
                 for c in chunks_for_file(owner.path)
                 if owner.start_line <= c.start_line and c.end_line <= owner.end_line
             )
-        typename = attribute_types(texts[key]).get(f"self.{attr}") or _property_type(texts[key], attr)
+            attributes[key] = attribute_types(text) | {
+                f"self.{m.group(1)}": m.group(2)
+                for m in _PROPERTY.finditer(text)
+                if m.group(2) and m.group(2).split(".")[-1] not in NOT_CLASSES
+            }
+        typename = attributes[key].get(f"self.{attr}")
         found = _class_in_file(resolver, owner, typename) if typename and typename != "Self" else None
         if found is not None:
             resolver.receiver_classes[prefix] = found
             resolver.attribute_classes.setdefault(attr, found)
-
-
-def _property_type(class_text: str, name: str) -> str:
-    """The return annotation of a class's property `name` ("" when none)."""
-    for match in _PROPERTY.finditer(class_text):
-        if match.group(1) == name and match.group(2) and match.group(2).split(".")[-1] not in NOT_CLASSES:
-            return match.group(2)
-    return ""
 
 
 def _chunk_of(d: Definition, chunks_for_file: Any) -> Any:
