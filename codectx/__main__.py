@@ -1,7 +1,7 @@
 """`python -m codectx` runs the command line."""
 
-from codectx.cli import main
+from codectx.cli import entry
 
 # The guard matters: worker processes started with the spawn method re-import __main__.
 if __name__ == "__main__":
-    raise SystemExit(main())
+    entry()

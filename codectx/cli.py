@@ -19,6 +19,7 @@ from codectx.platforms import unsupported_platform
 from codectx.positions import CONVENTION
 from codectx.runtime import quiet_dependencies
 from codectx.schema import SCHEMA
+from codectx.shutdown import exit_process, status_of
 from codectx.tuning import light_lancedb_import, serve_queries, skip_httpx_cli
 
 # Commands whose process answers queries from the index (codectx/tuning.py: `serve_queries`).
@@ -197,5 +198,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
 
+def entry() -> None:
+    """The console script: `main`, then the process ends through `exit_process`, also when the
+    command raised SystemExit (pygls ends `codectx lsp` that way)."""
+    try:
+        code = main()
+    except SystemExit as exc:
+        code = status_of(exc.code)
+    exit_process(code)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    entry()

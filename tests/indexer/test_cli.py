@@ -120,6 +120,9 @@ def test_only_the_command_process_freezes_the_imported_objects(tree: Path) -> No
     probe = (
         "import gc, runpy, sys\n"
         f"sys.argv = ['codectx', 'index', {str(tree)!r}, '--no-embed', '--json']\n"
+        # The process would end by hand after the command (codectx/shutdown.py): end it the
+        # ordinary way here, so that the probe can look at it afterwards.
+        "import codectx.cli\ncodectx.cli.exit_process = sys.exit\n"
         "try:\n    runpy.run_module('codectx', run_name='__main__', alter_sys=True)\n"
         "except SystemExit as exc:\n    code = exc.code\n"
         "print('FROZEN' if gc.get_freeze_count() > 0 else 'NOT-FROZEN', gc.isenabled(), code)\n"

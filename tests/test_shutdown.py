@@ -1,0 +1,73 @@
+"""A codectx process that loaded LanceDB ends by hand (codectx/shutdown.py): what a normal exit
+does must still happen, with the command's status."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = """
+import atexit, sys, threading, time
+from concurrent.futures import ThreadPoolExecutor
+{imports}
+from codectx.shutdown import exit_process
+
+out = sys.argv[1]
+atexit.register(lambda: open(out + ".atexit", "w").write("ran"))
+def late():
+    time.sleep(0.3)
+    open(out + ".thread", "w").write("done")
+threading.Thread(target=late).start()  # non-daemon: a normal exit waits for it
+pool = ThreadPoolExecutor(2)
+pool.submit(lambda: 1).result()  # an idle pool worker: must not keep the exit waiting
+for _ in range(1000):
+    sys.stdout.write("x" * 200)  # a pipe's block buffer holds the last few kB until a flush
+exit_process(7)
+"""
+
+
+def _run(tmp_path: Path, imports: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    out = tmp_path / "mark"
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT.format(imports=imports), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        # Buffered output, as a user's shell gives it (this machine's environment unbuffers it).
+        env={k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"},
+    )
+    return done, out
+
+
+def test_a_process_that_loaded_lancedb_exits_by_hand_and_loses_nothing(tmp_path: Path) -> None:
+    done, out = _run(tmp_path, "import lancedb")
+    assert done.returncode == 7, done.stderr[-2000:]
+    assert len(done.stdout) == 200_000
+    assert (out.parent / "mark.atexit").read_text() == "ran"
+    assert (out.parent / "mark.thread").read_text() == "done"
+    assert "Fatal Python error" not in done.stderr
+
+
+def test_a_process_without_lancedb_exits_the_ordinary_way(tmp_path: Path) -> None:
+    done, out = _run(tmp_path, "")
+    assert done.returncode == 7 and len(done.stdout) == 200_000
+    assert (out.parent / "mark.atexit").exists() and (out.parent / "mark.thread").exists()
+
+
+def test_the_console_entry_ends_by_hand_after_a_system_exit(tmp_path: Path) -> None:
+    # pygls ends `codectx lsp` with sys.exit on the client's `exit` notification.
+    probe = (
+        "import lancedb, sys, codectx.cli\n"
+        # Interpreter finalization would call this (the step a hand exit skips).
+        "class Finalized:\n    def __del__(self):\n        sys.stderr.write('FINALIZED')\n"
+        "witness = Finalized()\n"
+        "def main():\n    raise SystemExit('server stopped before shutdown')\n"
+        "codectx.cli.main = main\n"
+        "codectx.cli.entry()\n"
+        "print('not reached')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "not reached" not in done.stdout
+    assert "server stopped before shutdown" in done.stderr and "FINALIZED" not in done.stderr
