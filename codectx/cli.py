@@ -199,12 +199,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entry() -> None:
-    """The console script: `main`, then the process ends through `exit_process`, also when the
-    command raised SystemExit (pygls ends `codectx lsp` that way)."""
+    """The console script: `main`, then the process ends through `exit_process`, also when
+    something raised SystemExit (argparse's usage errors and `--help`, a library's `sys.exit`) or
+    an exception escaped `main`."""
     try:
         code = main()
     except SystemExit as exc:
         code = status_of(exc.code)
+    except Exception:  # a bug: its traceback, status 1, as the interpreter would report it
+        sys.excepthook(*sys.exc_info())
+        code = 1
     exit_process(code)
 
 

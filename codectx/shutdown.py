@@ -30,12 +30,12 @@ NATIVE_RUNTIMES = ("lancedb",)
 
 def status_of(code: object) -> int:
     """A `SystemExit`'s code as the interpreter makes it an exit status: None is 0, a message is
-    printed on stderr and is 1 (the language server's `exit` notification raises one)."""
+    printed on stderr and is 1."""
     if code is None:
         return 0
     if isinstance(code, int):
         return code
-    print(code, file=sys.stderr)
+    _say(str(code))
     return 1
 
 
@@ -48,11 +48,23 @@ def exit_process(code: int) -> NoReturn:
     # them without it would wait forever on idle pool workers), then the atexit handlers.
     shutdown = getattr(threading, "_shutdown", None)
     if shutdown is not None:
-        shutdown()
+        try:
+            shutdown()
+        except KeyboardInterrupt:  # Ctrl-C while a thread finishes: stop waiting, still end cleanly
+            _say("codectx: interrupted; not waiting for background work to finish")
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
-            stream.flush()
+            if stream is not None:  # None: the descriptor was closed when the process started
+                stream.flush()
         except (OSError, ValueError):  # a closed pipe or stream: nothing more can be written
             pass
     os._exit(code)
+
+
+def _say(message: str) -> None:
+    try:
+        if sys.stderr is not None:
+            print(message, file=sys.stderr)
+    except (OSError, ValueError):
+        pass

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = """
 import atexit, sys, threading, time
 from concurrent.futures import ThreadPoolExecutor
@@ -56,18 +58,54 @@ def test_a_process_without_lancedb_exits_the_ordinary_way(tmp_path: Path) -> Non
     assert (out.parent / "mark.atexit").exists() and (out.parent / "mark.thread").exists()
 
 
-def test_the_console_entry_ends_by_hand_after_a_system_exit(tmp_path: Path) -> None:
-    # pygls ends `codectx lsp` with sys.exit on the client's `exit` notification.
+@pytest.mark.parametrize(
+    ("raised", "shown"),
+    [("SystemExit('server stopped early')", "server stopped early"), ("RuntimeError('a bug')", "Traceback")],
+)
+def test_the_console_entry_ends_by_hand_after_an_exception(raised: str, shown: str) -> None:
+    # A library's sys.exit, argparse's, or a bug escaping `main` must not bring back the
+    # finalization skipped here; the status is the interpreter's (1 for both).
     probe = (
         "import lancedb, sys, codectx.cli\n"
         # Interpreter finalization would call this (the step a hand exit skips).
         "class Finalized:\n    def __del__(self):\n        sys.stderr.write('FINALIZED')\n"
         "witness = Finalized()\n"
-        "def main():\n    raise SystemExit('server stopped before shutdown')\n"
+        f"def main():\n    raise {raised}\n"
         "codectx.cli.main = main\n"
         "codectx.cli.entry()\n"
         "print('not reached')\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and "not reached" not in done.stdout
-    assert "server stopped before shutdown" in done.stderr and "FINALIZED" not in done.stderr
+    assert shown in done.stderr and "FINALIZED" not in done.stderr
+
+
+def test_closed_standard_streams_keep_the_status() -> None:
+    # Started with stdout and stderr closed (`2>&-`), Python has them as None.
+    probe = (
+        "import lancedb, sys\n"
+        "from codectx.shutdown import exit_process\n"
+        "sys.stdout = None\nsys.stderr = None\n"
+        "exit_process(5)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 5, done.stderr[-2000:]
+
+
+def test_ctrl_c_while_a_thread_finishes_still_ends_cleanly(tmp_path: Path) -> None:
+    # A second Ctrl-C while the exit waits for a worker: stop waiting, run the atexit handlers,
+    # keep the status (the interpreter's own exit would print a traceback and die by the signal).
+    marker = tmp_path / "atexit"
+    probe = (
+        "import atexit, os, signal, sys, threading, time\n"
+        "import lancedb\n"
+        "from codectx.shutdown import exit_process\n"
+        f"atexit.register(lambda: open({str(marker)!r}, 'w').write('ran'))\n"
+        "threading.Thread(target=time.sleep, args=(60,)).start()\n"
+        "threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()\n"
+        "exit_process(130)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=50)
+    assert done.returncode == 130, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and "interrupted" in done.stderr
+    assert marker.read_text() == "ran"
