@@ -80,15 +80,21 @@ def run(args: argparse.Namespace) -> int:
 
     server = build_server()
     server.log_bridge = bridge
-    if args.tcp:
-        host, port = parse_hostport(args.tcp)
-        if not _is_loopback(host):
-            print(
-                f"codectx: warning: listening on {host}, reachable from other machines; "
-                "anyone who connects can read your code through the server",
-                file=sys.stderr,
-            )
-        server.start_tcp(host, port)
-    else:
-        server.start_io()
+    try:
+        if args.tcp:
+            host, port = parse_hostport(args.tcp)
+            if not _is_loopback(host):
+                print(
+                    f"codectx: warning: listening on {host}, reachable from other machines; "
+                    "anyone who connects can read your code through the server",
+                    file=sys.stderr,
+                )
+            server.start_tcp(host, port)
+        else:
+            server.start_io()
+    finally:
+        # A client gone without `shutdown` (an editor killed, its pipe closed): a run indexing
+        # the workspace stops at its next step, rather than meeting executors that refuse work
+        # once the process exits ("indexing crashed" in the log).
+        server.workspaces.close_keepers()
     return 0

@@ -338,6 +338,11 @@ class Workspaces:
     def stop(self) -> None:
         if self._watch_task:
             self._watch_task.cancel()
+        self.close_keepers()
+
+    def close_keepers(self) -> None:
+        """Every folder's keeper told that no run follows, so that a run going stops at its next
+        step (what was committed stays); idempotent, and safe once the event loop has closed."""
         for folder in self.folders.values():
             folder.keeper.close()
         self._index_pool.shutdown(wait=False, cancel_futures=True)
