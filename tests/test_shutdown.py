@@ -97,12 +97,16 @@ def test_ctrl_c_while_a_thread_finishes_still_ends_cleanly(tmp_path: Path) -> No
     # keep the status (the interpreter's own exit would print a traceback and die by the signal).
     marker = tmp_path / "atexit"
     probe = (
-        "import atexit, os, signal, sys, threading, time\n"
+        "import atexit, signal, sys, threading, time\n"
         "import lancedb\n"
         "from codectx.shutdown import exit_process\n"
+        # As in a terminal: a test runner started in the background inherits SIGINT ignored.
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         f"atexit.register(lambda: open({str(marker)!r}, 'w').write('ran'))\n"
         "threading.Thread(target=time.sleep, args=(60,)).start()\n"
-        "threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()\n"
+        # To the main thread itself: a signal another thread takes would not wake its wait.
+        "main = threading.main_thread().ident\n"
+        "threading.Timer(1.0, lambda: signal.pthread_kill(main, signal.SIGINT)).start()\n"
         "exit_process(130)\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=50)
