@@ -114,6 +114,14 @@ SCHEMA: dict[str, dict[str, Key]] = {
             min=0,
             max=1,
         ),
+        "calls_weight": Key(
+            "float",
+            0.35,
+            "Fusion weight, in prose searches with vectors, of the definitions that the first "
+            "fused hits call (a test named after the behaviour asked about votes for the function "
+            "it tests); 0 leaves that list out.",
+            min=0,
+        ),
         "identifier_boost": Key(
             "float", 2.0, "Multiplier of the full-text and symbol weights for identifier queries.", min=0
         ),

@@ -64,6 +64,7 @@ class RetrieverSettings(_Section):
     name_words_dense_weight: float
     test_weight: float
     doc_weight: float
+    calls_weight: float
     identifier_boost: float
     search_depth: int
     rrf_k: float

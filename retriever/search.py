@@ -34,6 +34,7 @@ from codectx.indexer.embedding.embedder import name_model_id
 from codectx.indexer.model import Chunk, Definition
 from codectx.indexer.parsing.identifiers import split_identifier
 from codectx.indexer.storage.pathglob import path_glob
+from codectx.retriever.calledby import CALLS_POOL, called_by
 from codectx.retriever.errors import BadRequest
 from codectx.retriever.fusion import Fused, weighted_rrf
 from codectx.retriever.snapshot import IndexSource, snapshot_of
@@ -375,10 +376,17 @@ class HybridSearcher:
         code does, and a test named after the behaviour (`test_url_relative_only_valid`) matches
         it as well as the code. Documentation and module-level code score `retriever.doc_weight`
         times theirs, for the same reason. A query naming an identifier keeps both as they rank;
-        one asking about tests keeps tests, one asking about the docs keeps documentation."""
+        one asking about tests keeps tests, one asking about the docs keeps documentation.
+        A prose query with a dense list also fuses the `calls` list: what its first fused hits
+        call (retriever/calledby.py); it adds the chunks it lists to `chunks`. Only once the
+        snapshot holds the index in memory: resolving those calls by index lookups costs a
+        one-shot `codectx ask` on Django 70-250 ms per turn (about 5 ms in memory)."""
         cfg = self.settings.retriever
         weights = self.weights(query, "dense" in lists)
         prose = not is_identifier_query(query)
+        if prose and "dense" in lists and cfg.calls_weight > 0 and self.store.in_memory:
+            lists = {**lists, "calls": self._called_by_hits(lists, weights, chunks)}
+            weights["calls"] = cfg.calls_weight
         tests = cfg.test_weight if prose and not ASKS_FOR_TESTS.search(query) else 1.0
         docs = cfg.doc_weight if prose and not ASKS_FOR_DOCS.search(query) else 1.0
         if tests == 1 and docs == 1:
@@ -390,6 +398,20 @@ class HybridSearcher:
             fused.append(replace(f, score=f.score * factor) if factor != 1 else f)
         fused.sort(key=lambda f: -f.score)  # stable: equal scores keep the fused order
         return fused[:limit]
+
+    def _called_by_hits(
+        self, lists: dict[str, list[str]], weights: dict[str, float], chunks: dict[str, Chunk]
+    ) -> list[str]:
+        """The `calls` list (retriever/calledby.py) of the first fused hits; its chunks join `chunks`."""
+        pool = weighted_rrf(lists, weights, k=self.settings.retriever.rrf_k, limit=CALLS_POOL)
+        called = called_by(
+            self.store,
+            [(chunks[f.key], f.score) for f in pool],
+            lambda d: chunk_for_definition(self.chunks_for_file(d.path), d),
+        )
+        for chunk in called:
+            chunks.setdefault(chunk.id, chunk)
+        return [chunk.id for chunk in called]
 
     def weights(self, query: str, dense: bool = False) -> dict[str, float]:
         """The lists' fusion weights; `dense`: the search has a dense list (the names list then

@@ -131,6 +131,12 @@ class IndexSnapshot:
         return "memory" if self._switched else "lookup"
 
     @property
+    def in_memory(self) -> bool:
+        """Every file's chunks and imports are in memory (preloaded, or the background load is in):
+        lookups that would each read the index are cheap."""
+        return self._loaded
+
+    @property
     def _lookup(self) -> bool:
         return self._early or (self._loader is not None and not self._switched)
 

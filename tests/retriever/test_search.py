@@ -352,3 +352,50 @@ def test_is_test_path(path: str, test: bool) -> None:
     from codectx.retriever.search import is_test_path
 
     assert is_test_path(path) is test
+
+
+def test_prose_searches_with_vectors_add_what_the_first_hits_call(tmp_path: Path) -> None:
+    """The `calls` list (retriever/calledby.py): a test named after the behaviour asked about
+    ranks high and votes for the function it calls, whose name and body share no word with the
+    question; identifier queries, searches without vectors and searches reading the index by
+    lookups leave the list out."""
+    root = copy_repo("python", tmp_path)
+    (root / "pkg" / "mailq.py").write_text(
+        "def zq_flush(items, sink):\n"
+        "    for item in items:\n"
+        "        sink.append(item)\n"
+        "    return len(items)\n",
+        encoding="utf-8",
+    )
+    (root / "tests").mkdir()
+    (root / "tests" / "test_mail.py").write_text(
+        "from pkg.mailq import zq_flush\n\n\n"
+        "def test_queued_mail_messages_are_delivered_to_the_outbox():\n"
+        "    outbox = []\n"
+        '    assert zq_flush(["hello"], outbox) == 1\n',
+        encoding="utf-8",
+    )
+    from codectx.indexer.storage.store import IndexStore
+
+    settings, store = build_index(root, embed=True)
+    query = "deliver the queued mail messages to the outbox"
+
+    def results(calls_weight: float, q: str = query, dense: bool = True, loaded: bool = True) -> list:
+        tuned = settings.with_overrides({"retriever.calls_weight": calls_weight})
+        # A store of its own when not loaded: one store's snapshot is shared by its searchers.
+        opened = store if loaded else IndexStore.open(settings.index_dir())
+        searcher = HybridSearcher(opened, tuned, embedder_factory=_embedder(tuned), preload=loaded)
+        return searcher.search(q, k=4, dense=dense).results
+
+    def rank(found: list) -> int:
+        return next((n for n, r in enumerate(found) if r.symbol == "zq_flush"), len(found))
+
+    shipped, off = results(settings.retriever.calls_weight), results(0.0)
+    assert settings.retriever.calls_weight > 0
+    assert rank(shipped) < rank(off)
+    assert "calls" in shipped[rank(shipped)].sources
+    assert not any("calls" in r.sources for r in off)
+    assert not any("calls" in r.sources for r in results(1.0, "zq_flush"))  # an identifier
+    assert not any("calls" in r.sources for r in results(1.0, dense=False))  # no vectors
+    # Read by index lookups (a one-shot command), each call resolved would be an index read.
+    assert not any("calls" in r.sources for r in results(1.0, loaded=False))
