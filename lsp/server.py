@@ -171,6 +171,10 @@ class CodectxServer(LanguageServer):
                     index=folder,
                     embedder=lambda: self.embedders.get_or_none(settings),
                     read_open=lambda rel: self.open_text(folder, rel),
+                    # Searches keep the index in memory too: a small index (no background load)
+                    # is read at the first search as at the first completion, so what a search
+                    # answers does not depend on whether a completion came first.
+                    preload_search=True,
                 )
             return folder.session
 

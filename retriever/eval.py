@@ -427,6 +427,7 @@ def run_eval(
                 "name_words_dense_weight",
                 "test_weight",
                 "doc_weight",
+                "calls_weight",
                 "identifier_boost",
                 "rrf_k",
             )

@@ -34,7 +34,7 @@ from codectx.indexer.embedding.embedder import name_model_id
 from codectx.indexer.model import Chunk, Definition
 from codectx.indexer.parsing.identifiers import split_identifier
 from codectx.indexer.storage.pathglob import path_glob
-from codectx.retriever.calledby import CALLS_POOL, called_by
+from codectx.retriever.calledby import CALLS_POOL, called_by_hits
 from codectx.retriever.errors import BadRequest
 from codectx.retriever.fusion import Fused, weighted_rrf
 from codectx.retriever.snapshot import IndexSource, snapshot_of
@@ -259,7 +259,7 @@ class HybridSearcher:
                 self.store.symbols_named(name), key=lambda d: (not d.exported, d.path, d.start_line)
             )
             for definition in defs[:fetch]:
-                chunk = chunk_for_definition(self.chunks_for_file(definition.path), definition)
+                chunk = self.chunk_for_definition(definition)
                 if chunk is not None:
                     found.append(chunk)
         take("symbol", found)
@@ -289,7 +289,7 @@ class HybridSearcher:
                 self.store.symbols_named(hit.name), key=lambda d: (not d.exported, d.path, d.start_line)
             )
             for definition in defs[:NAME_WORD_DEFS]:
-                chunk = chunk_for_definition(self.chunks_for_file(definition.path), definition)
+                chunk = self.chunk_for_definition(definition)
                 if chunk is not None:
                     found.append(chunk)
             if len(found) >= limit:
@@ -369,7 +369,13 @@ class HybridSearcher:
         return self._mix(body, names, chunk, np.asarray(vector, dtype=np.float32).ravel(), weight)
 
     def fuse(
-        self, query: str, lists: dict[str, list[str]], chunks: dict[str, Chunk], limit: int
+        self,
+        query: str,
+        lists: dict[str, list[str]],
+        chunks: dict[str, Chunk],
+        limit: int,
+        languages: Sequence[str] | None = None,
+        glob: str | None = None,
     ) -> list[Fused[str]]:
         """The lists fused by weighted RRF, best first. For a prose query a chunk of test code
         scores `retriever.test_weight` times its fused score: a question is mostly about what the
@@ -378,14 +384,15 @@ class HybridSearcher:
         times theirs, for the same reason. A query naming an identifier keeps both as they rank;
         one asking about tests keeps tests, one asking about the docs keeps documentation.
         A prose query with a dense list also fuses the `calls` list: what its first fused hits
-        call (retriever/calledby.py); it adds the chunks it lists to `chunks`. Only once the
-        snapshot holds the index in memory: resolving those calls by index lookups costs a
-        one-shot `codectx ask` on Django 70-250 ms per turn (about 5 ms in memory)."""
+        call (retriever/calledby.py), within the search's `languages` and `glob` like the other
+        lists; it adds the chunks it lists to `chunks`. Only once the snapshot holds the index's
+        chunks in memory: resolving those calls by index lookups costs a one-shot `codectx ask`
+        on Django 70-250 ms per turn (about 5 ms in memory)."""
         cfg = self.settings.retriever
         weights = self.weights(query, "dense" in lists)
         prose = not is_identifier_query(query)
         if prose and "dense" in lists and cfg.calls_weight > 0 and self.store.in_memory:
-            lists = {**lists, "calls": self._called_by_hits(lists, weights, chunks)}
+            lists = {**lists, "calls": self._calls_list(lists, weights, chunks, languages, glob)}
             weights["calls"] = cfg.calls_weight
         tests = cfg.test_weight if prose and not ASKS_FOR_TESTS.search(query) else 1.0
         docs = cfg.doc_weight if prose and not ASKS_FOR_DOCS.search(query) else 1.0
@@ -399,19 +406,29 @@ class HybridSearcher:
         fused.sort(key=lambda f: -f.score)  # stable: equal scores keep the fused order
         return fused[:limit]
 
-    def _called_by_hits(
-        self, lists: dict[str, list[str]], weights: dict[str, float], chunks: dict[str, Chunk]
+    def _calls_list(
+        self,
+        lists: dict[str, list[str]],
+        weights: dict[str, float],
+        chunks: dict[str, Chunk],
+        languages: Sequence[str] | None,
+        glob: str | None,
     ) -> list[str]:
-        """The `calls` list (retriever/calledby.py) of the first fused hits; its chunks join `chunks`."""
+        """The `calls` list (retriever/calledby.py) of the first fused hits, as fused before the
+        test and documentation factors (a test named after the behaviour is the best witness);
+        the chunks it keeps (those the filters allow) join `chunks`."""
         pool = weighted_rrf(lists, weights, k=self.settings.retriever.rrf_k, limit=CALLS_POOL)
-        called = called_by(
-            self.store,
-            [(chunks[f.key], f.score) for f in pool],
-            lambda d: chunk_for_definition(self.chunks_for_file(d.path), d),
+        called = called_by_hits(
+            self.store, [(chunks[f.key], f.score) for f in pool], self.chunk_for_definition
         )
-        for chunk in called:
+        kept = [chunk for chunk in called if _matches(chunk, languages, glob)]
+        for chunk in kept:
             chunks.setdefault(chunk.id, chunk)
-        return [chunk.id for chunk in called]
+        return [chunk.id for chunk in kept]
+
+    def chunk_for_definition(self, definition: Definition) -> Chunk | None:
+        """The chunk representing `definition` in this index (`chunk_for_definition`)."""
+        return chunk_for_definition(self.chunks_for_file(definition.path), definition)
 
     def weights(self, query: str, dense: bool = False) -> dict[str, float]:
         """The lists' fusion weights; `dense`: the search has a dense list (the names list then
@@ -443,7 +460,7 @@ class HybridSearcher:
         k = k or self.settings.retriever.k
         depth = max(k, self.settings.retriever.search_depth)
         lists, chunks, dense_used = self.ranked_lists(query, depth, languages, glob, dense)
-        fused = self.fuse(query, lists, chunks, k)
+        fused = self.fuse(query, lists, chunks, k, languages, glob)
         results = [
             SearchResult(
                 path=chunks[f.key].path,

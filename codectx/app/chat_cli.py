@@ -134,7 +134,14 @@ class Workspace:
         store = index.open_store() if long_lived else None
         if store is not None:
             load_in_background(store)
-        return WorkspaceSession(self.settings, index=index, embedder=NotedEmbedder(self.settings, True))
+        # Long-lived, searches keep the index in memory: a small index (no background load) is
+        # read at the first turn, as the language server's is.
+        return WorkspaceSession(
+            self.settings,
+            index=index,
+            embedder=NotedEmbedder(self.settings, True),
+            preload_search=store is not None,
+        )
 
     def turn(self, message: str) -> TurnInput:
         turn = TurnInput(message, mentions=mentions_in(message))

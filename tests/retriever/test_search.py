@@ -380,12 +380,14 @@ def test_prose_searches_with_vectors_add_what_the_first_hits_call(tmp_path: Path
     settings, store = build_index(root, embed=True)
     query = "deliver the queued mail messages to the outbox"
 
-    def results(calls_weight: float, q: str = query, dense: bool = True, loaded: bool = True) -> list:
+    def results(
+        calls_weight: float, q: str = query, dense: bool = True, loaded: bool = True, glob: str | None = None
+    ) -> list:
         tuned = settings.with_overrides({"retriever.calls_weight": calls_weight})
         # A store of its own when not loaded: one store's snapshot is shared by its searchers.
         opened = store if loaded else IndexStore.open(settings.index_dir())
         searcher = HybridSearcher(opened, tuned, embedder_factory=_embedder(tuned), preload=loaded)
-        return searcher.search(q, k=4, dense=dense).results
+        return searcher.search(q, k=4, dense=dense, glob=glob).results
 
     def rank(found: list) -> int:
         return next((n for n, r in enumerate(found) if r.symbol == "zq_flush"), len(found))
@@ -394,7 +396,9 @@ def test_prose_searches_with_vectors_add_what_the_first_hits_call(tmp_path: Path
     assert settings.retriever.calls_weight > 0
     assert rank(shipped) < rank(off)
     assert "calls" in shipped[rank(shipped)].sources
-    assert not any("calls" in r.sources for r in off)
+    # The search's filters hold for the list too: tests call zq_flush, tests/ is asked for.
+    in_tests = results(1.0, glob="tests/**")
+    assert in_tests and all(r.path.startswith("tests/") for r in in_tests)
     assert not any("calls" in r.sources for r in results(1.0, "zq_flush"))  # an identifier
     assert not any("calls" in r.sources for r in results(1.0, dense=False))  # no vectors
     # Read by index lookups (a one-shot command), each call resolved would be an index read.
