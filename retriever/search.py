@@ -421,7 +421,9 @@ class HybridSearcher:
         called = called_by_hits(
             self.store, [(chunks[f.key], f.score) for f in pool], self.chunk_for_definition
         )
-        kept = [chunk for chunk in called if _matches(chunk, languages, glob)]
+        # As deep as the other lists are read: a definition further down adds next to nothing.
+        depth = self.settings.retriever.search_depth
+        kept = [chunk for chunk in called if _matches(chunk, languages, glob)][:depth]
         for chunk in kept:
             chunks.setdefault(chunk.id, chunk)
         return [chunk.id for chunk in kept]
