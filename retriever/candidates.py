@@ -40,8 +40,9 @@ from codectx.retriever.deflists import (
     scope_names,
 )
 from codectx.retriever.fusion import weighted_rrf
-from codectx.retriever.rankdefs import fuse_definitions, lexical_affinity_list
+from codectx.retriever.rankdefs import fuse_definitions, lexical_affinity_list, one_flavour_each
 from codectx.retriever.receiver_types import (
+    called_attribute_types,
     chain_types,
     enclosing_class_text,
     factory_calls,
@@ -244,11 +245,13 @@ def gather_candidates(
     class_text = enclosing_class_text(lines, info)
     types = scope_types(query, class_text, local_types(query))
     resolver = DefinitionResolver(searcher.store, path, language, imports, types)
+    # Fixtures first: a test's `tmpl = env.from_string(...)` is typed once `env` is.
+    fixture_types(resolver, query, types, searcher.chunks_for_file)
     factory_types(resolver, factory_calls(query, types), searcher.chunks_for_file)
     if language == "python":  # `@property`: the far class text is read for nothing else
-        far_text = class_text or enclosing_class_text(lines, info, far=True)
-        property_types(resolver, far_text, searcher.chunks_for_file)
-    fixture_types(resolver, query, types, searcher.chunks_for_file)
+        class_text = class_text or enclosing_class_text(lines, info, far=True)
+        property_types(resolver, class_text, searcher.chunks_for_file)
+    called_attribute_types(resolver, class_text, searcher.chunks_for_file)
     names = scope_names(info, query)
     chain_types(resolver, names, searcher.chunks_for_file)
     lists = definition_lists(searcher, path, language, info, resolver, names, own, query, text)
@@ -325,7 +328,7 @@ def gather_candidates(
         cfg.slot_weight,
         cfg.target_weight,
     )
-    out = fused + scope + recents + retrieved
+    out = one_flavour_each(fused + scope + recents + retrieved)
     return out, notes
 
 

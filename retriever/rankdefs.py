@@ -9,6 +9,7 @@ several, so agreement between sources lifts a definition.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -75,3 +76,26 @@ HEAD_LINES = 3  # a definition's head: its signature and the start of its doc
 
 def _head(cand: Candidate) -> str:
     return cand.symbol + " " + " ".join(cand.text.split("\n", HEAD_LINES)[:HEAD_LINES])
+
+
+# A package's type declarations in several module flavours (axios ships index.d.ts and
+# index.d.cts): the same declaration twice says nothing new.
+_FLAVOURS = re.compile(r"\.d\.[cm]?ts$")
+_DECLARE = re.compile(r"^\s*(?:(?:export|declare|default)\s+)*")
+
+
+def one_flavour_each(cands: list[Candidate]) -> list[Candidate]:
+    """`cands` less a type declaration whose twin in another module flavour of the same file
+    (`index.d.ts`, `index.d.cts`, `index.d.mts`) is ranked higher; twins are told by the
+    chunk's first line without `export`/`declare`. In rank order."""
+    seen: set[tuple[str, str]] = set()
+    out: list[Candidate] = []
+    for cand in sorted(cands, key=lambda c: c.rank_key):
+        stem = _FLAVOURS.sub("", cand.path)
+        if stem != cand.path:
+            key = (stem, _DECLARE.sub("", cand.text.split("\n", 1)[0]).strip())
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(cand)
+    return out

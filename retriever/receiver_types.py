@@ -8,7 +8,9 @@ is capitalised):
   receivers and parameters (`func (t *Test) run(p Parser)`; the type's methods are then looked
   up in every file of its package);
 - the enclosing class's attributes: `self.x = Cls(...)`, `self.x: Cls = ...`, class-level
-  `x: Cls`, and `self.x = x` where the parameter `x` is annotated (keyed `self.x`);
+  `x: Cls`, and `self.x = x` where the parameter `x` is annotated (keyed `self.x`); and
+  `self.x = param.make(...)` / `self.x = make(...)` by the callee's return annotation
+  (`called_attribute_types`: jinja2's `self.stream = environment._tokenize(...)`);
 - factories: `x = make(...)` / `x = mod.make(...)` whose definition's signature says
   `-> Cls`, and `x = Cls.from_thing(...)` (an alternative constructor) without one;
 - pytest fixtures: a test's parameter `env` is what the `env` fixture of the nearest
@@ -34,6 +36,11 @@ _ANNOTATION = re.compile(rf"(?<![\w.$'\"])([A-Za-z_$][\w$]*)\s*\??:\s*{_TYPE}")
 _SELF_ANNOTATION = re.compile(rf"\b(?:self|this)\.([A-Za-z_]\w*)\s*:\s*{_TYPE}")
 _SELF_CONSTRUCTED = re.compile(
     r"\b(?:self|this)\.([A-Za-z_]\w*)\s*=\s*(?:new\s+)?((?:[A-Za-z_]\w*\.)*[A-Z]\w*)\s*\("
+)
+# `self.stream = environment._tokenize(...)`, `self.x = make(...)`: an attribute bound to what a
+# call returns (a lower-case callee; a capitalised one is a constructor, `_SELF_CONSTRUCTED`).
+_SELF_CALLED = re.compile(
+    r"\b(?:self|this)\.([A-Za-z_]\w*)\s*=\s*(?:await\s+)?((?:(?:self|this)\.)?(?:[A-Za-z_]\w*\.)?[a-z_]\w*)\s*\("
 )
 _SELF_FROM_PARAM = re.compile(r"\b(?:self|this)\.([A-Za-z_]\w*)\s*=\s*([A-Za-z_]\w*)\s*$", re.M)
 _FACTORY_CALL = re.compile(r"(?<![\w.])([a-z_]\w*)\s*=\s*(?:await\s+)?((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s*\(")
@@ -285,10 +292,10 @@ def chain_types(resolver: DefinitionResolver, names: Sequence[str], chunks_for_f
     `eval_ctx: EvalContext`) make `frame.eval_ctx` an EvalContext; also `self.x.attr` where
     `self.x` is typed. The class's text is its indexed chunks (another file's class too); the
     attribute's type is read there like the enclosing class's (`attribute_types`, a property's
-    return annotation) and resolved in the class's own file. Fills `resolver.receiver_classes`
-    (`frame.eval_ctx`) and `resolver.attribute_classes` (`eval_ctx`, the receiver as the
-    receivers list names it)."""
-    attributes: dict[tuple[str, int], dict[str, str]] = {}  # a class's `self.x` types, read once
+    return annotation, what a call it is bound to returns) and resolved in the class's own
+    file. Fills `resolver.receiver_classes` (`frame.eval_ctx`) and `resolver.attribute_classes`
+    (`eval_ctx`, the receiver as the receivers list names it)."""
+    attributes: dict[tuple[str, int], tuple[str, dict[str, str]]] = {}  # a class's text and `self.x` types
     tried: set[str] = set()
     looked = 0  # typed heads whose class was read
     for name in names:
@@ -312,16 +319,86 @@ def chain_types(resolver: DefinitionResolver, names: Sequence[str], chunks_for_f
                 for c in chunks_for_file(owner.path)
                 if owner.start_line <= c.start_line and c.end_line <= owner.end_line
             )
-            attributes[key] = attribute_types(text) | {
-                f"self.{m.group(1)}": m.group(2)
-                for m in _PROPERTY.finditer(text)
-                if m.group(2) and m.group(2).split(".")[-1] not in NOT_CLASSES
-            }
-        typename = attributes[key].get(f"self.{attr}")
-        found = _class_in_file(resolver, owner, typename) if typename and typename != "Self" else None
+            attributes[key] = (
+                text,
+                attribute_types(text)
+                | {
+                    f"self.{m.group(1)}": m.group(2)
+                    for m in _PROPERTY.finditer(text)
+                    if m.group(2) and m.group(2).split(".")[-1] not in NOT_CLASSES
+                },
+            )
+        text, types = attributes[key]
+        typename = types.get(f"self.{attr}")
+        if typename:
+            found = _class_in_file(resolver, owner, typename) if typename != "Self" else None
+        else:  # `self.stream = environment._tokenize(...)`: what the call returns
+            found = _called_attribute(resolver, owner, text, attr, chunks_for_file)
         if found is not None:
             resolver.receiver_classes[prefix] = found
             resolver.attribute_classes.setdefault(attr, found)
+
+
+def attribute_calls(class_text: str) -> dict[str, str]:
+    """`self.x` -> the call whose result a class's text binds it to (`environment._tokenize`,
+    `make`), first wins."""
+    found: dict[str, str] = {}
+    for match in _SELF_CALLED.finditer(class_text):
+        found.setdefault(f"self.{match.group(1)}", match.group(2))
+    return found
+
+
+def called_attribute_types(resolver: DefinitionResolver, class_text: str, chunks_for_file: Any) -> None:
+    """Type the enclosing class's attributes bound to a call's result by the callee's return
+    annotation: `self.stream = environment._tokenize(...)` in `__init__(self, environment:
+    Environment)` with `def _tokenize(...) -> TokenStream` types `self.stream`. Fills
+    `resolver.receiver_classes` (`self.stream`)."""
+    calls = attribute_calls(class_text)
+    if not calls:
+        return
+    params = annotated_names(class_text)
+    for key, call in itertools.islice(calls.items(), MAX_FACTORIES):
+        if key in resolver.receiver_classes or key in resolver.local_types:
+            continue
+        found = call_result_class(resolver, call, params, chunks_for_file)
+        if found is not None:
+            resolver.receiver_classes[key] = found
+
+
+def call_result_class(
+    resolver: DefinitionResolver, call: str, params: dict[str, str], chunks_for_file: Any
+) -> Definition | None:
+    """The class `call` returns by its definition's return annotation: a method of an annotated
+    parameter (`environment._tokenize` with `environment: Environment`) or a function the file
+    can resolve (`make`, `mod.make`); None when unknown."""
+    parts = call.split(".")
+    d: Definition | None = None
+    if parts[0] in SELF_NAMES:
+        return None  # the class's own method: its class is the one being written
+    if len(parts) == 2 and parts[0] in params:
+        owner = resolver.receiver_class_named(params[parts[0]])
+        if owner is not None:
+            d = next((m for m in resolver.class_members(owner) if m.name == parts[1]), None)
+    else:
+        resolved = resolver.resolve(call, by_name=False)[:1]
+        d = resolved[0].definition if resolved else None
+    if d is None:
+        return None
+    chunk = _chunk_of(d, chunks_for_file)
+    cls = returned_type(chunk.signature if chunk is not None else "")
+    return _class_in_file(resolver, d, cls) if cls and cls != "Self" else None
+
+
+def _called_attribute(
+    resolver: DefinitionResolver, owner: Definition, text: str, attr: str, chunks_for_file: Any
+) -> Definition | None:
+    """The class of `owner`'s attribute `attr` when the class's `text` binds it to a call's
+    result (`called_attribute_types`), resolved in the class's own file."""
+    call = attribute_calls(text).get(f"self.{attr}")
+    if call is None:
+        return None
+    home = DefinitionResolver(resolver.store, owner.path, owner.language, resolver.imports_of(owner.path))
+    return call_result_class(home, call, annotated_names(text), chunks_for_file)
 
 
 def _chunk_of(d: Definition, chunks_for_file: Any) -> Any:

@@ -9,7 +9,7 @@ from pathlib import Path
 from codectx.retriever.candidates import Candidate
 from codectx.retriever.context import assemble_context
 from codectx.retriever.deflists import occurrences_outside
-from codectx.retriever.rankdefs import lexical_affinity_list
+from codectx.retriever.rankdefs import lexical_affinity_list, one_flavour_each
 
 from tests.support.indexes import build_index
 
@@ -112,3 +112,40 @@ def test_an_unused_import_ranks_over_a_used_one_that_shares_more_words_with_the_
     result = assemble_context(store, settings, "pkg/client.py", text, line, len("    result = "))
     order = [c.symbol for c in result.ranked if c.path == "pkg/helpers.py"]
     assert order[:2] == ["render_page", "load_cookie_jar"], order
+
+
+def test_one_declaration_per_module_flavour_of_a_types_file() -> None:
+    esm = "export class Headers {\n  setContentLength(value: number): Headers;\n}\n"
+    cjs = "declare class Headers {\n  setContentLength(value: number): Headers;\n}\n"
+    ranked = [
+        _cand("Headers.setContentLength", esm, "index.d.ts"),
+        _cand("Headers.getContentLength", cjs, "index.d.cts"),
+        _cand("Headers", "export class Headers {\n}\n", "types/other.d.ts"),  # another file
+        _cand("setContentLength", "function setContentLength(v) {\n}\n", "lib/headers.js"),
+    ]
+    for i, cand in enumerate(ranked):
+        cand.score = 1.0 - i / 10
+    kept = one_flavour_each(list(reversed(ranked)))
+    assert [c.path for c in kept] == ["index.d.ts", "types/other.d.ts", "lib/headers.js"]
+
+
+def test_context_sends_a_types_files_module_flavours_once(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    (root / ".git").mkdir(parents=True)
+    body = "Headers {\n  constructor(init?: object);\n\n  setContentLength(value: number): Headers;\n"
+    body += "  getContentLength(): number;\n}\n"
+    _write(root, "index.d.ts", "export class " + body)
+    _write(root, "index.d.cts", "declare class " + body)
+    _write(
+        root,
+        "lib/send.js",
+        "export function send(headers, body) {\n  headers.setContentLength(body.length);\n"
+        "  return headers.getContentLength();\n}\n",
+    )
+    writing = "export function prepare(headers, body) {\n  const size = body.length;\n  "
+    _write(root, "lib/edit.js", writing + "\n}\n")
+    settings, store = build_index(root, **LEXICAL)
+    result = assemble_context(store, settings, "lib/edit.js", writing + "\n}\n", 2, 2)
+    flavours = [c.path for c in result.ranked if c.path.startswith("index.d.")]
+    # Both declare what `headers.` is called with elsewhere; one of them is enough.
+    assert len(flavours) == 1, [(c.path, c.symbol) for c in result.ranked]

@@ -8,6 +8,7 @@ from pathlib import Path
 from codectx.retriever.context import assemble_context
 from codectx.retriever.receiver_types import (
     annotated_names,
+    attribute_calls,
     attribute_types,
     factory_calls,
     go_parameter_types,
@@ -296,3 +297,83 @@ def test_a_typed_property_the_method_has_not_used_yet_offers_its_classs_methods(
     top = _ranked(root, "pkg/parser.py", writing)
     # Like `self.x = Cls(...)` in __init__, a property's return annotation types `self.stream`.
     assert {"TokenStream.expect", "TokenStream.look"} <= set(top), top
+
+
+def _environment(root: Path) -> None:
+    """A class whose method's return annotation names TokenStream (jinja2's `_tokenize`)."""
+    _write(
+        root,
+        "pkg/environment.py",
+        "from pkg.tokens import TokenStream\n\n\nclass Environment:\n"
+        "    def tokenize(self, text) -> TokenStream:\n        return TokenStream()\n\n"
+        "    def render(self, text) -> str:\n        return text\n",
+    )
+
+
+def test_attribute_calls_are_the_calls_an_attribute_is_bound_to() -> None:
+    text = (
+        "class P:\n    def __init__(self, env: Environment):\n"
+        "        self.stream = env.tokenize(text)\n        self.node = Node(1)\n"
+        "        this.items = await loadItems()\n        self.name = name\n"
+    )
+    assert attribute_calls(text) == {"self.stream": "env.tokenize", "self.items": "loadItems"}
+
+
+def test_an_attribute_bound_to_a_parameters_method_result_takes_its_return_annotation(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "ws"
+    _repo(root)
+    _environment(root)
+    writing = (
+        "from pkg.environment import Environment\n\n\n"
+        "class Parser:\n"
+        "    def __init__(self, environment: Environment, text):\n"
+        "        self.stream = environment.tokenize(text)\n\n"
+        "    def parse(self):\n"
+        "        return "
+    )
+    top = _ranked(root, "pkg/parser.py", writing)
+    # `environment: Environment` and `def tokenize(...) -> TokenStream`: `self.stream.` offers
+    # TokenStream's methods, though nothing in the workspace calls them.
+    assert {"TokenStream.expect", "TokenStream.look"} <= set(top), top
+    # Bound to something whose result is not annotated: nothing is inferred.
+    untyped = _ranked(root, "pkg/parser.py", writing.replace("environment.tokenize", "environment.render"))
+    assert not {"TokenStream.expect", "TokenStream.look"} & set(untyped), untyped
+
+
+def test_an_attribute_of_another_class_bound_to_a_call_is_typed_through_that_class(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    _repo(root)
+    _environment(root)
+    _write(
+        root,
+        "pkg/parser.py",
+        "from pkg.environment import Environment\n\n\nclass Parser:\n"
+        "    def __init__(self, environment: Environment, text):\n"
+        "        self.stream = environment.tokenize(text)\n",
+    )
+    writing = (
+        "from pkg.parser import Parser\n\n\n"
+        "def parse_extension(parser: Parser):\n"
+        "    parser.stream.look()\n"
+        "    return "
+    )
+    top = _ranked(root, "pkg/ext.py", writing)
+    assert {"TokenStream.skip", "TokenStream.expect"} <= set(top), top
+
+
+def test_a_fixtures_class_types_what_its_methods_return_in_the_test(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    _repo(root)
+    _environment(root)
+    _write(
+        root,
+        "tests/conftest.py",
+        "import pytest\nfrom pkg.environment import Environment\n\n\n@pytest.fixture\ndef env():\n"
+        "    return Environment()\n",
+    )
+    writing = "def test_tokens(env):\n    tokens = env.tokenize('x')\n    assert "
+    top = _ranked(root, "tests/test_tokens.py", writing)
+    # `env` is typed by its fixture first, so `tokens = env.tokenize(...)` is a TokenStream.
+    assert {"TokenStream.skip", "TokenStream.expect"} <= set(top), top
