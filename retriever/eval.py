@@ -200,7 +200,7 @@ def code_tasks(store: IndexReader, root: Path, limit: int, seed: int) -> list[Co
             if row[ref.column : ref.column + len(ref.name)] != ref.name or not after.lstrip().startswith("("):
                 continue
             chain = ref.chain or ref.name
-            if doubtful_gold(chain, defs[0], defs[0].language, imports, lines, ref.line):
+            if doubtful_gold(chain, defs[0], defs[0].language, imports, lines, ref.line, ref.column):
                 continue  # `pytest.main(`, `next(`, `values.extend(`: the gold would be a guess
             start = ref.column - (len(chain) - len(ref.name))
             if start < 0 or row[start : ref.column + len(ref.name)].replace(" ", "") != chain.replace(

@@ -13,7 +13,9 @@ retriever, so they are left out:
 - `values.extend(` / `token.trim(`: a standard type's method name on a receiver that is not
   bound to a workspace module, class or constructed object in view (a list's `extend`, not
   `Environment.extend`);
-- `JSON.stringify(` / `Reflect.ownKeys(`: a JavaScript global's member.
+- `JSON.stringify(` / `Reflect.ownKeys(`: a JavaScript global's member;
+- `/^is[A-Z]/.test(` / `f().strip(`: a standard type's method name on a receiver the indexed
+  chain does not name (a literal, a call's result).
 """
 
 from __future__ import annotations
@@ -79,9 +81,10 @@ def doubtful_gold(
     imports: Sequence[Import],
     lines: Sequence[str] = (),
     line: int = 0,
+    column: int | None = None,
 ) -> str:
-    """Why `chain(` (as written on row `line` of `lines`, the file) probably does not reach
-    `gold`; "" when the gold looks right."""
+    """Why `chain(` (as written on row `line` of `lines`, the file, the name at `column`)
+    probably does not reach `gold`; "" when the gold looks right."""
     parts = [p for p in _SPLIT.split(chain.replace(" ", "")) if p]
     if not parts or language not in RESOLVED_LANGUAGES:
         return ""
@@ -94,15 +97,26 @@ def doubtful_gold(
             return "bare call, gold is a method or nested function"
         if language == "python" and name in PY_BUILTINS and name not in workspace_names(imports):
             return "bare name is a Python builtin"
+        row = lines[line] if column is not None and 0 <= line < len(lines) else ""
+        unnamed = row[:column].rstrip().endswith(".")
+        if unnamed and name in _std_methods(language):
+            # `/^is[A-Z]/.test(`, `f().strip(`: an attribute of something no name holds.
+            return "a standard type's method name on an unnamed receiver (a literal, a call's result)"
         return ""
     if language in JS_LANGUAGES and head in JS_GLOBALS:
         return "receiver is a JavaScript global"
     if not reachable_as_attribute(gold):
         return "gold is a function nested in another"
-    std = PY_TYPE_METHODS if language == "python" else JS_TYPE_METHODS if language in JS_LANGUAGES else ()
+    std = _std_methods(language)
     own_method = len(parts) == 2 and head in SELF_NAMES  # `self.extend(`: the class's own
     if name in std and not own_method and head not in workspace_names(imports):
         before = "\n".join(lines[max(0, line - VIEW_LINES) : line + 1])
         if len(parts) > 2 or head not in local_types(before):
             return "a standard type's method name on a receiver of unknown type"
     return ""
+
+
+def _std_methods(language: str) -> frozenset[str]:
+    if language == "python":
+        return PY_TYPE_METHODS
+    return JS_TYPE_METHODS if language in JS_LANGUAGES else frozenset()

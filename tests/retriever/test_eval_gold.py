@@ -92,3 +92,18 @@ def test_code_tasks_leave_doubtful_call_sites_out(tmp_path: Path) -> None:
     assert "grow" not in callees  # a bare call never reaches a method
     assert "pformat" not in callees  # bound by the library import
     assert "next" not in callees  # the builtin
+
+
+def test_a_standard_method_on_an_unnamed_receiver_is_doubtful() -> None:
+    test = _def("test", language="javascript")
+    row = "  return /^is[A-Z]/.test(prop);"
+    column = row.index("test(")
+    # The indexed chain of `/re/.test(` is the bare name: the row shows it is an attribute.
+    assert doubtful_gold("test", test, "javascript", (), [row], 0, column)
+    decode = _def("decode")
+    row = "name = line.split(b'=')[0].strip().decode()"
+    assert doubtful_gold("decode", decode, "python", WORKSPACE, [row], 0, row.index("decode("))
+    # A bare call of the same name, or a name no standard type has, is kept.
+    assert doubtful_gold("test", test, "javascript", (), ["  test(prop);"], 0, 2) == ""
+    row = "  return build().render(prop);"
+    assert doubtful_gold("render", _def("render", language="javascript"), "javascript", (), [row], 0, 17) == ""
