@@ -248,10 +248,12 @@ def gather_candidates(
     # Fixtures first: a test's `tmpl = env.from_string(...)` is typed once `env` is.
     fixture_types(resolver, query, types, searcher.chunks_for_file)
     factory_types(resolver, factory_calls(query, types), searcher.chunks_for_file)
-    if language == "python":  # `@property`: the far class text is read for nothing else
+    if language == "python":  # far into a long class its header is out of the parse window
         class_text = class_text or enclosing_class_text(lines, info, far=True)
+    # Before the properties: `return self.stream` types a property once `self.stream` is typed.
+    called_attribute_types(resolver, class_text, query, searcher.chunks_for_file)
+    if language == "python":
         property_types(resolver, class_text, searcher.chunks_for_file)
-    called_attribute_types(resolver, class_text, searcher.chunks_for_file)
     names = scope_names(info, query)
     chain_types(resolver, names, searcher.chunks_for_file)
     lists = definition_lists(searcher, path, language, info, resolver, names, own, query, text)

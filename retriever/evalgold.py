@@ -50,6 +50,7 @@ JS_GLOBALS = frozenset(_JS_GLOBALS_TEXT.split())
 JS_LANGUAGES = frozenset({"javascript", "typescript", "tsx"})
 VIEW_LINES = 200  # lines before a call searched for its receiver's constructor
 _SPLIT = re.compile(r"\?\.|\.|::|->")
+_ATTRIBUTE_DOT = re.compile(r"(?:(?<!\.)\.|\?\.)\s*$")  # `x.` or `x?.` before a name, not `...` (spread)
 
 
 def library_names(imports: Sequence[Import]) -> set[str]:
@@ -98,7 +99,7 @@ def doubtful_gold(
         if language == "python" and name in PY_BUILTINS and name not in workspace_names(imports):
             return "bare name is a Python builtin"
         row = lines[line] if column is not None and 0 <= line < len(lines) else ""
-        unnamed = row[:column].rstrip().endswith(".")
+        unnamed = _ATTRIBUTE_DOT.search(row[:column]) is not None
         if unnamed and name in _std_methods(language):
             # `/^is[A-Z]/.test(`, `f().strip(`: an attribute of something no name holds.
             return "a standard type's method name on an unnamed receiver (a literal, a call's result)"
@@ -117,6 +118,7 @@ def doubtful_gold(
 
 
 def _std_methods(language: str) -> frozenset[str]:
+    """The names of the standard types' methods in `language` (none for the rest)."""
     if language == "python":
         return PY_TYPE_METHODS
     return JS_TYPE_METHODS if language in JS_LANGUAGES else frozenset()

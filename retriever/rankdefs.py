@@ -81,21 +81,19 @@ def _head(cand: Candidate) -> str:
 # A package's type declarations in several module flavours (axios ships index.d.ts and
 # index.d.cts): the same declaration twice says nothing new.
 _FLAVOURS = re.compile(r"\.d\.[cm]?ts$")
-_DECLARE = re.compile(r"^\s*(?:(?:export|declare|default)\s+)*")
 
 
 def one_flavour_each(cands: list[Candidate]) -> list[Candidate]:
-    """`cands` less a type declaration whose twin in another module flavour of the same file
-    (`index.d.ts`, `index.d.cts`, `index.d.mts`) is ranked higher; twins are told by the
-    chunk's first line without `export`/`declare`. In rank order."""
-    seen: set[tuple[str, str]] = set()
+    """`cands` in rank order, less a type declaration whose twin in another module flavour of
+    the same file (`index.d.ts`, `index.d.cts`, `index.d.mts`: the same path but for the
+    flavour, the same symbol) ranks higher. Declarations in one file are all kept."""
+    kept: dict[tuple[str, str], str] = {}  # (path without its flavour, symbol) -> the path kept
     out: list[Candidate] = []
     for cand in sorted(cands, key=lambda c: c.rank_key):
         stem = _FLAVOURS.sub("", cand.path)
-        if stem != cand.path:
-            key = (stem, _DECLARE.sub("", cand.text.split("\n", 1)[0]).strip())
-            if key in seen:
+        if stem != cand.path and cand.symbol:
+            first = kept.setdefault((stem, cand.symbol), cand.path)
+            if first != cand.path:
                 continue
-            seen.add(key)
         out.append(cand)
     return out

@@ -16,8 +16,9 @@ is capitalised):
 - pytest fixtures: a test's parameter `env` is what the `env` fixture of the nearest
   conftest.py returns (`-> Environment`, or `return Environment()`).
 
-`scope_types` reads the text; `factory_types` and `fixture_types` need the resolver and the
-index (the factory's or fixture's code) and run once the resolver exists.
+`scope_types` reads the text; `factory_types`, `fixture_types`, `called_attribute_types`,
+`property_types` and `chain_types` need the resolver and the index (the callee's, fixture's or
+class's code) and run once the resolver exists.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from codectx.indexer.model import Definition
@@ -39,9 +41,13 @@ _SELF_CONSTRUCTED = re.compile(
 )
 # `self.stream = environment._tokenize(...)`, `self.x = make(...)`: an attribute bound to what a
 # call returns (a lower-case callee; a capitalised one is a constructor, `_SELF_CONSTRUCTED`).
+# The call must be the whole right-hand side (`attribute_calls` checks what follows it).
 _SELF_CALLED = re.compile(
-    r"\b(?:self|this)\.([A-Za-z_]\w*)\s*=\s*(?:await\s+)?((?:(?:self|this)\.)?(?:[A-Za-z_]\w*\.)?[a-z_]\w*)\s*\("
+    r"(?<![\w.])(?:self|this)\.([A-Za-z_]\w*)[ \t]*=[ \t]*(?:await[ \t]+)?"
+    r"((?:[A-Za-z_]\w*\.)?[a-z_]\w*)[ \t]*\("
 )
+_CALL_END = re.compile(r"[ \t]*(?:[;#]|//|$)", re.M)  # nothing but a comment after the call's `)`
+MAX_CALL_CHARS = 2000  # a call's arguments are followed this far for its closing parenthesis
 _SELF_FROM_PARAM = re.compile(r"\b(?:self|this)\.([A-Za-z_]\w*)\s*=\s*([A-Za-z_]\w*)\s*$", re.M)
 _FACTORY_CALL = re.compile(r"(?<![\w.])([a-z_]\w*)\s*=\s*(?:await\s+)?((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s*\(")
 _RETURNS = re.compile(rf"->\s*{_TYPE}")
@@ -295,7 +301,7 @@ def chain_types(resolver: DefinitionResolver, names: Sequence[str], chunks_for_f
     return annotation, what a call it is bound to returns) and resolved in the class's own
     file. Fills `resolver.receiver_classes` (`frame.eval_ctx`) and `resolver.attribute_classes`
     (`eval_ctx`, the receiver as the receivers list names it)."""
-    attributes: dict[tuple[str, int], tuple[str, dict[str, str]]] = {}  # a class's text and `self.x` types
+    attributes: dict[tuple[str, int], _ClassFacts] = {}  # each class read once per request
     tried: set[str] = set()
     looked = 0  # typed heads whose class was read
     for name in names:
@@ -314,26 +320,13 @@ def chain_types(resolver: DefinitionResolver, names: Sequence[str], chunks_for_f
         looked += 1
         key = (owner.path, owner.start_line)
         if key not in attributes:
-            text = "\n".join(
-                c.text
-                for c in chunks_for_file(owner.path)
-                if owner.start_line <= c.start_line and c.end_line <= owner.end_line
-            )
-            attributes[key] = (
-                text,
-                attribute_types(text)
-                | {
-                    f"self.{m.group(1)}": m.group(2)
-                    for m in _PROPERTY.finditer(text)
-                    if m.group(2) and m.group(2).split(".")[-1] not in NOT_CLASSES
-                },
-            )
-        text, types = attributes[key]
-        typename = types.get(f"self.{attr}")
+            attributes[key] = _ClassFacts.read(resolver, owner, chunks_for_file)
+        facts = attributes[key]
+        typename = facts.types.get(f"self.{attr}")
         if typename:
             found = _class_in_file(resolver, owner, typename) if typename != "Self" else None
         else:  # `self.stream = environment._tokenize(...)`: what the call returns
-            found = _called_attribute(resolver, owner, text, attr, chunks_for_file)
+            found = facts.call_result(f"self.{attr}", chunks_for_file)
         if found is not None:
             resolver.receiver_classes[prefix] = found
             resolver.attribute_classes.setdefault(attr, found)
@@ -341,26 +334,53 @@ def chain_types(resolver: DefinitionResolver, names: Sequence[str], chunks_for_f
 
 def attribute_calls(class_text: str) -> dict[str, str]:
     """`self.x` -> the call whose result a class's text binds it to (`environment._tokenize`,
-    `make`), first wins."""
+    `make`) when that call is the whole right-hand side (not `make().build()`, `f(a)[0]`); the
+    first binding of each attribute wins. Calls on `self`/`this` and `super()` are not followed."""
     found: dict[str, str] = {}
     for match in _SELF_CALLED.finditer(class_text):
-        found.setdefault(f"self.{match.group(1)}", match.group(2))
+        key, call = f"self.{match.group(1)}", match.group(2)
+        if key in found or call.split(".")[0] in _NOT_FOLLOWED:
+            continue
+        end = _closing_paren(class_text, match.end() - 1)
+        if end is not None and _CALL_END.match(class_text, end + 1):
+            found[key] = call
     return found
 
 
-def called_attribute_types(resolver: DefinitionResolver, class_text: str, chunks_for_file: Any) -> None:
+_NOT_FOLLOWED = frozenset({"self", "this", "super"})
+
+
+def _closing_paren(text: str, start: int) -> int | None:
+    """The offset of the `)` closing the `(` at `start` (brackets in strings count too), or None."""
+    depth = 0
+    for i in range(start, min(len(text), start + MAX_CALL_CHARS)):
+        char = text[i]
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
+
+
+def called_attribute_types(
+    resolver: DefinitionResolver, class_text: str, scope_text: str, chunks_for_file: Any
+) -> None:
     """Type the enclosing class's attributes bound to a call's result by the callee's return
     annotation: `self.stream = environment._tokenize(...)` in `__init__(self, environment:
-    Environment)` with `def _tokenize(...) -> TokenStream` types `self.stream`. Fills
-    `resolver.receiver_classes` (`self.stream`)."""
+    Environment)` with `def _tokenize(...) -> TokenStream` types `self.stream`. Attributes the
+    scope uses go first. Fills `resolver.receiver_classes` (`self.stream`)."""
     calls = attribute_calls(class_text)
-    if not calls:
+    fresh = [k for k in calls if k not in resolver.receiver_classes and k not in resolver.local_types]
+    if not fresh:
         return
+    used = [k for k in fresh if re.search(rf"\b(?:self|this)\.{re.escape(k[5:])}\b", scope_text)]
     params = annotated_names(class_text)
-    for key, call in itertools.islice(calls.items(), MAX_FACTORIES):
-        if key in resolver.receiver_classes or key in resolver.local_types:
-            continue
-        found = call_result_class(resolver, call, params, chunks_for_file)
+    # Resolved as the class's text reads, not with the types of the method being edited.
+    home = DefinitionResolver(resolver.store, resolver.path, resolver.language, resolver.imports)
+    for key in [*used, *(k for k in fresh if k not in used)][:MAX_FACTORIES]:
+        found = call_result_class(home, calls[key], params, chunks_for_file)
         if found is not None:
             resolver.receiver_classes[key] = found
 
@@ -373,8 +393,6 @@ def call_result_class(
     can resolve (`make`, `mod.make`); None when unknown."""
     parts = call.split(".")
     d: Definition | None = None
-    if parts[0] in SELF_NAMES:
-        return None  # the class's own method: its class is the one being written
     if len(parts) == 2 and parts[0] in params:
         owner = resolver.receiver_class_named(params[parts[0]])
         if owner is not None:
@@ -389,16 +407,34 @@ def call_result_class(
     return _class_in_file(resolver, d, cls) if cls and cls != "Self" else None
 
 
-def _called_attribute(
-    resolver: DefinitionResolver, owner: Definition, text: str, attr: str, chunks_for_file: Any
-) -> Definition | None:
-    """The class of `owner`'s attribute `attr` when the class's `text` binds it to a call's
-    result (`called_attribute_types`), resolved in the class's own file."""
-    call = attribute_calls(text).get(f"self.{attr}")
-    if call is None:
-        return None
-    home = DefinitionResolver(resolver.store, owner.path, owner.language, resolver.imports_of(owner.path))
-    return call_result_class(home, call, annotated_names(text), chunks_for_file)
+@dataclass
+class _ClassFacts:
+    """What a class's text says of its attributes' types, read once per request (chain_types)."""
+
+    home: DefinitionResolver  # resolves names as the class's own file does
+    types: dict[str, str]  # `self.x` -> a type name written in the class
+    calls: dict[str, str]  # `self.x` -> the call it is bound to
+    params: dict[str, str]  # annotated names in the class (its methods' parameters)
+
+    @classmethod
+    def read(cls, resolver: DefinitionResolver, owner: Definition, chunks_for_file: Any) -> _ClassFacts:
+        text = "\n".join(
+            c.text
+            for c in chunks_for_file(owner.path)
+            if owner.start_line <= c.start_line and c.end_line <= owner.end_line
+        )
+        types = attribute_types(text) | {
+            f"self.{m.group(1)}": m.group(2)
+            for m in _PROPERTY.finditer(text)
+            if m.group(2) and m.group(2).split(".")[-1] not in NOT_CLASSES
+        }
+        home = DefinitionResolver(resolver.store, owner.path, owner.language, resolver.imports_of(owner.path))
+        return cls(home, types, attribute_calls(text), annotated_names(text))
+
+    def call_result(self, key: str, chunks_for_file: Any) -> Definition | None:
+        """The class of the attribute `key` (`self.x`) by what the call it is bound to returns."""
+        call = self.calls.get(key)
+        return call_result_class(self.home, call, self.params, chunks_for_file) if call else None
 
 
 def _chunk_of(d: Definition, chunks_for_file: Any) -> Any:

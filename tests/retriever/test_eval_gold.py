@@ -106,4 +106,14 @@ def test_a_standard_method_on_an_unnamed_receiver_is_doubtful() -> None:
     # A bare call of the same name, or a name no standard type has, is kept.
     assert doubtful_gold("test", test, "javascript", (), ["  test(prop);"], 0, 2) == ""
     row = "  return build().render(prop);"
-    assert doubtful_gold("render", _def("render", language="javascript"), "javascript", (), [row], 0, 17) == ""
+    render = _def("render", language="javascript")
+    assert doubtful_gold("render", render, "javascript", (), [row], 0, row.index("render(")) == ""
+
+
+def test_a_spread_is_not_an_attribute() -> None:
+    keys = _def("keys", language="javascript")
+    row = "  return [...keys(obj)];"
+    # `...keys(` calls the bare name (a spread), whose only definition is the gold.
+    assert doubtful_gold("keys", keys, "javascript", (), [row], 0, row.index("keys(")) == ""
+    row = "  return obj?.keys(x);"
+    assert doubtful_gold("keys", keys, "javascript", (), [row], 0, row.index("keys("))

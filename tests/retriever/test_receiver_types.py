@@ -377,3 +377,15 @@ def test_a_fixtures_class_types_what_its_methods_return_in_the_test(tmp_path: Pa
     top = _ranked(root, "tests/test_tokens.py", writing)
     # `env` is typed by its fixture first, so `tokens = env.tokenize(...)` is a TokenStream.
     assert {"TokenStream.skip", "TokenStream.expect"} <= set(top), top
+
+
+def test_only_a_call_that_is_the_whole_right_hand_side_binds_an_attribute() -> None:
+    text = (
+        "class P:\n    def __init__(self, env: Environment, kwargs):\n"
+        "        self.a = env.tokenize(text)  # the stream\n"
+        "        self.b = make().build()\n        self.c = load(a)[0]\n"
+        "        self.d = super().setup()\n        self.e = self.helper()\n"
+        "        self.f = make(\n            1,\n            (2, 3),\n        )\n"
+        "        self.g = load(a) + 1\n"
+    )
+    assert attribute_calls(text) == {"self.a": "env.tokenize", "self.f": "make"}
