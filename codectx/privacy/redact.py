@@ -10,6 +10,7 @@ to one token here and cannot be linked across installs.
 from __future__ import annotations
 
 import bisect
+import hashlib
 import itertools
 import time
 from collections.abc import Iterable
@@ -100,8 +101,16 @@ class _Lines:
         return self.text[lo:hi]
 
 
-CLEAN_CACHE_CHARS = 256  # texts up to this long are remembered once found clean
-CLEAN_CACHE_SIZE = 16384  # at most this many (then the memory starts over)
+CLEAN_CACHE_CHARS = 256  # texts up to this long are remembered as they are once found clean
+CLEAN_CACHE_SIZE = 16384  # at most this many, short and long (then the memory starts over)
+
+
+def _clean_key(origin: str, text: str) -> tuple[str, str | int, bytes]:
+    """How the clean memory knows a text: a short one as it is, a long one by length and digest."""
+    if len(text) <= CLEAN_CACHE_CHARS:
+        return (origin, text, b"")
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).digest()
+    return (origin, len(text), digest)
 
 
 class Redactor:
@@ -118,10 +127,12 @@ class Redactor:
         self.rules = rules or default_rules()
         self.strict = bool(strict if strict is not None else (settings.privacy.strict if settings else False))
         self._key = key
-        # Short texts found clean, by (origin, text): a body's keys, kinds, paths and names recur in
-        # every request, and the outcome depends only on them, the rules and `strict` (all fixed
-        # here). Values known secret elsewhere in a request are checked before it is consulted.
-        self._clean: dict[tuple[str, str], None] = {}
+        # Texts found clean, by (origin, text), a long text by its length and digest: a body's keys,
+        # kinds, paths and names recur in every request, and a conversation's or a completion's
+        # regions of the same files in the next one; the outcome depends only on the text, its
+        # origin, the rules and `strict` (all fixed here). Values known secret elsewhere in a
+        # request are checked before it is consulted.
+        self._clean: dict[tuple[str, str | int, bytes], None] = {}
 
     @property
     def key(self) -> bytes:
@@ -155,17 +166,18 @@ class Redactor:
         if not text:
             return RedactionResult(text, [])
         known = tuple(known)
-        remember = len(text) <= CLEAN_CACHE_CHARS and not any(value in text for value, _ in known)
-        if remember and (origin, text) in self._clean:
+        remember = not any(value in text for value, _ in known)
+        clean_key = _clean_key(origin, text) if remember else None
+        if clean_key is not None and clean_key in self._clean:
             return RedactionResult(text, [])
         hits = self._hits(text, origin, deadline)
         hits += self._view_hits(text, origin, deadline)
         hits += _echoes(text, hits, known, len(self.rules.rules))
         if not hits:
-            if remember:
+            if clean_key is not None:
                 if len(self._clean) >= CLEAN_CACHE_SIZE:
                     self._clean.clear()
-                self._clean[(origin, text)] = None
+                self._clean[clean_key] = None
             return RedactionResult(text, [])
         lines = _Lines(text)
         findings: list[Finding] = []

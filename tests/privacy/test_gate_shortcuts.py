@@ -66,6 +66,37 @@ def test_a_remembered_clean_text_is_redacted_when_it_holds_a_known_secret() -> N
     assert redactor.redact(text).findings
 
 
+def test_a_long_region_found_clean_is_not_scanned_again_but_its_neighbours_are(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    redactor = Redactor(key=b"k" * 32)
+    scans: list[int] = []
+    real = redactor._hits
+
+    def hits(text: str, *args: object) -> object:
+        scans.append(len(text))
+        return real(text, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(redactor, "_hits", hits)
+    region = "def total(xs):\n    return sum(xs)\n" * 40  # a file's region, sent again next turn
+    assert redactor.redact(region, "src/a.py").findings == []
+    first = len(scans)
+    assert redactor.redact(region, "src/a.py").findings == []
+    assert len(scans) == first  # remembered clean: not scanned again
+    redactor.redact(region, "src/b.py")  # another origin (a rule may hold for one kind of file)
+    redactor.redact(region + "x", "src/a.py")  # one character more
+    assert len(scans) > first + 1
+    # A value known secret elsewhere in the request is still found in a remembered region.
+    known = [(TOKEN[4:], "github-token")]
+    holding = region + "value = " + TOKEN[4:] + "\n"
+    assert redactor.redact(holding, "src/a.py").findings == []
+    assert [f.rule for f in redactor.redact(holding, "src/a.py", known=known).findings] == ["github-token"]
+    # A long region holding a secret is never remembered.
+    secret = region + f"token = '{TOKEN}'\n"
+    assert redactor.redact(secret, "src/a.py").findings
+    assert redactor.redact(secret, "src/a.py").findings
+
+
 def test_the_gate_resolves_a_relinked_root_again(tmp_path: Path) -> None:
     from codectx.privacy.egress import EgressGate
     from codectx.settings import load_settings
