@@ -284,9 +284,7 @@ def property_types(resolver: DefinitionResolver, class_text: str, chunks_for_fil
                 for d in resolver.class_members(owner):
                     if d.name != member:
                         continue
-                    chunk = _chunk_of(d, chunks_for_file)
-                    cls = returned_type(chunk.signature if chunk is not None else "")
-                    found = _class_in_file(resolver, d, cls) if cls and cls != "Self" else None
+                    found = _returned_class(resolver, d, chunks_for_file)
                     break
         if found is not None:
             resolver.receiver_classes[key] = found
@@ -400,8 +398,11 @@ def call_result_class(
     else:
         resolved = resolver.resolve(call, by_name=False)[:1]
         d = resolved[0].definition if resolved else None
-    if d is None:
-        return None
+    return _returned_class(resolver, d, chunks_for_file) if d is not None else None
+
+
+def _returned_class(resolver: DefinitionResolver, d: Definition, chunks_for_file: Any) -> Definition | None:
+    """The class `d`'s return annotation names, resolved in `d`'s own file; None without one."""
     chunk = _chunk_of(d, chunks_for_file)
     cls = returned_type(chunk.signature if chunk is not None else "")
     return _class_in_file(resolver, d, cls) if cls and cls != "Self" else None
