@@ -29,7 +29,14 @@ from codectx.indexer.model import Chunk, Definition
 from codectx.retriever.callees import reachable_as_attribute, similar_code_callees
 from codectx.retriever.cursor_info import CursorInfo
 from codectx.retriever.definitions import RESOLVED_LANGUAGES, DefinitionResolver, split_chain
-from codectx.retriever.members import MEMBER_KINDS, Offer, module_members, module_target, rank_offers
+from codectx.retriever.members import (
+    MEMBER_KINDS,
+    Offer,
+    exports_one_definition,
+    module_members,
+    module_target,
+    rank_offers,
+)
 from codectx.retriever.neighbours import neighbour_definitions
 from codectx.retriever.pending import pending_in_scope
 from codectx.retriever.receivers import receivers_in
@@ -245,7 +252,11 @@ def receiver_list(
     written = set(names)
     # Workspace modules the file imports but the scope has not used yet: the next line may be
     # its first use (`utils.` in a new function), ranked after the receivers in use.
-    unused = [r for r in resolver.module_names() if r not in set(in_scope)][:MAX_UNUSED_MODULES]
+    unused = [
+        r
+        for r in resolver.module_names()
+        if r not in set(in_scope) and _namespace_target(searcher, resolver, r)
+    ][:MAX_UNUSED_MODULES]
     # Likewise the enclosing class's attributes of a known class (`self.stream`).
     attributes = list(
         dict.fromkeys(
@@ -257,7 +268,7 @@ def receiver_list(
     unused += attributes[:MAX_UNUSED_MODULES]
     for position, receiver in enumerate([*in_scope, *unused]):
         discount = 1.0 + position / 4
-        target = module_target(resolver, receiver)
+        target = _namespace_target(searcher, resolver, receiver)
         if target:
             uses = calls.members(receiver, path, MODULE_USES)
             offers = _module_offers(searcher, resolver, receiver, target, uses, scope_text, own)
@@ -311,6 +322,20 @@ def receiver_list(
     ordered = sorted(scored.values(), key=lambda x: (-round(x[0], 9), x[1].path, x[1].start_line))
     ranked = [cand for _score, cand in ordered]
     return ranked, [c for c in ranked if (c.path, c.start_line) in of_class]
+
+
+def _namespace_target(searcher: HybridSearcher, resolver: DefinitionResolver, receiver: str) -> str:
+    """The workspace file whose members `receiver.` reaches (a module, a default-export object);
+    "" for a default export that is one function or class (`mergeConfig.` is not a namespace of
+    mergeConfig.js's helpers), and for anything else."""
+    target = module_target(resolver, receiver)
+    bound = resolver.by_name.get(receiver)
+    if not target or receiver in resolver.modules or bound is None or bound[1] != "default":
+        return target  # a module, or a namespace import (`import * as ns`)
+    texts = [c.text for c in searcher.chunks_for_file(target)]
+    listing = getattr(searcher.store, "symbols_in_file", None)
+    symbols = listing(target) if listing is not None else []
+    return "" if exports_one_definition(texts, symbols) else target
 
 
 def _not_used(offers: Sequence[Offer], receiver: str, written: set[str]) -> list[Offer]:

@@ -39,6 +39,7 @@ NAMED_SHARE = 1.0
 MIN_NAMED = 4  # shorter member names (`get`, `Or`) sit inside too many function names by chance
 _SCOPE_NAME = re.compile(r"\b(?:def|function)\s+([\w$]+)")
 MEMBER_KINDS = frozenset({"function", "class", "method", "constructor", "interface", "struct", "macro"})
+ONE_EXPORT_KINDS = frozenset({"function", "class"})
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,27 @@ def module_target(resolver: DefinitionResolver, receiver: str) -> str:
             return ""
         imp = bound[0]
     return imp.resolved
+
+
+# `export default function f`, `export default class C`, `export default name;`
+_DEFAULT_EXPORT = re.compile(
+    r"^export\s+default\s+(?:(?:async\s+)?function\b|(?:abstract\s+)?class\b|([A-Za-z_$][\w$]*)\s*;?\s*$)",
+    re.M,
+)
+
+
+def exports_one_definition(file_texts: Sequence[str], symbols: Sequence[Definition]) -> bool:
+    """Whether a module's default export is one function or class (`export default function
+    mergeConfig`, `export default AxiosHeaders;`): its importer's name is then that definition,
+    not a namespace of the file's members (unlike `export default {isArray, ...}`).
+    `file_texts` are the module's chunks' texts, `symbols` its definitions."""
+    for text in file_texts:
+        for found in _DEFAULT_EXPORT.finditer(text):
+            name = found.group(1)
+            if name is None:
+                return True
+            return any(d.name == name and d.qualname == name and d.kind in ONE_EXPORT_KINDS for d in symbols)
+    return False
 
 
 def module_members(resolver: DefinitionResolver, target: str) -> list[Definition]:

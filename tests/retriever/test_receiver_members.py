@@ -8,7 +8,7 @@ from pathlib import Path
 
 from codectx.indexer.model import Definition
 from codectx.retriever.context import assemble_context
-from codectx.retriever.members import MAX_OFFERED, rank_offers
+from codectx.retriever.members import MAX_OFFERED, exports_one_definition, rank_offers
 from codectx.retriever.terms import TermSets
 
 from tests.support.indexes import build_index
@@ -101,3 +101,57 @@ def test_a_default_export_object_not_used_in_the_scope_yet_offers_its_members(tm
     result = assemble_context(store, settings, "lib/parser.js", text, line, len("  const made = "))
     top = [c.symbol for c in result.ranked[:10]]
     assert "CondExpr" in top, top
+
+
+def test_a_default_export_that_is_one_function_is_not_a_namespace_of_its_files_helpers(
+    tmp_path: Path,
+) -> None:
+    # Four imports whose default export is one function or class come before the one
+    # default-export object (`check`). The functions are not namespaces: `merge0.` does not reach
+    # merge0.js's helpers, and they must not take the places of modules not used yet.
+    root = tmp_path / "ws"
+    (root / ".git").mkdir(parents=True)
+    for i in range(3):
+        helpers = "".join(f"function helper{i}{j}(v) {{\n  return v;\n}}\n\n" for j in range(3))
+        _write(
+            root,
+            f"lib/merge{i}.js",
+            helpers + f"export default function merge{i}(a, b) {{\n  return a;\n}}\n",
+        )
+    _write(
+        root, "lib/Store.js", "class Store {\n  keep(v) {\n    return v;\n  }\n}\n\nexport default Store;\n"
+    )
+    _write(
+        root,
+        "lib/check.js",
+        "function assertOptions(options, schema) {\n  return options;\n}\n\n"
+        "const registry = {};\n\nexport default {\n  assertOptions,\n  registry\n};\n",
+    )
+    imports = "".join(f"import merge{i} from './merge{i}.js';\n" for i in range(3))
+    imports += "import Store from './Store.js';\nimport check from './check.js';\n\n"
+    writing = imports + "export function request(config) {\n  "
+    _write(root, "lib/request.js", writing + "\n}\n")
+    settings, store = build_index(root, **LEXICAL)
+    text = (root / "lib/request.js").read_text()
+    line = len(writing.split("\n")) - 1
+    result = assemble_context(store, settings, "lib/request.js", text, line, 2)
+    top = [c.symbol for c in result.ranked[:10]]
+    assert "assertOptions" in top, top
+    whys = " ".join(c.why for c in result.ranked)
+    assert "a member of the module `merge0`" not in whys and "a member of the module `Store`" not in whys
+
+
+def test_which_default_exports_are_one_definition(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    (root / ".git").mkdir(parents=True)
+    _write(root, "a.js", "class A {}\nexport default A;\n")
+    _write(root, "b.js", "const b = { one() {} };\nexport default b;\n")
+    _write(root, "c.js", "export default class C {}\n")
+    _write(root, "d.js", "function d() {}\nexport default {\n  d\n};\n")
+    _settings, store = build_index(root, **LEXICAL)
+    files = ("a.js", "b.js", "c.js", "d.js")
+    one = {
+        p: exports_one_definition([c.text for c in store.chunks_for_file(p)], store.symbols_in_file(p))
+        for p in files
+    }
+    assert one == {"a.js": True, "b.js": False, "c.js": True, "d.js": False}
