@@ -283,7 +283,11 @@ def hidden_doc_lists(
     gold = task.gold
     stripped = strip_doc(gold)
     started = time.perf_counter()
-    lists, chunks, _ = searcher.ranked_lists(task.query, depth, dense=False)
+    # One more than the search reads: the gold's own entry (its text with the doc) leaves the list,
+    # and the place it takes without the doc is judged against `depth` others, as the search's
+    # cut would (with only depth - 1 others, a gold below all of them was placed last, in view).
+    lists, chunks, _ = searcher.ranked_lists(task.query, depth + 1, dense=False)
+    lists = {name: ids if name == "fts" else ids[:depth] for name, ids in lists.items()}
     dense_hits = []
     vector = None
     if embedder is not None and searcher.progress()[0] > 0:
@@ -294,7 +298,7 @@ def hidden_doc_lists(
     for hit in dense_hits:
         chunks.setdefault(hit.chunk.id, hit.chunk)
     if "fts" in lists:
-        fts = [i for i in lists["fts"] if i != gold.id]
+        fts = [i for i in lists["fts"] if i != gold.id][:depth]
         # The gold is placed by the score the list's own index gives its text without the doc
         # (the same BM25 that ranked the rest); the baseline's BM25 only while that index is not
         # in memory. Scoring the gold with another BM25 than its neighbours made its place
@@ -304,7 +308,9 @@ def hidden_doc_lists(
             scores = [bm25.score_chunk(task.query, c) for c in (stripped, *(chunks[i] for i in fts))]
         gold_score = scores[0]
         position = next((n for n, s in enumerate(scores[1:]) if s < gold_score), len(fts))
-        lists["fts"] = _reinsert(fts, gold.id, position if gold_score > 0 and position < depth else -1)
+        lists["fts"] = _reinsert(fts, gold.id, position if gold_score > 0 and position < depth else -1)[
+            :depth
+        ]
     dense_scores: dict[str, float] = {}
     if vector is not None:
         if not keep_names and not names_list_applies(task.query, searcher.settings, dense=True):
@@ -318,7 +324,7 @@ def hidden_doc_lists(
         position = next((n for n, h in enumerate(others) if h.score < gold_sim), len(others))
         lists["dense"] = _reinsert(
             [h.chunk.id for h in others], gold.id, position if position < depth else -1
-        )
+        )[:depth]
         dense_scores = {h.chunk.id: h.score for h in others} | {gold.id: gold_sim}
     return HiddenDocLists(lists, chunks, dense_scores, elapsed)
 

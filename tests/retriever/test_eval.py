@@ -146,3 +146,36 @@ def test_the_hidden_doc_gold_sits_where_the_full_text_index_would_rank_it(tmp_pa
         assert scores == sorted(scores, reverse=True), task.query
         placed += task.gold.id in found.lists["fts"]
     assert placed  # some golds still match without their docstring
+
+
+def test_a_hidden_doc_gold_below_the_lists_cut_is_left_out(tmp_path: Path) -> None:
+    # With its docstring the gold leads the full-text list; without it, `depth` other chunks
+    # outscore it, so the search's list (cut at `depth`) would not hold it. It used to be
+    # judged against depth - 1 others (its own entry removed) and placed last, in view.
+    from codectx.retriever.eval import ChunkBM25, TextTask, hidden_doc_lists
+    from codectx.retriever.search import HybridSearcher
+
+    root = tmp_path / "ws"
+    (root / ".git").mkdir(parents=True)
+    others = "".join(
+        f"def reader_{i}(stream):\n    tokens = stream.tokens()\n"
+        "    return [t for t in tokens if t.tokens]\n\n\n"
+        for i in range(6)
+    )
+    gold_text = (
+        "def fold(items):\n"
+        '    """Merge the tokens of a stream into one list of tokens."""\n'
+        "    out = []\n    for item in items:\n        out.extend(item.tokens)\n    return out\n"
+    )
+    (root / "mod.py").write_text(others + gold_text)
+    settings, store = build_index(root, **{"retriever.context_dense": False})
+    chunks = list(store.all_chunks())
+    gold = next(c for c in chunks if c.symbol == "fold")
+    searcher = HybridSearcher(store, settings)
+    searcher.store.preload(wait=True)
+    task = TextTask("Merge the tokens of a stream into one list of tokens.", gold)
+    bm25 = ChunkBM25(chunks)
+    assert gold.id not in hidden_doc_lists(searcher, bm25, None, task, 3).lists["fts"]
+    # Deep enough for it to outscore the last of `depth` others, it is placed.
+    deep = hidden_doc_lists(searcher, bm25, None, task, 10).lists["fts"]
+    assert gold.id in deep and len(deep) <= 10
