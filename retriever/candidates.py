@@ -71,6 +71,8 @@ AFFINITY_TOP = 30
 AFFINITY_SOURCES = ("imported", "callees", "receivers")  # the cursor-independent lists
 SIMILAR_MINED = 12  # similar chunks whose calls vote for definitions
 QUERY_LINES = 60
+HEAD_LINES = 12  # of a long definition's query: its head
+TAIL_SNAP = 16  # the tail's end moves in steps of this many lines (the query stays put meanwhile)
 SCOPE_QUERY_TOKENS = 48  # the scope's head says what it does; the encoder costs ~10 ms per 64 tokens
 WINDOW = 20
 
@@ -85,10 +87,16 @@ def scope_span(lines: Sequence[str], line: int, info: CursorInfo) -> tuple[int, 
 
 
 def scope_query(lines: list[str], line: int, info: CursorInfo) -> str:
-    """The search query: the enclosing definition (head first, at most QUERY_LINES), or a fixed
-    block of lines."""
+    """The search query: the enclosing definition (at most QUERY_LINES: past them, its first
+    HEAD_LINES and the lines before the cursor), or a fixed block of lines."""
     start, end = scope_span(lines, line, info)
     if info.enclosing and info.enclosing.end_line >= info.enclosing.start_line:
+        if end - start + 1 > QUERY_LINES and line > start + QUERY_LINES - 1:
+            # Deep in a long definition: its head (the parameters and their annotations) and
+            # the lines up to the cursor, where the receivers in use were assigned.
+            tail_end = min(end, (line // TAIL_SNAP + 1) * TAIL_SNAP)
+            tail_start = max(start + HEAD_LINES, tail_end - (QUERY_LINES - HEAD_LINES) + 1)
+            return "\n".join(lines[start : start + HEAD_LINES] + lines[tail_start : tail_end + 1])
         end = min(end, start + QUERY_LINES - 1)
     return "\n".join(lines[start : end + 1])
 

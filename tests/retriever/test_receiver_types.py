@@ -389,3 +389,18 @@ def test_only_a_call_that_is_the_whole_right_hand_side_binds_an_attribute() -> N
         "        self.g = load(a) + 1\n"
     )
     assert attribute_calls(text) == {"self.a": "env.tokenize", "self.f": "make"}
+
+
+def test_deep_in_a_long_function_the_lines_before_the_cursor_type_its_receivers(tmp_path: Path) -> None:
+    # The scope's query used to be the definition's first 60 lines: 80 lines in, the object
+    # built on the line above the cursor was out of it, untyped, and its class offered nothing.
+    root = tmp_path / "ws"
+    _repo(root)
+    filler = "    total = total + 1\n" * 80
+    writing = (
+        "from pkg.tokens import TokenStream\n\n\n"
+        "def compile_all(text, total):\n" + filler + "    lexed = TokenStream(text)\n"
+        "    return "
+    )
+    top = _ranked(root, "pkg/compile.py", writing)
+    assert {"TokenStream.expect", "TokenStream.look"} <= set(top), top
