@@ -72,7 +72,8 @@ AFFINITY_SOURCES = ("imported", "callees", "receivers")  # the cursor-independen
 SIMILAR_MINED = 12  # similar chunks whose calls vote for definitions
 QUERY_LINES = 60
 HEAD_LINES = 12  # of a long definition's query: its head
-TAIL_SNAP = 16  # the tail's end moves in steps of this many lines (the query stays put meanwhile)
+TAIL_SNAP = 16  # the tail's end moves in steps of this many lines
+TYPING_LINES = 400  # of a long definition, read for its receivers' types at most
 SCOPE_QUERY_TOKENS = 48  # the scope's head says what it does; the encoder costs ~10 ms per 64 tokens
 WINDOW = 20
 
@@ -86,19 +87,42 @@ def scope_span(lines: Sequence[str], line: int, info: CursorInfo) -> tuple[int, 
     return start, min(start + 2 * WINDOW, len(lines) - 1)
 
 
+def _deep_tail(lines: list[str], line: int, info: CursorInfo) -> tuple[int, int, int] | None:
+    """(start, tail start, tail end) when the cursor is past a long definition's first
+    QUERY_LINES lines, else None."""
+    start, end = scope_span(lines, line, info)
+    if not info.enclosing or info.enclosing.end_line < info.enclosing.start_line:
+        return None
+    if end - start + 1 <= QUERY_LINES or line <= start + QUERY_LINES - 1:
+        return None
+    tail_end = min(end, (line // TAIL_SNAP + 1) * TAIL_SNAP)
+    return start, max(start + HEAD_LINES, tail_end - (QUERY_LINES - HEAD_LINES) + 1), tail_end
+
+
 def scope_query(lines: list[str], line: int, info: CursorInfo) -> str:
     """The search query: the enclosing definition (at most QUERY_LINES: past them, its first
     HEAD_LINES and the lines before the cursor), or a fixed block of lines."""
+    deep = _deep_tail(lines, line, info)
+    if deep is not None:
+        # Deep in a long definition: its head and the lines up to the cursor, where the
+        # receivers in use were assigned (the window's end moves in steps of TAIL_SNAP lines).
+        start, tail_start, tail_end = deep
+        return "\n".join(lines[start : start + HEAD_LINES] + lines[tail_start : tail_end + 1])
     start, end = scope_span(lines, line, info)
     if info.enclosing and info.enclosing.end_line >= info.enclosing.start_line:
-        if end - start + 1 > QUERY_LINES and line > start + QUERY_LINES - 1:
-            # Deep in a long definition: its head (the parameters and their annotations) and
-            # the lines up to the cursor, where the receivers in use were assigned.
-            tail_end = min(end, (line // TAIL_SNAP + 1) * TAIL_SNAP)
-            tail_start = max(start + HEAD_LINES, tail_end - (QUERY_LINES - HEAD_LINES) + 1)
-            return "\n".join(lines[start : start + HEAD_LINES] + lines[tail_start : tail_end + 1])
         end = min(end, start + QUERY_LINES - 1)
     return "\n".join(lines[start : end + 1])
+
+
+def scope_typing_text(lines: list[str], line: int, info: CursorInfo, query: str) -> str:
+    """The text receivers are typed from: the query, or deep in a long definition all of it up
+    to the query's tail (at most TYPING_LINES), so that a long signature's annotations and what
+    the middle of the definition builds stay typed."""
+    deep = _deep_tail(lines, line, info)
+    if deep is None:
+        return query
+    start, _tail_start, tail_end = deep
+    return "\n".join(lines[start : min(tail_end + 1, start + TYPING_LINES)])
 
 
 def _scope_candidates(
@@ -250,16 +274,17 @@ def gather_candidates(
     cfg = settings.retriever
     t = time.perf_counter()
     query = scope_query(lines, line, info)
+    typing = scope_typing_text(lines, line, info, query)
     class_text = enclosing_class_text(lines, info)
-    types = scope_types(query, class_text, local_types(query))
+    types = scope_types(typing, class_text, local_types(typing))
     resolver = DefinitionResolver(searcher.store, path, language, imports, types)
     # Fixtures first: a test's `tmpl = env.from_string(...)` is typed once `env` is.
-    fixture_types(resolver, query, types, searcher.chunks_for_file)
-    factory_types(resolver, factory_calls(query, types), searcher.chunks_for_file)
+    fixture_types(resolver, typing, types, searcher.chunks_for_file)
+    factory_types(resolver, factory_calls(typing, types), searcher.chunks_for_file)
     if language == "python":  # far into a long class its header is out of the parse window
         class_text = class_text or enclosing_class_text(lines, info, far=True)
     # Before the properties: `return self.stream` types a property once `self.stream` is typed.
-    called_attribute_types(resolver, class_text, query, searcher.chunks_for_file)
+    called_attribute_types(resolver, class_text, typing, searcher.chunks_for_file)
     if language == "python":
         property_types(resolver, class_text, searcher.chunks_for_file)
     names = scope_names(info, query)

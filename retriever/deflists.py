@@ -18,6 +18,7 @@ so the ranking holds while the cursor moves within a function.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections import Counter
@@ -252,11 +253,15 @@ def receiver_list(
     written = set(names)
     # Workspace modules the file imports but the scope has not used yet: the next line may be
     # its first use (`utils.` in a new function), ranked after the receivers in use.
-    unused = [
-        r
-        for r in resolver.module_names()
-        if r not in set(in_scope) and _namespace_target(searcher, resolver, r)
-    ][:MAX_UNUSED_MODULES]
+    targets: dict[str, str] = {}
+
+    def namespace(receiver: str) -> str:
+        if receiver not in targets:
+            targets[receiver] = _namespace_target(searcher, resolver, receiver)
+        return targets[receiver]
+
+    modules = (r for r in resolver.module_names() if r not in set(in_scope) and namespace(r))
+    unused = list(itertools.islice(modules, MAX_UNUSED_MODULES))
     # Likewise the enclosing class's attributes of a known class (`self.stream`).
     attributes = list(
         dict.fromkeys(
@@ -268,7 +273,7 @@ def receiver_list(
     unused += attributes[:MAX_UNUSED_MODULES]
     for position, receiver in enumerate([*in_scope, *unused]):
         discount = 1.0 + position / 4
-        target = _namespace_target(searcher, resolver, receiver)
+        target = namespace(receiver)
         if target:
             uses = calls.members(receiver, path, MODULE_USES)
             offers = _module_offers(searcher, resolver, receiver, target, uses, scope_text, own)
@@ -332,7 +337,7 @@ def _namespace_target(searcher: HybridSearcher, resolver: DefinitionResolver, re
     bound = resolver.by_name.get(receiver)
     if not target or receiver in resolver.modules or bound is None or bound[1] != "default":
         return target  # a module, or a namespace import (`import * as ns`)
-    texts = [c.text for c in searcher.chunks_for_file(target)]
+    texts = [c.text for c in sorted(searcher.chunks_for_file(target), key=lambda c: c.start_line)]
     listing = getattr(searcher.store, "symbols_in_file", None)
     symbols = listing(target) if listing is not None else []
     return "" if exports_one_definition(texts, symbols) else target

@@ -60,25 +60,35 @@ def module_target(resolver: DefinitionResolver, receiver: str) -> str:
     return imp.resolved
 
 
-# `export default function f`, `export default class C`, `export default name;`
-_DEFAULT_EXPORT = re.compile(
-    r"^export\s+default\s+(?:(?:async\s+)?function\b|(?:abstract\s+)?class\b|([A-Za-z_$][\w$]*)\s*;?\s*$)",
-    re.M,
+_DEFAULT_EXPORT = re.compile(r"^export\s+default\s+(.*)$", re.M)
+# What follows `export default` when the export is one definition: `function f`, `class C`,
+# `(a) => ...`, `interface I`; or a name (`export default merge;`), one if it names a function or class.
+_ONE_DEFINITION = re.compile(
+    r"(?:async\s+)?function\b|(?:abstract\s+)?class\b|interface\b|(?:async\s+)?(?:\(|[A-Za-z_$][\w$]*\s*=>)"
 )
+_NAME_ONLY = re.compile(r"([A-Za-z_$][\w$]*)\s*;?\s*(?://.*)?$")
 
 
 def exports_one_definition(file_texts: Sequence[str], symbols: Sequence[Definition]) -> bool:
     """Whether a module's default export is one function or class (`export default function
-    mergeConfig`, `export default AxiosHeaders;`): its importer's name is then that definition,
-    not a namespace of the file's members (unlike `export default {isArray, ...}`).
-    `file_texts` are the module's chunks' texts, `symbols` its definitions."""
+    mergeConfig`, `export default AxiosHeaders;`, an arrow function, an interface): its importer's
+    name is then that definition, not a namespace of the file's members (unlike `export default
+    {isArray, ...}` or a variable holding an object). `file_texts` are the module's chunks'
+    texts in file order, `symbols` its definitions. The last `export default` line decides: one
+    in a comment above the real one (an example, a commented-out version) does not."""
+    rest = None
     for text in file_texts:
         for found in _DEFAULT_EXPORT.finditer(text):
-            name = found.group(1)
-            if name is None:
-                return True
-            return any(d.name == name and d.qualname == name and d.kind in ONE_EXPORT_KINDS for d in symbols)
-    return False
+            rest = found.group(1)
+    if rest is None:
+        return False
+    if _ONE_DEFINITION.match(rest):
+        return True
+    named = _NAME_ONLY.match(rest)
+    if named is None:
+        return False  # an object literal, a call's result
+    name = named.group(1)
+    return any(d.name == name and d.qualname == name and d.kind in ONE_EXPORT_KINDS for d in symbols)
 
 
 def module_members(resolver: DefinitionResolver, target: str) -> list[Definition]:

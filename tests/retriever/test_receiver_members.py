@@ -148,10 +148,26 @@ def test_which_default_exports_are_one_definition(tmp_path: Path) -> None:
     _write(root, "b.js", "const b = { one() {} };\nexport default b;\n")
     _write(root, "c.js", "export default class C {}\n")
     _write(root, "d.js", "function d() {}\nexport default {\n  d\n};\n")
+    # An example in a comment above the real export does not decide.
+    _write(
+        root,
+        "e.js",
+        "/*\nexport default function example() {}\n*/\nfunction e() {}\nexport default {\n  e\n};\n",
+    )
+    _write(root, "f.js", "export default (a, b) => {\n  return a;\n};\n")
+    _write(root, "g.js", "function g() {}\nexport default g; // the one\n")
     _settings, store = build_index(root, **LEXICAL)
-    files = ("a.js", "b.js", "c.js", "d.js")
+    files = ("a.js", "b.js", "c.js", "d.js", "e.js", "f.js", "g.js")
     one = {
         p: exports_one_definition([c.text for c in store.chunks_for_file(p)], store.symbols_in_file(p))
         for p in files
     }
-    assert one == {"a.js": True, "b.js": False, "c.js": True, "d.js": False}
+    assert one == {
+        "a.js": True,
+        "b.js": False,
+        "c.js": True,
+        "d.js": False,
+        "e.js": False,
+        "f.js": True,
+        "g.js": True,
+    }

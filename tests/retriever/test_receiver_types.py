@@ -404,3 +404,20 @@ def test_deep_in_a_long_function_the_lines_before_the_cursor_type_its_receivers(
     )
     top = _ranked(root, "pkg/compile.py", writing)
     assert {"TokenStream.expect", "TokenStream.look"} <= set(top), top
+
+
+def test_deep_in_a_long_function_what_its_middle_built_stays_typed(tmp_path: Path) -> None:
+    # The query past a long definition's 60th line is its head and the lines before the cursor;
+    # what the middle built (line 20 here) is still read for the receivers' types.
+    root = tmp_path / "ws"
+    _repo(root)
+    writing = (
+        "from pkg.tokens import TokenStream\n\n\n"
+        "def compile_all(text, total):\n"
+        + "    total = total + 1\n" * 16
+        + "    lexed = TokenStream(text)\n"
+        + "    total = total + 2\n" * 80
+        + "    return "
+    )
+    top = _ranked(root, "pkg/compile.py", writing)
+    assert {"TokenStream.expect", "TokenStream.look"} <= set(top), top
