@@ -99,30 +99,29 @@ def _deep_tail(lines: list[str], line: int, info: CursorInfo) -> tuple[int, int,
     return start, max(start + HEAD_LINES, tail_end - (QUERY_LINES - HEAD_LINES) + 1), tail_end
 
 
-def scope_query(lines: list[str], line: int, info: CursorInfo) -> str:
-    """The search query: the enclosing definition (at most QUERY_LINES: past them, its first
-    HEAD_LINES and the lines before the cursor), or a fixed block of lines."""
+def scope_texts(lines: list[str], line: int, info: CursorInfo) -> tuple[str, str]:
+    """The scope's query (for its names and the similar-code search) and the text its receivers
+    are typed from. The query is the enclosing definition (at most QUERY_LINES: past them, its
+    first HEAD_LINES and the lines before the cursor) or a fixed block of lines; the typing text
+    is the query, or deep in a long definition all of it up to the query's tail (at most
+    TYPING_LINES), so that a long signature's annotations and what its middle builds stay typed."""
     deep = _deep_tail(lines, line, info)
     if deep is not None:
         # Deep in a long definition: its head and the lines up to the cursor, where the
         # receivers in use were assigned (the window's end moves in steps of TAIL_SNAP lines).
         start, tail_start, tail_end = deep
-        return "\n".join(lines[start : start + HEAD_LINES] + lines[tail_start : tail_end + 1])
+        query = "\n".join(lines[start : start + HEAD_LINES] + lines[tail_start : tail_end + 1])
+        return query, "\n".join(lines[start : min(tail_end + 1, start + TYPING_LINES)])
     start, end = scope_span(lines, line, info)
     if info.enclosing and info.enclosing.end_line >= info.enclosing.start_line:
         end = min(end, start + QUERY_LINES - 1)
-    return "\n".join(lines[start : end + 1])
+    query = "\n".join(lines[start : end + 1])
+    return query, query
 
 
-def scope_typing_text(lines: list[str], line: int, info: CursorInfo, query: str) -> str:
-    """The text receivers are typed from: the query, or deep in a long definition all of it up
-    to the query's tail (at most TYPING_LINES), so that a long signature's annotations and what
-    the middle of the definition builds stay typed."""
-    deep = _deep_tail(lines, line, info)
-    if deep is None:
-        return query
-    start, _tail_start, tail_end = deep
-    return "\n".join(lines[start : min(tail_end + 1, start + TYPING_LINES)])
+def scope_query(lines: list[str], line: int, info: CursorInfo) -> str:
+    """The scope's search query (`scope_texts`)."""
+    return scope_texts(lines, line, info)[0]
 
 
 def _scope_candidates(
@@ -273,8 +272,7 @@ def gather_candidates(
     notes: list[str] = []
     cfg = settings.retriever
     t = time.perf_counter()
-    query = scope_query(lines, line, info)
-    typing = scope_typing_text(lines, line, info, query)
+    query, typing = scope_texts(lines, line, info)
     class_text = enclosing_class_text(lines, info)
     types = scope_types(typing, class_text, local_types(typing))
     resolver = DefinitionResolver(searcher.store, path, language, imports, types)

@@ -260,7 +260,8 @@ def receiver_list(
             targets[receiver] = _namespace_target(searcher, resolver, receiver)
         return targets[receiver]
 
-    modules = (r for r in resolver.module_names() if r not in set(in_scope) and namespace(r))
+    in_view = set(in_scope)
+    modules = (r for r in resolver.module_names() if r not in in_view and namespace(r))
     unused = list(itertools.islice(modules, MAX_UNUSED_MODULES))
     # Likewise the enclosing class's attributes of a known class (`self.stream`).
     attributes = list(
