@@ -52,7 +52,7 @@ from codectx.retriever.receiver_types import (
     scope_types,
 )
 from codectx.retriever.search import HybridSearcher, chunk_for_definition, fts_terms
-from codectx.retriever.slot import slot_text, weigh_for_slot
+from codectx.retriever.slot import encloses_predicate, slot_text, weigh_for_slot
 from codectx.retriever.tested import definitions_tested
 from codectx.retriever.tokens import TokenCounter, count_many
 
@@ -355,11 +355,15 @@ def gather_candidates(
         "tested": cfg.tested_weight,
         "class members": cfg.class_member_weight,
     }
+    enclosing = info.enclosing
     fused = weigh_for_slot(
         fuse_definitions(lists, weights),
         slot_text(lines, line, character),
         cfg.slot_weight,
         cfg.target_weight,
+        # What a predicate returns is a condition (`return utils.isObject(payload) && ...`).
+        in_predicate=enclosing is not None
+        and encloses_predicate(lines, enclosing.start_line, enclosing.name),
     )
     out = one_flavour_each(fused + scope + recents + retrieved)
     return out, notes

@@ -40,16 +40,20 @@ _PREDICATE_NAME = re.compile(
     r"matches|allows|accepts|equals|starts|ends)(?:[A-Z_0-9]|$)"
 )
 # A predicate's signature: `-> bool`, `): boolean`, `): x is Foo` (a type guard), Go's `) bool {`,
-# `@returns {boolean}`.
+# `@returns {boolean}`; case matters but in the doc tag (`-> Bool` is a class, tomlkit's item).
 _PREDICATE_HEAD = re.compile(
-    r"->\s*bool\b|\)\s*:\s*(?:boolean\b|[\w$]+\s+is\s)|\)\s*bool\s*\{|@returns?\s*\{boolean\}",
-    re.IGNORECASE,
+    r"->\s*bool\b|\)\s*:\s*(?:boolean\b|[\w$]+\s+is\s)|\)\s*bool\s*\{|(?i:@returns?\s*\{boolean\})"
 )
 # After `raise ` / `throw new ` an exception class; after `new ` a class; after `await ` an
 # async definition.
 _RAISE = re.compile(r"\b(?:raise|throw(?:\s+new)?)\s+$")
 _NEW = re.compile(r"\bnew\s+$")
 _AWAIT = re.compile(r"\bawait\s+$")
+# A return statement's value (`return `, `return not `, `return !`): in a predicate it is a condition.
+_RETURN = re.compile(r"\breturn\s+(?:(?:not\s+)|!\s*)?$")
+# A doc comment's boolean return, in the lines just above a definition (JSDoc, TSDoc).
+_DOC_BOOLEAN = re.compile(r"@returns?\s*\{boolean\}", re.IGNORECASE)
+DOC_LINES = 12  # how far above a definition its doc comment may start
 _EXCEPTION_NAME = re.compile(r"(?:Error|Exception|Warning|Exit|Interrupt)$")
 _CLASS_HEAD = re.compile(
     r"^\s*(?:(?:export|default|abstract|public|private|protected|internal|final|sealed|open|data|"
@@ -88,9 +92,12 @@ def slot_text(lines: Sequence[str], line: int, character: int) -> str:
     return above if above.endswith(("(", "&&", "||", " and", " or", " not", "!")) else before
 
 
-def slot_kind(before_cursor: str) -> str:
+def slot_kind(before_cursor: str, in_predicate: bool = False) -> str:
     """What the text before the cursor expects next: CONDITION, EXCEPTION, CLASS, AWAITABLE or ""
-    (any value)."""
+    (any value). `in_predicate`: the enclosing definition answers yes or no, so what it returns
+    is a condition."""
+    if in_predicate and _RETURN.search(before_cursor):
+        return CONDITION
     if _RAISE.search(before_cursor):
         return EXCEPTION
     if _NEW.search(before_cursor):
@@ -136,6 +143,17 @@ def is_predicate(symbol: str, text: str) -> bool:
     return bool(_PREDICATE_HEAD.search(_signature(text)))
 
 
+def encloses_predicate(lines: Sequence[str], start_line: int, name: str) -> bool:
+    """Whether the definition starting at `start_line` is a predicate: by its name, its signature,
+    or a doc comment just above it that says it returns a boolean (`@returns {boolean}`)."""
+    if is_predicate(name, "\n".join(lines[start_line : start_line + HEAD_LINES])):
+        return True
+    above = lines[max(0, start_line - DOC_LINES) : start_line]
+    if not above or not above[-1].strip().endswith("*/"):
+        return False
+    return bool(_DOC_BOOLEAN.search("\n".join(above)))
+
+
 def fits(kind: str, symbol: str, text: str) -> bool:
     """Whether a definition is what a slot of this kind (not CONDITION) expects."""
     head = _head(text)
@@ -149,14 +167,18 @@ def fits(kind: str, symbol: str, text: str) -> bool:
 
 
 def weigh_for_slot(
-    cands: Sequence[Candidate], before_cursor: str, weight: float, target_weight: float = 0.0
+    cands: Sequence[Candidate],
+    before_cursor: str,
+    weight: float,
+    target_weight: float = 0.0,
+    in_predicate: bool = False,
 ) -> list[Candidate]:
     """The fused definition candidates re-weighed for what the cursor's slot expects: in a
     condition predicates' scores are multiplied by (1 + weight), elsewhere divided by it; after
     `raise`, `new` or `await` the definitions that fit are multiplied. Definitions whose name
     shares a word with the name being assigned (`headers = ` -> `AxiosHeaders`) are multiplied
     by (1 + target_weight). Weights of 0 leave the scores as they are."""
-    kind = slot_kind(before_cursor) if weight > 0 else None
+    kind = slot_kind(before_cursor, in_predicate) if weight > 0 else None
     target = target_words(before_cursor) if target_weight > 0 else frozenset()
     out = []
     for cand in cands:

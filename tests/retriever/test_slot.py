@@ -12,6 +12,7 @@ from codectx.retriever.slot import (
     CLASS,
     CONDITION,
     EXCEPTION,
+    encloses_predicate,
     fits,
     is_predicate,
     slot_kind,
@@ -93,6 +94,27 @@ def test_predicates_by_name_and_by_return_type() -> None:
     assert not is_predicate("island", "def island(): pass")
     assert not is_predicate("issue", "def issue(x) -> int:")
     assert not is_predicate("toNumber", "function toNumber(x) {")
+    # A class named Bool is not a bool (tomlkit's `def _parse_bool(self, style) -> Bool:`).
+    assert not is_predicate("Parser._parse_bool", "def _parse_bool(self, style) -> Bool:")
+    assert is_predicate("check", "/** @returns {Boolean} */ function check(x) {")
+
+
+def test_what_a_predicate_returns_is_a_condition() -> None:
+    assert slot_kind("  return ", in_predicate=True) == CONDITION
+    assert slot_kind("    return not ", in_predicate=True) == CONDITION
+    assert slot_kind("  return ") == ""
+    assert slot_kind("  value = ", in_predicate=True) == ""  # only the returned value
+    doc = [
+        "/**",
+        " * @returns {boolean} True if it is an error",
+        " */",
+        "export default function check(payload) {",
+    ]
+    assert encloses_predicate(doc, 3, "check")
+    assert not encloses_predicate(["/** @returns {string} */", "function check(payload) {"], 1, "check")
+    assert not encloses_predicate(["// @returns {boolean}", "", "function check(payload) {"], 2, "check")
+    assert encloses_predicate(["def valid(x) -> bool:", "    return x"], 0, "valid")
+    assert encloses_predicate(["function isVisitable(thing) {"], 0, "isVisitable")
 
 
 def test_what_fits_raise_new_and_await() -> None:
@@ -225,3 +247,17 @@ def test_after_if_predicates_of_the_module_in_use_rise_and_elsewhere_fall(utils_
     members = [s for s in valued if s in HELPERS]
     plain_members = [s for s in plain if s in HELPERS]
     assert members.index("is_object") > plain_members.index("is_object"), (members, plain_members)
+
+
+def test_in_a_predicate_the_returned_call_ranks_predicates_first(utils_repo: tuple) -> None:
+    settings, store = utils_repo
+    text = APP.replace("def handle(data):", "def is_usable(data):").replace(
+        "    if@\n        return value", "    return "
+    )
+    line = text.split("\n").index("    return ")
+    ranked = _definitions(assemble_context(store, settings, "app.py", text, line, len("    return ")))
+    assert ranked[0] in {"is_stream", "is_object"}, ranked[:5]
+    # The same body in a function that is not a predicate: the predicates are not first.
+    plain_text = text.replace("def is_usable(data):", "def handle(data):")
+    plain = _definitions(assemble_context(store, settings, "app.py", plain_text, line, len("    return ")))
+    assert plain.index("is_object") > ranked.index("is_object"), (ranked[:5], plain[:5])
