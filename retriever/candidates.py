@@ -52,7 +52,13 @@ from codectx.retriever.receiver_types import (
     scope_types,
 )
 from codectx.retriever.search import HybridSearcher, chunk_for_definition, fts_terms
-from codectx.retriever.slot import encloses_predicate, slot_text, weigh_for_slot
+from codectx.retriever.slot import (
+    encloses_predicate,
+    return_types,
+    signature_at,
+    slot_text,
+    weigh_for_slot,
+)
 from codectx.retriever.tested import definitions_tested
 from codectx.retriever.tokens import TokenCounter, count_many
 
@@ -364,6 +370,8 @@ def gather_candidates(
         # What a predicate returns is a condition (`return utils.isObject(payload) && ...`).
         in_predicate=enclosing is not None
         and encloses_predicate(lines, enclosing.start_line, enclosing.name),
+        # and what a definition returns, its return statement makes (`-> Getattr:` ... `return `).
+        returns=frozenset() if enclosing is None else return_types(signature_at(lines, enclosing.start_line)),
     )
     out = one_flavour_each(fused + scope + recents + retrieved)
     return out, notes

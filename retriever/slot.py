@@ -6,7 +6,10 @@ condition: in the development set's not-typed tasks 87 % of the calls written in
 were predicates (`isStream`, `is_aot`, `has_key`), elsewhere 2 %. After `raise ` comes an
 exception class, after `new ` a class, after `await ` an async definition. And the name being
 assigned often shares a word with the callee (`headers = new AxiosHeaders(`, `loader=
-ChoiceLoader(`: 30 % of assignments there).
+ChoiceLoader(`: 30 % of assignments there). In a definition that declares its return type, what
+follows `return ` makes that type: the class itself, or a definition declared to return it
+(`-> nodes.Getattr:` ... `return nodes.Getattr(`, `-> Arrow:` ... `return Arrow.utcfromtimestamp(`);
+in a predicate, what follows `return ` is a condition.
 
 The definition lists rank by scope, not by the cursor's column, so that the context holds while
 the user types; this is applied once, to their fused scores, and moves only what the slot
@@ -51,9 +54,23 @@ _NEW = re.compile(r"\bnew\s+$")
 _AWAIT = re.compile(r"\bawait\s+$")
 # A return statement's value (`return `, `return not `, `return !`): in a predicate it is a condition.
 _RETURN = re.compile(r"\breturn\s+(?:(?:not\s+)|!\s*)?$")
+_PLAIN_RETURN = re.compile(r"\breturn\s+$")
 # A doc comment's boolean return, in the lines just above a definition (JSDoc, TSDoc).
 _DOC_BOOLEAN = re.compile(r"@returns?\s*\{boolean\}", re.IGNORECASE)
 DOC_LINES = 12  # how far above a definition its doc comment may start
+# A signature's declared return type: Python's `-> X:`, TypeScript's `): X {`.
+_RETURNS = re.compile(r"->\s*(.+?)\s*:\s*$|\)\s*:\s*([^{;=()]+?)\s*\{\s*$", re.MULTILINE)
+_TYPE_NAME = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
+# Types that say nothing of which definition makes the value.
+# fmt: off
+_GENERIC_TYPES = frozenset({
+    "str", "int", "float", "bool", "bytes", "None", "Any", "object", "Optional", "Union", "List",
+    "Dict", "Tuple", "Set", "FrozenSet", "list", "dict", "tuple", "set", "frozenset", "Iterator",
+    "Iterable", "Generator", "Sequence", "Mapping", "Callable", "Type", "type", "NoReturn", "Self",
+    "void", "string", "number", "boolean", "any", "unknown", "never", "undefined", "null",
+    "Promise", "Array", "Record", "Partial", "Readonly", "this",
+})
+# fmt: on
 _EXCEPTION_NAME = re.compile(r"(?:Error|Exception|Warning|Exit|Interrupt)$")
 _CLASS_HEAD = re.compile(
     r"^\s*(?:(?:export|default|abstract|public|private|protected|internal|final|sealed|open|data|"
@@ -143,6 +160,11 @@ def is_predicate(symbol: str, text: str) -> bool:
     return bool(_PREDICATE_HEAD.search(_signature(text)))
 
 
+def signature_at(lines: Sequence[str], start_line: int) -> str:
+    """The signature of the definition starting at `start_line` of a file's lines."""
+    return _signature("\n".join(lines[start_line : start_line + HEAD_LINES]))
+
+
 def encloses_predicate(lines: Sequence[str], start_line: int, name: str) -> bool:
     """Whether the definition starting at `start_line` is a predicate: by its name, its signature,
     or a doc comment just above it that says it returns a boolean (`@returns {boolean}`)."""
@@ -152,6 +174,16 @@ def encloses_predicate(lines: Sequence[str], start_line: int, name: str) -> bool
     if not above or not above[-1].strip().endswith("*/"):
         return False
     return bool(_DOC_BOOLEAN.search("\n".join(above)))
+
+
+def return_types(signature: str) -> frozenset[str]:
+    """The specific types a signature says its definition returns (`-> t.Optional[nodes.Getattr]:`
+    -> {"Getattr"}); builtins, typing's containers and one-letter type variables left out."""
+    match = _RETURNS.search(signature)
+    if not match:
+        return frozenset()
+    names = (n.rsplit(".", 1)[-1] for n in _TYPE_NAME.findall(match.group(1) or match.group(2)))
+    return frozenset(n for n in names if len(n) > 1 and n not in _GENERIC_TYPES)
 
 
 def fits(kind: str, symbol: str, text: str) -> bool:
@@ -166,25 +198,38 @@ def fits(kind: str, symbol: str, text: str) -> bool:
     return False
 
 
+def _makes(cand: Candidate, types: frozenset[str]) -> bool:
+    """Whether a definition is one of `types` or says it returns one of them."""
+    return cand.symbol.rsplit(".", 1)[-1] in types or bool(types & return_types(_signature(cand.text)))
+
+
 def weigh_for_slot(
     cands: Sequence[Candidate],
     before_cursor: str,
     weight: float,
     target_weight: float = 0.0,
     in_predicate: bool = False,
+    returns: frozenset[str] = frozenset(),
 ) -> list[Candidate]:
     """The fused definition candidates re-weighed for what the cursor's slot expects: in a
     condition predicates' scores are multiplied by (1 + weight), elsewhere divided by it; after
     `raise`, `new` or `await` the definitions that fit are multiplied. Definitions whose name
     shares a word with the name being assigned (`headers = ` -> `AxiosHeaders`) are multiplied
-    by (1 + target_weight). Weights of 0 leave the scores as they are."""
+    by (1 + target_weight). After `return `, the definitions that are or return one of `returns`
+    (the enclosing definition's declared return types) are multiplied by (1 + weight); in a
+    predicate (`in_predicate`), what follows `return ` is a condition. Weights of 0 leave the
+    scores as they are."""
     kind = slot_kind(before_cursor, in_predicate) if weight > 0 else None
     target = target_words(before_cursor) if target_weight > 0 else frozenset()
+    # What the enclosing definition returns is what its return statement's call makes.
+    returned = returns if weight > 0 and _PLAIN_RETURN.search(before_cursor) else frozenset()
     out = []
     for cand in cands:
         factor = 1.0
         if target and target & _words(cand.symbol.rsplit(".", 1)[-1]):
             factor *= 1.0 + target_weight
+        if returned and _makes(cand, returned):
+            factor *= 1.0 + weight
         if kind in ("", CONDITION) and is_predicate(cand.symbol, cand.text):
             factor *= 1.0 + weight if kind else 1.0 / (1.0 + weight)
         elif kind and kind != CONDITION and fits(kind, cand.symbol, cand.text):

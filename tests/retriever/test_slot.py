@@ -15,6 +15,7 @@ from codectx.retriever.slot import (
     encloses_predicate,
     fits,
     is_predicate,
+    return_types,
     slot_kind,
     slot_text,
     target_words,
@@ -97,6 +98,38 @@ def test_predicates_by_name_and_by_return_type() -> None:
     # A class named Bool is not a bool (tomlkit's `def _parse_bool(self, style) -> Bool:`).
     assert not is_predicate("Parser._parse_bool", "def _parse_bool(self, style) -> Bool:")
     assert is_predicate("check", "/** @returns {Boolean} */ function check(x) {")
+
+
+def test_a_signature_s_specific_return_types() -> None:
+    assert return_types(
+        "def parse_subscript(\n    self, node\n) -> t.Union[nodes.Getattr, nodes.Getitem]:"
+    ) == {
+        "Getattr",
+        "Getitem",
+    }
+    assert return_types('def get(self, *args: Any) -> "Arrow":') == {"Arrow"}
+    assert return_types("function spy(listener: (change: any) => void): Lambda {") == {"Lambda"}
+    assert return_types("async function load(p: string): Promise<Config> {") == {"Config"}
+    assert return_types("def name(self) -> t.Optional[str]:") == set()  # nothing specific
+    assert return_types("def run(self) -> T:") == set()  # a type variable
+    assert return_types("def run(self):") == set()
+    assert return_types("class Arrow:") == set()
+
+
+def test_after_return_what_makes_the_declared_type_rises() -> None:
+    made = Candidate("a.py", 0, 1, "Getattr", "definition", 1.0, "class Getattr(Node):", "")
+    factory = Candidate("b.py", 0, 1, "make", "definition", 1.0, "def make(x) -> nodes.Getattr:", "")
+    other = Candidate("c.py", 0, 1, "Const", "definition", 1.5, "class Const(Node):", "")
+    returns = frozenset({"Getattr"})
+    out = {
+        c.symbol: c.score for c in weigh_for_slot([made, factory, other], "    return ", 4.0, returns=returns)
+    }
+    assert out == {"Getattr": 5.0, "make": 5.0, "Const": 1.5}
+    # Only the value returned: elsewhere in the same definition the order stays.
+    out = {c.symbol: c.score for c in weigh_for_slot([made, other], "    node = ", 4.0, returns=returns)}
+    assert out == {"Getattr": 1.0, "Const": 1.5}
+    out = {c.symbol: c.score for c in weigh_for_slot([made, other], "    return ", 0.0, returns=returns)}
+    assert out == {"Getattr": 1.0, "Const": 1.5}
 
 
 def test_what_a_predicate_returns_is_a_condition() -> None:
@@ -261,3 +294,32 @@ def test_in_a_predicate_the_returned_call_ranks_predicates_first(utils_repo: tup
     plain_text = text.replace("def is_usable(data):", "def handle(data):")
     plain = _definitions(assemble_context(store, settings, "app.py", plain_text, line, len("    return ")))
     assert plain.index("is_object") > ranked.index("is_object"), (ranked[:5], plain[:5])
+
+
+NODES = "\n\n".join(
+    f"class {name}:\n    def __init__(self, value):\n        self.value = value"
+    for name in ["Const", "Name", "Call", "Getattr", "Getitem", "Assign"]
+)
+NODE_USERS = "from lib import nodes\n\n" + "\n\n".join(
+    f"def build_{i}(x):\n    return nodes.{name}(x)"
+    for i, name in enumerate(["Const", "Name", "Call", "Assign", "Getitem"] * 3 + ["Getattr"])
+)
+# The cursor after `return ` (its trailing space written out, so no editor strips it).
+PARSER = "from lib import nodes\n\n\ndef parse_subscript(token, node)@:\n    arg = nodes.Const(token)\n"
+PARSER += "    return \n"
+
+
+def test_after_return_the_declared_return_type_ranks_first(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    (root / "lib").mkdir()
+    (root / "lib" / "__init__.py").write_text("")
+    (root / "lib" / "nodes.py").write_text(NODES)
+    (root / "users.py").write_text(NODE_USERS)
+    (root / "parser.py").write_text(PARSER.replace("@", ""))
+    settings, store = build_index(root, **LEXICAL)
+    for annotation, first in (("", False), (" -> nodes.Getattr", True)):
+        text = PARSER.replace("@", annotation)
+        line = text.split("\n").index("    return ")
+        ranked = _definitions(assemble_context(store, settings, "parser.py", text, line, len("    return ")))
+        assert (ranked[0] == "Getattr") is first, (annotation, ranked[:5])
