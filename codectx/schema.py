@@ -214,7 +214,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
             "How much the kind of expression at the cursor moves definitions before the callee is "
             "typed: after `if (`, `&&` or `not ` predicates (`is_x`, `-> bool`) score (1 + this) "
             "times more, elsewhere that much less; after `raise `, `new ` and `await ` exception "
-            "classes, classes and async definitions score (1 + this) times more; 0 turns it off.",
+            "classes, classes and async definitions score (1 + this) times more, and after `return ` "
+            "what makes the enclosing definition's declared return type (a predicate's return is a "
+            "condition); 0 turns it off.",
             min=0,
         ),
         "target_weight": Key(
