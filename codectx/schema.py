@@ -227,6 +227,14 @@ SCHEMA: dict[str, dict[str, Key]] = {
             "(1 + this) times more; 0 turns it off.",
             min=0,
         ),
+        "statement_weight": Key(
+            "float",
+            1.0,
+            "How much a definition declared to return nothing (`-> None`, `: void`) moves up at the "
+            "start of a statement before the callee is typed: its score is (1 + this) times more. "
+            "Where a value is expected it scores (1 + slot_weight) times less; 0 turns this off.",
+            min=0,
+        ),
         "definition_max_tokens": Key(
             "int", 400, "A definition longer than this is cut to its head in completion context.", min=16
         ),

@@ -83,6 +83,7 @@ class RetrieverSettings(_Section):
     class_member_weight: float
     slot_weight: float
     target_weight: float
+    statement_weight: float
     definition_max_tokens: int
 
 

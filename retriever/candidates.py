@@ -372,6 +372,7 @@ def gather_candidates(
         and encloses_predicate(lines, enclosing.start_line, enclosing.name),
         # and what a definition returns, its return statement makes (`-> Getattr:` ... `return `).
         returns=frozenset() if enclosing is None else return_types(signature_at(lines, enclosing.start_line)),
+        statement_weight=cfg.statement_weight,
     )
     out = one_flavour_each(fused + scope + recents + retrieved)
     return out, notes

@@ -323,3 +323,57 @@ def test_after_return_the_declared_return_type_ranks_first(tmp_path: Path) -> No
         line = text.split("\n").index("    return ")
         ranked = _definitions(assemble_context(store, settings, "parser.py", text, line, len("    return ")))
         assert (ranked[0] == "Getattr") is first, (annotation, ranked[:5])
+
+
+def test_a_definition_that_returns_nothing_is_a_statement_not_a_value() -> None:
+    void = Candidate(
+        "a.py", 0, 1, "Stream.enable_buffering", "definition", 1.0, "def enable_buffering(self) -> None:", ""
+    )
+    ts_void = Candidate(
+        "a.ts", 0, 1, "spyReport", "definition", 1.0, "export function spyReport(e: Event): void {", ""
+    )
+    value = Candidate("b.py", 0, 1, "Stream.dump", "definition", 1.0, "def dump(self, fp) -> str:", "")
+
+    def scores(before: str, statement_weight: float = 1.0) -> dict[str, float]:
+        cands = [void, ts_void, value]
+        return {
+            c.symbol: c.score for c in weigh_for_slot(cands, before, 4.0, statement_weight=statement_weight)
+        }
+
+    assert scores("        ") == {"Stream.enable_buffering": 2.0, "spyReport": 2.0, "Stream.dump": 1.0}
+    for before in ("    result = ", "    print(", "    return ", "    items = [a, ", "    x = y or "):
+        assert scores(before) == {"Stream.enable_buffering": 0.2, "spyReport": 0.2, "Stream.dump": 1.0}, (
+            before
+        )
+    assert scores("        ", statement_weight=0.0)["Stream.enable_buffering"] == 1.0
+
+
+STATE = """def reset(state) -> None:
+    state.clear()
+
+
+def snapshot(state) -> dict:
+    return dict(state)
+"""
+STATE_USERS = "from lib import state\n\n" + "\n\n".join(
+    f"def use_{i}(s):\n    return state.snapshot(s)" if i % 3 else f"def use_{i}(s):\n    state.reset(s)"
+    for i in range(9)
+)
+
+
+def test_at_a_statement_s_start_what_returns_nothing_ranks_first(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    (root / "lib").mkdir()
+    (root / "lib" / "__init__.py").write_text("")
+    (root / "lib" / "state.py").write_text(STATE)
+    (root / "users.py").write_text(STATE_USERS)
+    text = "from lib import state\n\n\ndef restart(s):\n    s.running = False\n    \n"
+    (root / "app.py").write_text(text)
+    settings, store = build_index(root, **LEXICAL)
+    line = 5
+    statement = _definitions(assemble_context(store, settings, "app.py", text, line, 4))
+    assert statement.index("reset") < statement.index("snapshot"), statement[:5]
+    valued_text = text.replace("\n    \n", "\n    saved = \n")
+    valued = _definitions(assemble_context(store, settings, "app.py", valued_text, line, len("    saved = ")))
+    assert valued.index("snapshot") < valued.index("reset"), valued[:5]
