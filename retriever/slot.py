@@ -4,7 +4,9 @@ Before the callee's name is typed, the text just before the cursor still says wh
 expression goes there. After `if (`, `while `, `&& `, `assert ` or `not ` the next call is a
 condition: in the development set's not-typed tasks 87 % of the calls written in such a place
 were predicates (`isStream`, `is_aot`, `has_key`), elsewhere 2 %. After `raise ` comes an
-exception class, after `new ` a class, after `await ` an async definition. And the name being
+exception class, after `new ` a class, after `await ` an async definition, after `for x in `
+something iterable (a generator, a definition declared to return a list or an iterator, a class
+with `__iter__`). And the name being
 assigned often shares a word with the callee (`headers = new AxiosHeaders(`, `loader=
 ChoiceLoader(`: 30 % of assignments there). In a definition that declares its return type, what
 follows `return ` makes that type: the class itself, or a definition declared to return it
@@ -52,6 +54,17 @@ _PREDICATE_HEAD = re.compile(
 _RAISE = re.compile(r"\b(?:raise|throw(?:\s+new)?)\s+$")
 _NEW = re.compile(r"\bnew\s+$")
 _AWAIT = re.compile(r"\bawait\s+$")
+# `for x in `, `for (const x of `, `[f(x) for x in `: an iterable comes.
+_FOR_IN = re.compile(r"\bfor\b.*\b(?:in|of)\s+$")
+# fmt: off
+_ITERABLE_TYPES = frozenset({
+    "Iterator", "Iterable", "Generator", "AsyncIterator", "AsyncIterable", "AsyncGenerator", "list",
+    "List", "Sequence", "tuple", "Tuple", "set", "Set", "frozenset", "FrozenSet", "dict", "Dict",
+    "Mapping", "Array",
+})
+# fmt: on
+_YIELDS = re.compile(r"\byield\b")
+_ITERATES_ITSELF = re.compile(r"\bdef __a?iter__\b|\[Symbol\.(?:async)?[iI]terator\]")
 # A return statement's value (`return `, `return not `, `return !`): in a predicate it is a condition.
 _RETURN = re.compile(r"\breturn\s+(?:(?:not\s+)|!\s*)?$")
 _PLAIN_RETURN = re.compile(r"\breturn\s+$")
@@ -102,6 +115,7 @@ CONDITION = "condition"
 EXCEPTION = "exception"
 CLASS = "class"
 AWAITABLE = "awaitable"
+ITERABLE = "iterable"
 
 
 def slot_text(lines: Sequence[str], line: int, character: int) -> str:
@@ -117,8 +131,8 @@ def slot_text(lines: Sequence[str], line: int, character: int) -> str:
 
 
 def slot_kind(before_cursor: str, in_predicate: bool = False) -> str:
-    """What the text before the cursor expects next: CONDITION, EXCEPTION, CLASS, AWAITABLE or ""
-    (any value). `in_predicate`: the enclosing definition answers yes or no, so what it returns
+    """What the text before the cursor expects next: CONDITION, EXCEPTION, CLASS, AWAITABLE,
+    ITERABLE or "" (any value). `in_predicate`: the enclosing definition answers yes or no, so what it returns
     is a condition."""
     if in_predicate and _RETURN.search(before_cursor):
         return CONDITION
@@ -128,6 +142,8 @@ def slot_kind(before_cursor: str, in_predicate: bool = False) -> str:
         return CLASS
     if _AWAIT.search(before_cursor):
         return AWAITABLE
+    if _FOR_IN.search(before_cursor):
+        return ITERABLE
     return CONDITION if _CONDITION.search(before_cursor) else ""
 
 
@@ -183,6 +199,11 @@ def encloses_predicate(lines: Sequence[str], start_line: int, name: str) -> bool
     return bool(_DOC_BOOLEAN.search("\n".join(above)))
 
 
+def _returned_text(signature: str) -> str:
+    match = _RETURNS.search(signature)
+    return (match.group(1) or match.group(2)) if match else ""
+
+
 def return_types(signature: str) -> frozenset[str]:
     """The specific types a signature says its definition returns (`-> t.Optional[nodes.Getattr]:`
     -> {"Getattr"}); builtins, typing's containers and one-letter type variables left out."""
@@ -202,6 +223,12 @@ def fits(kind: str, symbol: str, text: str) -> bool:
         return bool(_CLASS_HEAD.search(head))
     if kind == AWAITABLE:
         return bool(_ASYNC_HEAD.search(head))
+    if kind == ITERABLE:
+        if _CLASS_HEAD.search(head):  # a class is iterable by its own protocol, not by its methods
+            return bool(_ITERATES_ITSELF.search(text))
+        signature = _signature(text)
+        types = {n.rsplit(".", 1)[-1] for n in _TYPE_NAME.findall(_returned_text(signature))}
+        return bool(types & _ITERABLE_TYPES) or bool(_YIELDS.search(text))
     return False
 
 

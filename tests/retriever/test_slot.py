@@ -12,6 +12,7 @@ from codectx.retriever.slot import (
     CLASS,
     CONDITION,
     EXCEPTION,
+    ITERABLE,
     encloses_predicate,
     fits,
     is_predicate,
@@ -64,6 +65,29 @@ def test_raise_new_and_await_slots() -> None:
     assert slot_kind("renew ") == ""
     assert slot_kind("let v = vec!") == ""  # a macro, not a negation
     assert slot_kind("x = value!") == ""  # a non-null assertion
+
+
+def test_after_for_in_something_iterable_comes() -> None:
+    for before in (
+        "        for sgroup in ",
+        "    names = [x.name for x in ",
+        "  for (const key of ",
+        "    async for chunk in ",
+    ):
+        assert slot_kind(before) == ITERABLE, before
+    assert slot_kind("    if name in ") != ITERABLE
+    assert fits(
+        ITERABLE,
+        "TokenList.get_sublists",
+        "def get_sublists(self):\n    for t in self.tokens:\n        yield t",
+    )
+    assert fits(ITERABLE, "iter_extensions", 'def iter_extensions(self) -> t.Iterator["Extension"]:')
+    assert fits(ITERABLE, "HookCaller.get_hookimpls", "def get_hookimpls(self) -> list[HookImpl]:")
+    assert fits(ITERABLE, "keys", "function keys(o: object): Array<string> {")
+    assert fits(ITERABLE, "Bag", "class Bag:\n    def __iter__(self):\n        return iter(self.items)")
+    assert not fits(ITERABLE, "get_name", "def get_name(self) -> str:\n    return self.name")
+    # A class whose methods yield is not iterable itself.
+    assert not fits(ITERABLE, "TokenList", "class TokenList:\n    def flatten(self):\n        yield self")
 
 
 def test_the_slot_is_read_before_the_name_being_typed() -> None:
