@@ -92,6 +92,10 @@ _GENERIC_TYPES = frozenset({
 })
 # fmt: on
 _EXCEPTION_NAME = re.compile(r"(?:Error|Exception|Warning|Exit|Interrupt)$")
+# An exception class named otherwise: `class Impossible(Exception):`, `class Cancel extends Error {`.
+_EXCEPTION_BASE = re.compile(
+    r"\bclass\s+[\w$]+\s*(?:\([^)]*|extends\s+[\w$.]*)(?:Error|Exception|Warning|Exit|Interrupt)\b"
+)
 _CLASS_HEAD = re.compile(
     r"^\s*(?:(?:export|default|abstract|public|private|protected|internal|final|sealed|open|data|"
     r"static)\s+)*class\s",
@@ -218,7 +222,9 @@ def fits(kind: str, symbol: str, text: str) -> bool:
     """Whether a definition is what a slot of this kind (not CONDITION) expects."""
     head = _head(text)
     if kind == EXCEPTION:
-        return bool(_CLASS_HEAD.search(head)) and bool(_EXCEPTION_NAME.search(symbol))
+        if not _CLASS_HEAD.search(head):
+            return False
+        return bool(_EXCEPTION_NAME.search(symbol)) or bool(_EXCEPTION_BASE.search(head))
     if kind == CLASS:
         return bool(_CLASS_HEAD.search(head))
     if kind == AWAITABLE:

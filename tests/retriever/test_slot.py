@@ -174,6 +174,14 @@ def test_what_a_predicate_returns_is_a_condition() -> None:
     assert encloses_predicate(["function isVisitable(thing) {"], 0, "isVisitable")
 
 
+def test_an_exception_class_by_its_base() -> None:
+    assert fits(EXCEPTION, "Impossible", "class Impossible(Exception):\n    pass")
+    assert fits(EXCEPTION, "Cancel", "class Cancel extends AxiosError {")
+    assert fits(EXCEPTION, "Abort", "class Abort(errors.HTTPError, Mixin):")
+    assert not fits(EXCEPTION, "Handler", "class Handler(ErrorHandlerMixin):")  # a word inside a name
+    assert not fits(EXCEPTION, "Node", "class Node(Base):")
+
+
 def test_what_fits_raise_new_and_await() -> None:
     assert fits(EXCEPTION, "ParseError", "class ParseError(ValueError):\n    pass")
     assert not fits(EXCEPTION, "Parser", "class Parser:\n    pass")
