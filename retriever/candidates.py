@@ -53,6 +53,7 @@ from codectx.retriever.receiver_types import (
 )
 from codectx.retriever.search import HybridSearcher, chunk_for_definition, fts_terms
 from codectx.retriever.slot import (
+    declared_types,
     encloses_predicate,
     return_types,
     signature_at,
@@ -362,9 +363,10 @@ def gather_candidates(
         "class members": cfg.class_member_weight,
     }
     enclosing = info.enclosing
+    before = slot_text(lines, line, character)
     fused = weigh_for_slot(
         fuse_definitions(lists, weights),
-        slot_text(lines, line, character),
+        before,
         cfg.slot_weight,
         cfg.target_weight,
         # What a predicate returns is a condition (`return utils.isObject(payload) && ...`).
@@ -373,6 +375,8 @@ def gather_candidates(
         # and what a definition returns, its return statement makes (`-> Getattr:` ... `return `).
         returns=frozenset() if enclosing is None else return_types(signature_at(lines, enclosing.start_line)),
         statement_weight=cfg.statement_weight,
+        # and what a declared name is assigned (`self.optimizer: Optional[Optimizer]` above).
+        assigned=declared_types(lines, line, before, enclosing.start_line if enclosing else 0),
     )
     out = one_flavour_each(fused + scope + recents + retrieved)
     return out, notes

@@ -238,9 +238,48 @@ def fits(kind: str, symbol: str, text: str) -> bool:
     return False
 
 
+# The name being assigned, with its own annotation if it has one (`self.x: Foo = `, `x = `).
+_ASSIGNED = re.compile(
+    r"(?:^|[^\w$.])((?:self\.|this\.)?[A-Za-z_$][\w$]*)\s*(?::\s*([^=()]+?))?\s*(?<![=!<>+\-*/%|&])=\s*(?:await\s+|new\s+)?$"
+)
+DECLARATION_LINES = 400  # how far above the cursor a target's declared type is looked for
+
+
+def declared_types(lines: Sequence[str], line: int, before_cursor: str, scope_start: int) -> frozenset[str]:
+    """The specific types the name being assigned at the cursor is declared with: on the line
+    (`x: Foo = `) or by an annotation above it, in the enclosing definition for a local name and
+    anywhere above for an attribute (`self.optimizer: t.Optional[Optimizer] = None` in
+    `__init__`, then `self.optimizer = ` in a method)."""
+    match = _ASSIGNED.search(before_cursor)
+    if not match:
+        return frozenset()
+    name, annotation = match.group(1), match.group(2)
+    if not annotation:
+        declared = re.compile(rf"^\s*{re.escape(name)}\s*:\s*([^=\n]+?)\s*(?:=.*)?$")
+        top = scope_start if "." not in name else 0
+        for row in reversed(lines[max(0, top, line - DECLARATION_LINES) : line]):
+            found = declared.match(row)
+            if found:
+                annotation = found.group(1)
+                break
+    if not annotation:
+        return frozenset()
+    names = (n.rsplit(".", 1)[-1] for n in _TYPE_NAME.findall(annotation))
+    return frozenset(n for n in names if len(n) > 1 and n not in _GENERIC_TYPES)
+
+
+_BASES = re.compile(r"\bclass\s+[\w$]+\s*(?:\(([^)]*)\)|(?:<[^>]*>\s*)?extends\s+([\w$.]+))")
+
+
 def _makes(cand: Candidate, types: frozenset[str]) -> bool:
-    """Whether a definition is one of `types` or says it returns one of them."""
-    return cand.symbol.rsplit(".", 1)[-1] in types or bool(types & return_types(_signature(cand.text)))
+    """Whether a definition is one of `types`, a class directly derived from one, or says it
+    returns one of them."""
+    if cand.symbol.rsplit(".", 1)[-1] in types:
+        return True
+    bases = _BASES.search(_head(cand.text))
+    if bases and types & {n.rsplit(".", 1)[-1] for n in _TYPE_NAME.findall(bases.group(1) or bases.group(2))}:
+        return True
+    return bool(types & return_types(_signature(cand.text)))
 
 
 def weigh_for_slot(
@@ -251,6 +290,7 @@ def weigh_for_slot(
     in_predicate: bool = False,
     returns: frozenset[str] = frozenset(),
     statement_weight: float = 0.0,
+    assigned: frozenset[str] = frozenset(),
 ) -> list[Candidate]:
     """The fused definition candidates re-weighed for what the cursor's slot expects: in a
     condition predicates' scores are multiplied by (1 + weight), elsewhere divided by it; after
@@ -277,6 +317,8 @@ def weigh_for_slot(
         if target and target & _words(cand.symbol.rsplit(".", 1)[-1]):
             factor *= 1.0 + target_weight
         if returned and _makes(cand, returned):
+            factor *= 1.0 + weight
+        if assigned and weight > 0 and _makes(cand, assigned):
             factor *= 1.0 + weight
         if (wants_value or statement) and _RETURNS_NOTHING.search(_signature(cand.text)):
             factor *= 1.0 / (1.0 + weight) if wants_value else 1.0 + statement_weight

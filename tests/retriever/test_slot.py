@@ -13,6 +13,7 @@ from codectx.retriever.slot import (
     CONDITION,
     EXCEPTION,
     ITERABLE,
+    declared_types,
     encloses_predicate,
     fits,
     is_predicate,
@@ -154,6 +155,32 @@ def test_after_return_what_makes_the_declared_type_rises() -> None:
     assert out == {"Getattr": 1.0, "Const": 1.5}
     out = {c.symbol: c.score for c in weigh_for_slot([made, other], "    return ", 0.0, returns=returns)}
     assert out == {"Getattr": 1.0, "Const": 1.5}
+
+
+def test_the_declared_type_of_the_name_being_assigned() -> None:
+    rows = [
+        "class CodeGenerator:",
+        "    def __init__(self, optimized):",
+        "        self.optimizer: t.Optional[Optimizer] = None",
+        "        node: nodes.Expr",
+        "    def visit(self):",
+        "        node = ",
+        "        self.optimizer = ",
+    ]
+    assert declared_types(rows, 6, rows[6], 4) == {"Optimizer"}  # an attribute: anywhere above
+    assert declared_types(rows, 5, rows[5], 4) == set()  # a local of another function
+    assert declared_types(rows, 5, rows[5], 1) == {"Expr"}
+    assert declared_types(rows, 0, "    x: Headers = ", 0) == {"Headers"}
+    assert declared_types(rows, 0, "    count: int = ", 0) == set()
+    assert declared_types(rows, 6, "        if self.optimizer == ", 4) == set()
+
+
+def test_a_subclass_of_the_expected_type_makes_it() -> None:
+    sub = Candidate("n.py", 0, 1, "MarkSafe", "definition", 1.0, "class MarkSafe(nodes.Expr):", "")
+    ts_sub = Candidate("n.ts", 0, 1, "Float", "definition", 1.0, "export class Float extends Item {", "")
+    other = Candidate("n.py", 0, 1, "Helper", "definition", 1.0, "class Helper(Node):", "")
+    out = weigh_for_slot([sub, ts_sub, other], "    node = ", 4.0, assigned=frozenset({"Expr", "Item"}))
+    assert [c.score for c in out] == [5.0, 5.0, 1.0]
 
 
 def test_what_a_predicate_returns_is_a_condition() -> None:
