@@ -114,6 +114,11 @@ _ANNOTATED_TARGET = re.compile(
 # What the user is typing at the cursor (`isS`, `utils.isS`, `utils.`): the slot is read before it.
 _TYPING = re.compile(r"(?:[A-Za-z_$][\w$]*\??\.)*[A-Za-z_$]?[\w$]*$")
 HEAD_LINES = 4  # where a signature's return type sits, multi-line signatures included
+# The slot is decided by the last few tokens before the cursor, a signature by its first lines: the
+# patterns read at most this much, so a minified file's 100,000-character line costs no more than
+# a normal one (several of them backtrack, quadratic in the text they are given).
+SLOT_CHARS = 240
+HEAD_CHARS = 2_000
 
 CONDITION = "condition"
 EXCEPTION = "exception"
@@ -127,10 +132,10 @@ def slot_text(lines: Sequence[str], line: int, character: int) -> str:
     chain being typed there (so the slot holds while the user types `isStr`); when nothing
     else is on the line, the end of the line above (a condition continued on the next line:
     `if (\n`, `isA(x) &&\n`)."""
-    before = _TYPING.sub("", lines[line][:character]) if line < len(lines) else ""
+    before = _TYPING.sub("", lines[line][:character][-SLOT_CHARS:]) if line < len(lines) else ""
     if before.strip() or line == 0:
         return before
-    above = lines[line - 1].rstrip()
+    above = lines[line - 1].rstrip()[-SLOT_CHARS:]
     return above if above.endswith(("(", "&&", "||", " and", " or", " not", "!")) else before
 
 
@@ -165,14 +170,14 @@ def _words(name: str) -> frozenset[str]:
 
 
 def _head(text: str) -> str:
-    return "\n".join(text.split("\n", HEAD_LINES)[:HEAD_LINES])
+    return "\n".join(text[:HEAD_CHARS].split("\n", HEAD_LINES)[:HEAD_LINES])
 
 
 def _signature(text: str) -> str:
     """A definition's signature: its first lines up to the one that opens the body (a class's
     methods below it say nothing of what the class returns)."""
     rows = []
-    for row in text.split("\n", HEAD_LINES)[:HEAD_LINES]:
+    for row in text[:HEAD_CHARS].split("\n", HEAD_LINES)[:HEAD_LINES]:
         rows.append(row)
         if row.rstrip().endswith((":", "{")):
             break
@@ -258,7 +263,7 @@ def declared_types(lines: Sequence[str], line: int, before_cursor: str, scope_st
         declared = re.compile(rf"^\s*{re.escape(name)}\s*:\s*([^=\n]+?)\s*(?:=.*)?$")
         top = scope_start if "." not in name else 0
         for row in reversed(lines[max(0, top, line - DECLARATION_LINES) : line]):
-            found = declared.match(row)
+            found = declared.match(row[:HEAD_CHARS])
             if found:
                 annotation = found.group(1)
                 break

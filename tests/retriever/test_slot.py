@@ -13,6 +13,7 @@ from codectx.retriever.slot import (
     CONDITION,
     EXCEPTION,
     ITERABLE,
+    SLOT_CHARS,
     declared_types,
     encloses_predicate,
     fits,
@@ -98,6 +99,14 @@ def test_the_slot_is_read_before_the_name_being_typed() -> None:
         assert slot_kind(slot_text([typed], 0, len(typed))) == "", typed
     assert slot_kind(slot_text(["raise Val"], 0, 9)) == EXCEPTION
     assert target_words(slot_text(["headers = Ax"], 0, 12)) == {"header"}
+
+
+def test_a_minified_line_is_read_by_its_end_only() -> None:
+    # The patterns backtrack: given a whole 100,000-character line, some took over a minute.
+    line = "for(var a in b)c[a]=d(a);" * 4000 + "if (x && "
+    before = slot_text([line], 0, len(line))
+    assert len(before) <= SLOT_CHARS
+    assert slot_kind(before) == CONDITION
 
 
 def test_a_condition_continued_on_the_next_line() -> None:
