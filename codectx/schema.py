@@ -214,9 +214,11 @@ SCHEMA: dict[str, dict[str, Key]] = {
             "How much the kind of expression at the cursor moves definitions before the callee is "
             "typed: after `if (`, `&&` or `not ` predicates (`is_x`, `-> bool`) score (1 + this) "
             "times more, elsewhere that much less; after `raise `, `new ` and `await ` exception "
-            "classes, classes and async definitions score (1 + this) times more, and after `return ` "
-            "what makes the enclosing definition's declared return type (a predicate's return is a "
-            "condition); 0 turns it off.",
+            "classes, classes and async definitions score (1 + this) times more, after `for x in ` "
+            "iterables, after `return ` what makes the enclosing definition's declared return type "
+            "(a predicate's return is a condition) and what makes the declared type of a name being "
+            "assigned; definitions declared to return nothing score that much less where a value is "
+            "expected; 0 turns it off.",
             min=0,
         ),
         "target_weight": Key(
@@ -231,8 +233,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
             "float",
             1.0,
             "How much a definition declared to return nothing (`-> None`, `: void`) moves up at the "
-            "start of a statement before the callee is typed: its score is (1 + this) times more. "
-            "Where a value is expected it scores (1 + slot_weight) times less; 0 turns this off.",
+            "start of a statement before the callee is typed: its score is (1 + this) times more; 0 "
+            "turns this off (where a value is expected it scores (1 + slot_weight) times less, "
+            "which slot_weight turns off).",
             min=0,
         ),
         "definition_max_tokens": Key(

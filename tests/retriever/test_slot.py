@@ -101,6 +101,29 @@ def test_the_slot_is_read_before_the_name_being_typed() -> None:
     assert target_words(slot_text(["headers = Ax"], 0, 12)) == {"header"}
 
 
+def test_review_cases_of_the_declared_type_slots() -> None:
+    void = Candidate("a.py", 0, 1, "log_event", "definition", 1.0, "def log_event(x) -> None:", "")
+    # A blank line continuing a call, a list or an assignment wants a value, not a statement.
+    for above in ("    build(a,", "    items = [", "    const client ="):
+        before = slot_text([above, "    "], 1, 4)
+        assert [c.score for c in weigh_for_slot([void], before, 4.0, statement_weight=1.0)] == [0.2], above
+    # An arrow function's body and the end of a comment are no values.
+    for before in ("items.forEach((x) => ", "/* note */ "):
+        assert [c.score for c in weigh_for_slot([void], before, 4.0)] == [1.0], before
+    # A type guard answers yes or no; it makes no Foo.
+    assert return_types("function isFoo(x: unknown): x is Foo {") == set()
+    foo = Candidate("a.ts", 0, 1, "Foo", "definition", 1.0, "class Foo {", "")
+    out = weigh_for_slot([foo], "  return ", 4.0, in_predicate=True, returns=frozenset({"Foo"}))
+    assert [c.score for c in out] == [1.0]
+    # One-line compound statements: the name assigned, not the condition before it.
+    rows = ["    result: Response = None", "    if headers: result = "]
+    assert declared_types(rows, 1, rows[1], 0) == {"Response"}
+    assert declared_types(["    private x?: Foo = "], 0, "    private x?: Foo = ", 0) == {"Foo"}
+    # A signature of spaces (the patterns first tried here backtracked for seconds on it).
+    assert return_types("def f(x) -> " + " " * 1990 + "y") == set()
+    assert return_types("def f(self) -> Response:  # noqa: D401") == {"Response"}
+
+
 def test_a_minified_line_is_read_by_its_end_only() -> None:
     # The patterns backtrack: given a whole 100,000-character line, some took over a minute.
     line = "for(var a in b)c[a]=d(a);" * 4000 + "if (x && "
