@@ -337,17 +337,21 @@ def handle(data):
 """
 
 
-@pytest.fixture
-def utils_repo(tmp_path: Path) -> tuple[object, object]:
+def _workspace(tmp_path: Path, module: str, module_text: str, users: str, path: str, text: str) -> tuple:
+    """An indexed workspace: `lib/<module>.py`, `users.py` calling it, and the file being edited."""
     root = tmp_path / "repo"
     (root / ".git").mkdir(parents=True)
     (root / "lib").mkdir()
     (root / "lib" / "__init__.py").write_text("")
-    (root / "lib" / "utils.py").write_text(UTILS)
-    (root / "users.py").write_text(USERS)
-    (root / "app.py").write_text(APP.replace("@", " value:"))
-    settings, store = build_index(root, **LEXICAL)
-    return settings, store
+    (root / "lib" / f"{module}.py").write_text(module_text)
+    (root / "users.py").write_text(users)
+    (root / path).write_text(text)
+    return build_index(root, **LEXICAL)
+
+
+@pytest.fixture
+def utils_repo(tmp_path: Path) -> tuple[object, object]:
+    return _workspace(tmp_path, "utils", UTILS, USERS, "app.py", APP.replace("@", " value:"))
 
 
 def _definitions(result: object) -> list[str]:
@@ -401,14 +405,7 @@ PARSER += "    return \n"
 
 
 def test_after_return_the_declared_return_type_ranks_first(tmp_path: Path) -> None:
-    root = tmp_path / "repo"
-    (root / ".git").mkdir(parents=True)
-    (root / "lib").mkdir()
-    (root / "lib" / "__init__.py").write_text("")
-    (root / "lib" / "nodes.py").write_text(NODES)
-    (root / "users.py").write_text(NODE_USERS)
-    (root / "parser.py").write_text(PARSER.replace("@", ""))
-    settings, store = build_index(root, **LEXICAL)
+    settings, store = _workspace(tmp_path, "nodes", NODES, NODE_USERS, "parser.py", PARSER.replace("@", ""))
     for annotation, first in (("", False), (" -> nodes.Getattr", True)):
         text = PARSER.replace("@", annotation)
         line = text.split("\n").index("    return ")
@@ -453,15 +450,8 @@ STATE_USERS = "from lib import state\n\n" + "\n\n".join(
 
 
 def test_at_a_statement_s_start_what_returns_nothing_ranks_first(tmp_path: Path) -> None:
-    root = tmp_path / "repo"
-    (root / ".git").mkdir(parents=True)
-    (root / "lib").mkdir()
-    (root / "lib" / "__init__.py").write_text("")
-    (root / "lib" / "state.py").write_text(STATE)
-    (root / "users.py").write_text(STATE_USERS)
     text = "from lib import state\n\n\ndef restart(s):\n    s.running = False\n    \n"
-    (root / "app.py").write_text(text)
-    settings, store = build_index(root, **LEXICAL)
+    settings, store = _workspace(tmp_path, "state", STATE, STATE_USERS, "app.py", text)
     line = 5
     statement = _definitions(assemble_context(store, settings, "app.py", text, line, 4))
     assert statement.index("reset") < statement.index("snapshot"), statement[:5]
