@@ -309,7 +309,7 @@ def declared_types(lines: Sequence[str], line: int, before_cursor: str, scope_st
 _BASES = re.compile(r"\bclass\s+[\w$]+\s*(?:\(([^)]*)\)|(?:<[^>]*>\s*)?extends\s+([\w$.]+))")
 
 
-def _makes(cand: Candidate, types: frozenset[str]) -> bool:
+def _makes(cand: Candidate, types: frozenset[str], signature: str) -> bool:
     """Whether a definition is one of `types`, a class directly derived from one, or says it
     returns one of them."""
     if cand.symbol.rsplit(".", 1)[-1] in types:
@@ -317,7 +317,7 @@ def _makes(cand: Candidate, types: frozenset[str]) -> bool:
     bases = _BASES.search(_head(cand.text))
     if bases and types & {n.rsplit(".", 1)[-1] for n in _TYPE_NAME.findall(bases.group(1) or bases.group(2))}:
         return True
-    return bool(types & return_types(_signature(cand.text)))
+    return bool(types & return_types(signature))
 
 
 def weigh_for_slot(
@@ -353,16 +353,17 @@ def weigh_for_slot(
     # of the 765 assigned, passed, returned or tested ones.
     wants_value = weight > 0 and bool(_VALUE.search(before_cursor))
     statement = statement_weight > 0 and not before_cursor.strip()
+    # A return slot and an assignment slot exclude each other: one set of expected types.
+    expected = returned | (assigned if weight > 0 else frozenset())
     out = []
     for cand in cands:
         factor = 1.0
         if target and target & _words(cand.symbol.rsplit(".", 1)[-1]):
             factor *= 1.0 + target_weight
-        if returned and _makes(cand, returned):
+        signature = _signature(cand.text) if expected or wants_value or statement else ""
+        if expected and _makes(cand, expected, signature):
             factor *= 1.0 + weight
-        if assigned and weight > 0 and _makes(cand, assigned):
-            factor *= 1.0 + weight
-        if (wants_value or statement) and returns_nothing(_signature(cand.text)):
+        if (wants_value or statement) and returns_nothing(signature):
             factor *= 1.0 / (1.0 + weight) if wants_value else 1.0 + statement_weight
         if kind in ("", CONDITION) and is_predicate(cand.symbol, cand.text):
             factor *= 1.0 + weight if kind else 1.0 / (1.0 + weight)
