@@ -8,7 +8,11 @@ indexed lexically (`--no-embed`: vectors for 20,000 chunks are an embedding benc
 bench_index.py) twice: in process, after the imports, and as a fresh `codectx index`
 process, which is what a user waits for. The shapes are generated: they are about shape,
 not content, so no sdist is needed. Also: `codectx complete`, default settings, against a
-server that accepts and never answers (tests/support/faultserver.py): the time until its message.
+server that accepts and never answers (tests/support/faultserver.py): the time until its message;
+and the completion context (`assemble_context`, in process, lexical) with the cursor on or next to
+a long line: a 100,000-character hex string in a Python and a JavaScript function, and a
+130,000-character minified bundle (cursor readers that were quadratic in the line's length took
+7 to 27 s at 30,000 characters).
 Prints a table and writes JSON to bench/results/.
 
     python bench/bench_hostile.py [--functions 20000] [--rounds 3]
@@ -36,6 +40,7 @@ from codectx.settings import load_settings
 TARGET_S = 5.0  # the 20k-function file, as a fresh `codectx index` process
 COMPLETE = [sys.executable, "-m", "codectx", "complete"]
 SILENT_TARGET_S = 5.0  # `codectx complete` against a server that accepts and never answers
+LONG_LINE_TARGET_S = 1.0  # one completion context with the cursor on or next to a long line
 
 
 def shapes(functions: int) -> dict[str, str]:
@@ -117,6 +122,8 @@ def silent_server(work: Path) -> dict[str, object]:
                 "--backend-url",
                 server.url,
                 "--no-context",
+                "--root",
+                str(work),
             ],
             capture_output=True,
             text=True,
@@ -128,10 +135,65 @@ def silent_server(work: Path) -> dict[str, object]:
     return {"s": elapsed, "exit": done.returncode, "message": done.stderr.strip().splitlines()[-1:]}
 
 
+def long_lines(work: Path, chars: int) -> dict[str, dict[str, float]]:
+    """Seconds for one completion context (median of three, after one warm-up request) with the
+    cursor at the end, the middle and the line after a long line."""
+    import random
+
+    from codectx.retriever.context import assemble_context
+
+    rng = random.Random(0)
+    blob = "".join(rng.choice("0123456789abcdef") for _ in range(chars))
+    bundle = "".join(
+        rng.choice(
+            [f"for(var a{i} in b{i})c{i}[a{i}]=d{i}(a{i});", f"function g{i}(x){{return x?h{i}(x):k{i}}}"]
+        )
+        for i in range(chars // 30)
+    )
+    files = {
+        "hex.py": (
+            f'from lib import helper\n\ndef use():\n    data = "{blob}"\n    return helper(data)\n',
+            3,
+        ),
+        "hex.js": (
+            f"import {{ helper }} from './lib'\nexport function use() {{\n  const data = '{blob}'\n}}\n",
+            2,
+        ),
+        "bundle.min.js": (bundle + "\nexport const tail = 1\n", 0),
+    }
+    root = work / "long_lines"
+    (root / ".git").mkdir(parents=True)
+    (root / "lib.py").write_text("def helper(x):\n    return x\n")
+    (root / "lib.js").write_text("export function helper(x) { return x }\n")
+    for name, (text, _) in files.items():
+        (root / name).write_text(text)
+    settings = load_settings(root, {"index.embed": False, "retriever.context_dense": False}, environ={})
+    index_workspace(root, settings, embed=False)
+    from codectx.indexer.storage.store import IndexStore
+
+    store = IndexStore.open(settings.index_dir())
+    out: dict[str, dict[str, float]] = {}
+    for name, (text, row) in files.items():
+        lines = text.split("\n")
+        for where, (line, char) in {
+            "end": (row, len(lines[row])),
+            "middle": (row, len(lines[row]) // 2),
+            "next line": (row + 1, len(lines[row + 1])),
+        }.items():
+            times = []
+            for _ in range(4):
+                start = time.perf_counter()
+                assemble_context(store, settings, name, text, line, char)
+                times.append(time.perf_counter() - start)
+            out.setdefault(name, {})[where] = statistics.median(times[1:])
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--functions", type=int, default=20000, help="functions in the many-functions file")
     parser.add_argument("--rounds", type=int, default=3, help="runs per shape (the median is shown)")
+    parser.add_argument("--line-chars", type=int, default=100_000, help="length of the long lines")
     args = parser.parse_args()
     from codectx import tuning
 
@@ -141,6 +203,7 @@ def main() -> int:
         for name, text in shapes(args.functions).items():
             results["shapes"][name] = measure(name, text, args.rounds, Path(tmp))  # type: ignore[index]
         results["silent_server"] = silent_server(Path(tmp))
+        results["long_lines"] = long_lines(Path(tmp), args.line_chars)
     results["peak_rss_mb"] = peak_rss_mb()
     rows = []
     for name, data in results["shapes"].items():  # type: ignore[attr-defined]
@@ -161,6 +224,14 @@ def main() -> int:
             f"< {SILENT_TARGET_S:g} s",
         )
     )
+    for name, where in results["long_lines"].items():  # type: ignore[attr-defined]
+        rows.append(
+            (
+                f"completion context in {name}, {args.line_chars:,}-character line",
+                ", ".join(f"{w} {s * 1000:.0f} ms" for w, s in where.items()),
+                f"< {LONG_LINE_TARGET_S:g} s each",
+            )
+        )
     print(table(rows, ("shape", "codectx index --no-embed (median)", "target")))
     print(f"message: {silent['message']}")  # type: ignore[index]
     print(f"load average at the end: {os.getloadavg()} on {os.cpu_count()} CPUs")

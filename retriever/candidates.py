@@ -106,7 +106,26 @@ def _deep_tail(lines: list[str], line: int, info: CursorInfo) -> tuple[int, int,
     return start, max(start + HEAD_LINES, tail_end - (QUERY_LINES - HEAD_LINES) + 1), tail_end
 
 
-def scope_texts(lines: list[str], line: int, info: CursorInfo) -> tuple[str, str]:
+LINE_CHARS = (
+    2000  # of a longer line (minified code, a data blob), the part read: around the cursor, else its start
+)
+
+
+def _rows(lines: list[str], lo: int, hi: int, line: int, character: int) -> list[str]:
+    """`lines[lo:hi]`, a line longer than LINE_CHARS cut to the part around the cursor (the
+    cursor's line) or to its start (another): every step after reads the scope's text, 0.4 s
+    on the 130,000-character line of a minified bundle."""
+    rows = lines[lo:hi]
+    if all(len(row) <= LINE_CHARS for row in rows):
+        return rows
+    out = []
+    for i, row in enumerate(rows, lo):
+        at = max(0, character - LINE_CHARS + LINE_CHARS // 4) if i == line else 0
+        out.append(row[at : at + LINE_CHARS])
+    return out
+
+
+def scope_texts(lines: list[str], line: int, info: CursorInfo, character: int = 0) -> tuple[str, str]:
     """The scope's query (for its names and the similar-code search) and the text its receivers
     are typed from. The query is the enclosing definition (at most QUERY_LINES: past them, its
     first HEAD_LINES and the lines before the cursor) or a fixed block of lines; the typing text
@@ -117,12 +136,13 @@ def scope_texts(lines: list[str], line: int, info: CursorInfo) -> tuple[str, str
         # Deep in a long definition: its head and the lines up to the cursor, where the
         # receivers in use were assigned (the window's end moves in steps of TAIL_SNAP lines).
         start, tail_start, tail_end = deep
-        query = "\n".join(lines[start : start + HEAD_LINES] + lines[tail_start : tail_end + 1])
-        return query, "\n".join(lines[start : min(tail_end + 1, start + TYPING_LINES)])
+        head = _rows(lines, start, start + HEAD_LINES, line, character)
+        query = "\n".join(head + _rows(lines, tail_start, tail_end + 1, line, character))
+        return query, "\n".join(_rows(lines, start, min(tail_end + 1, start + TYPING_LINES), line, character))
     start, end = scope_span(lines, line, info)
     if info.enclosing and info.enclosing.end_line >= info.enclosing.start_line:
         end = min(end, start + QUERY_LINES - 1)
-    query = "\n".join(lines[start : end + 1])
+    query = "\n".join(_rows(lines, start, end + 1, line, character))
     return query, query
 
 
@@ -279,7 +299,7 @@ def gather_candidates(
     notes: list[str] = []
     cfg = settings.retriever
     t = time.perf_counter()
-    query, typing = scope_texts(lines, line, info)
+    query, typing = scope_texts(lines, line, info, character)
     class_text = enclosing_class_text(lines, info)
     types = scope_types(typing, class_text, local_types(typing))
     resolver = DefinitionResolver(searcher.store, path, language, imports, types)

