@@ -51,11 +51,11 @@ from codectx.retriever.receiver_types import (
     property_types,
     scope_types,
 )
+from codectx.retriever.returns import return_types
 from codectx.retriever.search import HybridSearcher, chunk_for_definition, fts_terms
 from codectx.retriever.slot import (
     declared_types,
     encloses_predicate,
-    return_types,
     signature_at,
     slot_text,
     weigh_for_slot,

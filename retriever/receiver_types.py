@@ -32,6 +32,7 @@ from typing import Any
 from codectx.indexer.model import Definition
 from codectx.retriever.cursor_info import CursorInfo
 from codectx.retriever.definitions import SELF_NAMES, DefinitionResolver, split_chain
+from codectx.retriever.returns import NOT_CLASSES, returned_class
 
 _TYPE = r"['\"]?(?:(?:t|typing|te)\.)?(?:Optional\[|Type\[|type\[)?['\"]?((?:[A-Za-z_]\w*\.)*[A-Z]\w*)"
 _ANNOTATION = re.compile(rf"(?<![\w.$'\"])([A-Za-z_$][\w$]*)\s*\??:\s*{_TYPE}")
@@ -50,36 +51,9 @@ _CALL_END = re.compile(r"[ \t]*(?:[;#]|//|$)", re.M)  # nothing but a comment af
 MAX_CALL_CHARS = 2000  # a call's arguments are followed this far for its closing parenthesis
 _SELF_FROM_PARAM = re.compile(r"\b(?:self|this)\.([A-Za-z_]\w*)\s*=\s*([A-Za-z_]\w*)\s*$", re.M)
 _FACTORY_CALL = re.compile(r"(?<![\w.])([a-z_]\w*)\s*=\s*(?:await\s+)?((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s*\(")
-_RETURNS = re.compile(rf"->\s*{_TYPE}")
 # Go: `func (t *Test) name(params)` and `func name(params)`; a parameter is `name Type`.
 _GO_FUNC = re.compile(r"^\s*func\b\s*(?:\(([^()]*)\)\s*)?[A-Za-z_]\w*\s*(?:\[[^\]]*\])?\s*\(([^()]*)\)", re.M)
 _GO_PARAM = re.compile(r"\s*([a-z_]\w*)\s+\*?((?:[A-Za-z_]\w*\.)?[A-Z]\w*)\s*")
-_TS_RETURNS = re.compile(rf"\)\s*:\s*(?:Promise<)?{_TYPE}")
-# Capitalised names in annotations that are typing constructs, not the receiver's class.
-NOT_CLASSES = frozenset(
-    [
-        "Optional",
-        "Union",
-        "Any",
-        "None",
-        "Type",
-        "List",
-        "Dict",
-        "Tuple",
-        "Set",
-        "Literal",
-        "Callable",
-        "Iterable",
-        "Iterator",
-        "Sequence",
-        "Mapping",
-        "Awaitable",
-        "Generator",
-        "Final",
-        "ClassVar",
-        "Promise",
-    ]
-)
 MAX_FACTORIES = 12
 MAX_CLASS_LINES = 4000  # a class header looked for this far above a method, and its end below
 MAX_PROPERTIES = 24  # a class's properties typed per request at most
@@ -198,14 +172,6 @@ def factory_calls(scope_text: str, known: dict[str, str]) -> dict[str, str]:
     return found
 
 
-def returned_type(signature: str) -> str:
-    """The class a signature says it returns (`-> Foo`, TypeScript's `): Foo`), or ""."""
-    match = _RETURNS.search(signature) or _TS_RETURNS.search(signature)
-    if not match or match.group(1).split(".")[-1] in NOT_CLASSES:
-        return ""
-    return match.group(1)
-
-
 def factory_types(resolver: DefinitionResolver, calls: dict[str, str], chunks_for_file: Any) -> None:
     """Type variables bound to a factory's result with the class it returns (its return
     annotation, resolved in the factory's own file; for `Cls.from_thing(...)` without one, `Cls`):
@@ -218,7 +184,7 @@ def factory_types(resolver: DefinitionResolver, calls: dict[str, str], chunks_fo
             continue
         d = resolved[0].definition
         chunk = _chunk_of(d, chunks_for_file)
-        cls = returned_type(chunk.signature if chunk is not None else "")
+        cls = returned_class(chunk.signature if chunk is not None else "")
         if cls and cls != "Self":
             found = _class_in_file(resolver, d, cls)
         elif alternative:
@@ -249,7 +215,7 @@ def fixture_types(
             if chunk is None:
                 continue
             returned = _RETURNED_CLASS.search(chunk.text)
-            cls = returned_type(chunk.signature) or (returned.group(1) if returned else "")
+            cls = returned_class(chunk.signature) or (returned.group(1) if returned else "")
             found = _class_in_file(resolver, d, cls) if cls and cls != "Self" else None
             if found is not None:
                 resolver.receiver_classes[name] = found
@@ -404,7 +370,7 @@ def call_result_class(
 def _returned_class(resolver: DefinitionResolver, d: Definition, chunks_for_file: Any) -> Definition | None:
     """The class `d`'s return annotation names, resolved in `d`'s own file; None without one."""
     chunk = _chunk_of(d, chunks_for_file)
-    cls = returned_type(chunk.signature if chunk is not None else "")
+    cls = returned_class(chunk.signature if chunk is not None else "")
     return _class_in_file(resolver, d, cls) if cls and cls != "Self" else None
 
 

@@ -35,6 +35,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from codectx.indexer.parsing.identifiers import split_identifier
+from codectx.retriever.returns import TYPE_NAME, return_types, returned_text, returns_nothing, type_names
 
 if TYPE_CHECKING:
     from codectx.retriever.candidates import Candidate
@@ -81,24 +82,9 @@ _PLAIN_RETURN = re.compile(r"\breturn\s+$")
 _VALUE = re.compile(
     r"(?:[=(\[,?+\-*%<|&!]|(?<![=*])>|(?<!\*)/|\b(?:return|yield|if|elif|while|and|or|not|in|assert|else)\b)\s*$"
 )
-# What a signature that returns nothing declares: Python's `-> None:`, TypeScript's `): void {`.
-_NOTHING = frozenset({"None", "void"})
 # A doc comment's boolean return, in the lines just above a definition (JSDoc, TSDoc).
 _DOC_BOOLEAN = re.compile(r"@returns?\s*\{boolean\}", re.IGNORECASE)
 DOC_LINES = 12  # how far above a definition its doc comment may start
-# A TypeScript type guard (`x is Foo`, `asserts x is Foo`) answers yes or no; it makes no Foo.
-_TYPE_GUARD = re.compile(r"^(?:asserts\s+)?[\w$]+\s+is\b")
-_TYPE_NAME = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
-# Types that say nothing of which definition makes the value.
-# fmt: off
-_GENERIC_TYPES = frozenset({
-    "str", "int", "float", "bool", "bytes", "None", "Any", "object", "Optional", "Union", "List",
-    "Dict", "Tuple", "Set", "FrozenSet", "list", "dict", "tuple", "set", "frozenset", "Iterator",
-    "Iterable", "Generator", "Sequence", "Mapping", "Callable", "Type", "type", "NoReturn", "Self",
-    "void", "string", "number", "boolean", "any", "unknown", "never", "undefined", "null",
-    "Promise", "Array", "Record", "Partial", "Readonly", "this",
-})
-# fmt: on
 _EXCEPTION_NAME = re.compile(r"(?:Error|Exception|Warning|Exit|Interrupt)$")
 # An exception class named otherwise: `class Impossible(Exception):`, `class Cancel extends Error {`.
 _EXCEPTION_BASE = re.compile(
@@ -218,37 +204,6 @@ def encloses_predicate(lines: Sequence[str], start_line: int, name: str) -> bool
     return bool(_DOC_BOOLEAN.search("\n".join(above)))
 
 
-def _returned_text(signature: str) -> str:
-    """The return type a signature declares, as written: Python's `-> X:` (a trailing comment
-    ignored), TypeScript's `): X {`; "" when it declares none. String operations, not a pattern:
-    the patterns tried backtracked for seconds on a signature of spaces."""
-    for row in signature.split("\n"):
-        code = row.split("  #", 1)[0].rstrip()
-        if code.endswith(":") and "->" in code:
-            return code[code.rindex("->") + 2 : -1].strip()
-        if code.endswith("{") and ")" in code:
-            rest = code[code.rindex(")") + 1 : -1].strip()
-            if rest.startswith(":") and not any(c in rest for c in ";=()"):
-                return rest[1:].strip()
-    return ""
-
-
-def returns_nothing(signature: str) -> bool:
-    """Whether a signature declares that its definition returns nothing (`-> None`, `: void`)."""
-    return _returned_text(signature) in _NOTHING
-
-
-def return_types(signature: str) -> frozenset[str]:
-    """The specific types a signature says its definition returns (`-> t.Optional[nodes.Getattr]:`
-    -> {"Getattr"}); builtins, typing's containers, one-letter type variables and type guards
-    (`x is Foo`) left out."""
-    returned = _returned_text(signature)
-    if _TYPE_GUARD.match(returned):
-        return frozenset()
-    names = (n.rsplit(".", 1)[-1] for n in _TYPE_NAME.findall(returned))
-    return frozenset(n for n in names if len(n) > 1 and n not in _GENERIC_TYPES)
-
-
 def fits(kind: str, symbol: str, text: str) -> bool:
     """Whether a definition is what a slot of this kind (not CONDITION) expects."""
     head = _head(text)
@@ -264,7 +219,7 @@ def fits(kind: str, symbol: str, text: str) -> bool:
         if _CLASS_HEAD.search(head):  # a class is iterable by its own protocol, not by its methods
             return bool(_ITERATES_ITSELF.search(text))
         signature = _signature(text)
-        types = {n.rsplit(".", 1)[-1] for n in _TYPE_NAME.findall(_returned_text(signature))}
+        types = {n.rsplit(".", 1)[-1] for n in TYPE_NAME.findall(returned_text(signature))}
         return bool(types & _ITERABLE_TYPES) or bool(_YIELDS.search(text))
     return False
 
@@ -300,10 +255,7 @@ def declared_types(lines: Sequence[str], line: int, before_cursor: str, scope_st
             if found:
                 annotation = found.group(1)
                 break
-    if not annotation:
-        return frozenset()
-    names = (n.rsplit(".", 1)[-1] for n in _TYPE_NAME.findall(annotation))
-    return frozenset(n for n in names if len(n) > 1 and n not in _GENERIC_TYPES)
+    return type_names(annotation) if annotation else frozenset()
 
 
 _BASES = re.compile(r"\bclass\s+[\w$]+\s*(?:\(([^)]*)\)|(?:<[^>]*>\s*)?extends\s+([\w$.]+))")
@@ -315,7 +267,7 @@ def _makes(cand: Candidate, types: frozenset[str], signature: str) -> bool:
     if cand.symbol.rsplit(".", 1)[-1] in types:
         return True
     bases = _BASES.search(_head(cand.text))
-    if bases and types & {n.rsplit(".", 1)[-1] for n in _TYPE_NAME.findall(bases.group(1) or bases.group(2))}:
+    if bases and types & {n.rsplit(".", 1)[-1] for n in TYPE_NAME.findall(bases.group(1) or bases.group(2))}:
         return True
     return bool(types & return_types(signature))
 

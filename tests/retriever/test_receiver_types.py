@@ -12,9 +12,9 @@ from codectx.retriever.receiver_types import (
     attribute_types,
     factory_calls,
     go_parameter_types,
-    returned_type,
     scope_types,
 )
+from codectx.retriever.returns import returned_class
 
 from tests.support.indexes import build_index
 
@@ -56,10 +56,16 @@ def test_factories_and_their_return_annotations() -> None:
         "x": "make",
         "y": "Foo.from_x",
     }
-    assert returned_type('def f(a) -> "Environment":') == "Environment"
-    assert returned_type("def f(a) -> t.Optional[Template]:") == "Template"
-    assert returned_type("function f(a): Promise<Foo> {") == "Foo"
-    assert returned_type("def f(a) -> int:") == returned_type("def f(a) -> Any:") == ""
+    assert returned_class('def f(a) -> "Environment":') == "Environment"
+    assert returned_class("def f(a) -> t.Optional[Template]:") == "Template"
+    assert returned_class("function f(a): Promise<Foo> {") == "Foo"
+    assert returned_class("def f(a) -> int:") == returned_class("def f(a) -> Any:") == ""
+    # The index's one-line TypeScript signatures, without the body's `{`.
+    assert returned_class("export function f(a: number): Promise<Foo>") == "Foo"
+    assert returned_class("const g = (a: string): nodes.Bar =>") == "nodes.Bar"
+    assert returned_class("m(x: number): Baz | null") == "Baz"
+    assert returned_class("def f(a) -> List[Foo]:") == returned_class("m(x): void") == ""
+    assert returned_class("def f(a) -> " + " " * 5000 + "x") == ""  # no type: read in one pass
 
 
 def _write(root: Path, rel: str, text: str) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from codectx.retriever.candidates import Candidate
 from codectx.retriever.context import assemble_context
+from codectx.retriever.returns import return_types
 from codectx.retriever.slot import (
     AWAITABLE,
     CLASS,
@@ -18,7 +19,6 @@ from codectx.retriever.slot import (
     encloses_predicate,
     fits,
     is_predicate,
-    return_types,
     slot_kind,
     slot_text,
     target_words,
@@ -171,6 +171,8 @@ def test_a_signature_s_specific_return_types() -> None:
     assert return_types("def run(self) -> T:") == set()  # a type variable
     assert return_types("def run(self):") == set()
     assert return_types("class Arrow:") == set()
+    assert return_types("const make = (p: string): Lambda => {") == {"Lambda"}  # an arrow function
+    assert return_types("spy(listener: Listener): Lambda | undefined") == {"Lambda"}  # as the index keeps it
 
 
 def test_after_return_what_makes_the_declared_type_rises() -> None:

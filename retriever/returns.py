@@ -1,0 +1,93 @@
+"""What a definition's signature says it returns: one reader for receiver types and the slot.
+
+A signature declares its return type after Python's `->` (`def f(a) -> t.Optional[Foo]:`) or
+after TypeScript's closing parenthesis and colon (`function f(a): Promise<Foo> {`, `m(x):
+Baz | null`, `(a): Bar =>`). It comes in two forms: as the index keeps it (one line, TypeScript's
+without the `{`) and as a file's first lines of a definition (a multi-line signature, a comment
+after Python's colon). `returned_text` reads it as written, with string operations: the patterns
+tried first backtracked for seconds on a signature of spaces. Two readings are built on it:
+
+- `returned_class`: the one class a call's result is an instance of, for typing a receiver
+  (`-> t.Optional[Template]` -> `Template`); "" for builtins and typing constructs.
+- `return_types`: every specific type named (`-> t.Union[nodes.Getattr, nodes.Getitem]` ->
+  {"Getattr", "Getitem"}), for what the text before the cursor expects.
+
+Pure: text in, names out.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Capitalised names in annotations that are typing constructs, not the receiver's class.
+# fmt: off
+NOT_CLASSES = frozenset({
+    "Optional", "Union", "Any", "None", "Type", "List", "Dict", "Tuple", "Set", "Literal", "Callable",
+    "Iterable", "Iterator", "Sequence", "Mapping", "Awaitable", "Generator", "Final", "ClassVar",
+    "Promise",
+})
+# Types that say nothing of which definition makes the value.
+GENERIC_TYPES = frozenset({
+    "str", "int", "float", "bool", "bytes", "None", "Any", "object", "Optional", "Union", "List",
+    "Dict", "Tuple", "Set", "FrozenSet", "list", "dict", "tuple", "set", "frozenset", "Iterator",
+    "Iterable", "Generator", "Sequence", "Mapping", "Callable", "Type", "type", "NoReturn", "Self",
+    "void", "string", "number", "boolean", "any", "unknown", "never", "undefined", "null",
+    "Promise", "Array", "Record", "Partial", "Readonly", "this",
+})
+# fmt: on
+# What a signature that returns nothing declares: Python's `-> None:`, TypeScript's `): void {`.
+NOTHING = frozenset({"None", "void"})
+TYPE_NAME = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
+# A TypeScript type guard (`x is Foo`, `asserts x is Foo`) answers yes or no; it makes no Foo.
+_TYPE_GUARD = re.compile(r"^(?:asserts\s+)?[\w$]+\s+is\b")
+# The class at the start of a return type: `'Foo'`, `t.Optional[Foo]`, `Type[Foo]`,
+# `Promise<Foo>`, `nodes.Getattr` (anchored: read once from the start).
+_LEADING_CLASS = re.compile(
+    r"['\"]?(?:(?:t|typing|te)\.)?(?:Optional\[|Type\[|type\[|Promise<)?['\"]?((?:[A-Za-z_]\w*\.)*[A-Z]\w*)"
+)
+
+
+def returned_text(signature: str) -> str:
+    """The return type a signature declares, as written: Python's `-> X:` (a trailing comment
+    ignored), TypeScript's `): X {`, `): X` or `): X =>`; "" when it declares none."""
+    for row in signature.split("\n"):
+        code = row.split("  #", 1)[0].rstrip()
+        if code.endswith(":") and "->" in code:
+            return code[code.rindex("->") + 2 : -1].strip()
+        if ")" in code:
+            rest = code[code.rindex(")") + 1 :].strip()
+            rest = rest.removesuffix("{").rstrip().removesuffix("=>").rstrip()
+            if rest.startswith(":") and not any(c in rest for c in ";=()"):
+                return rest[1:].strip()
+    return ""
+
+
+def type_names(annotation: str) -> frozenset[str]:
+    """The specific types an annotation names (`t.Optional[nodes.Expr]` -> {"Expr"}): builtins,
+    typing's containers and one-letter type variables left out."""
+    names = (n.rsplit(".", 1)[-1] for n in TYPE_NAME.findall(annotation))
+    return frozenset(n for n in names if len(n) > 1 and n not in GENERIC_TYPES)
+
+
+def return_types(signature: str) -> frozenset[str]:
+    """The specific types a signature says its definition returns (`-> t.Optional[nodes.Getattr]:`
+    -> {"Getattr"}); type guards (`x is Foo`) name none."""
+    returned = returned_text(signature)
+    if _TYPE_GUARD.match(returned):
+        return frozenset()
+    return type_names(returned)
+
+
+def returns_nothing(signature: str) -> bool:
+    """Whether a signature declares that its definition returns nothing (`-> None`, `: void`)."""
+    return returned_text(signature) in NOTHING
+
+
+def returned_class(signature: str) -> str:
+    """The class a signature says its definition returns (`-> "Environment"`, `-> t.Optional[
+    Template]`, `): Promise<Foo>`), dotted as written (`nodes.Getattr`); "" when it names none
+    or a typing construct (`-> Any`, `-> List[Foo]`)."""
+    match = _LEADING_CLASS.match(returned_text(signature))
+    if not match or match.group(1).split(".")[-1] in NOT_CLASSES:
+        return ""
+    return match.group(1)
