@@ -54,6 +54,8 @@ _TYPING_CHAIN = re.compile(
 )
 _LINE_CHARS = 1000  # of a line, the text this far either side of the cursor is read for chains and names
 _OPEN = {")": "(", "]": "[", "}": "{"}
+# A method called on a dict, set or string literal (not `x[0].` or `f().`: those may be the workspace's).
+_LITERAL_MEMBER = ("}.", '".', "'.", "`.")
 _SCAN_CHARS = 4000
 _WINDOW_BEFORE = 150
 _WINDOW_AFTER = 200
@@ -106,6 +108,8 @@ def _open_call(before: str) -> tuple[str, int]:
                 "with",
             ):
                 return "", -1
+            if before[: match.start(1)].rstrip().endswith(_LITERAL_MEMBER):
+                return "", -1  # `{...}.get(`, `", ".join(`: a builtin's method, not one of the workspace's
             return callee, commas
         elif ch == "," and not depth:
             commas += 1

@@ -61,6 +61,16 @@ def test_no_call_inside_closed_parentheses_or_strings() -> None:
     assert identifiers_near("if (ready", "javascript", 0, 9).call == ""
 
 
+def test_a_literal_s_method_is_not_a_call_to_look_up() -> None:
+    """`{...}.get(` and `", ".join(` call a builtin's method: no workspace definition named `get`
+    or `join` is the callee; a call's result or an element (`f().then(`, `x[0].send(`) may be."""
+    for text in ('x = {"a": 1}.get(\n', 'x = ", ".join(\n', "x = {\n    1: 2,\n}.get(\n"):
+        rows = text.split("\n")
+        assert identifiers_near(text, "python", len(rows) - 2, len(rows[-2])).call == ""
+    assert identifiers_near("p = fetch(u).then(", "javascript", 0, 18).call_name == "then"
+    assert identifiers_near("x = items[0].send(", "python", 0, 18).call_name == "send"
+
+
 def test_cursor_on_a_long_data_line_reads_the_code_around_it() -> None:
     """A line holding a long hex string: the chain, word and call at the cursor are still read
     (only the part of the line around the cursor is), and a chain far along the line is not."""
