@@ -12,7 +12,8 @@ server that accepts and never answers (tests/support/faultserver.py): the time u
 and the completion context (`assemble_context`, in process, lexical) with the cursor on or next to
 a long line: a 100,000-character hex string in a Python and a JavaScript function, and a
 130,000-character minified bundle (cursor readers that were quadratic in the line's length took
-7 to 27 s at 30,000 characters).
+7 to 27 s at 30,000 characters), and two functions of 300 long lines each (a 230,000-node syntax
+error, annotations followed by 1,900 spaces).
 Prints a table and writes JSON to bench/results/.
 
     python bench/bench_hostile.py [--functions 20000] [--rounds 3]
@@ -41,6 +42,13 @@ TARGET_S = 5.0  # the 20k-function file, as a fresh `codectx index` process
 COMPLETE = [sys.executable, "-m", "codectx", "complete"]
 SILENT_TARGET_S = 5.0  # `codectx complete` against a server that accepts and never answers
 LONG_LINE_TARGET_S = 1.0  # one completion context with the cursor on or next to a long line
+LONG_SHAPES = {
+    "hex.py": "a {chars:,}-character hex string",
+    "hex.js": "a {chars:,}-character hex string",
+    "bundle.min.js": "a {chars:,}-character minified line",
+    "decorators.py": "300 decorator chains, one syntax error of 855,000 nodes",
+    "spaces.py": "300 annotations and 1,900 spaces",
+}
 
 
 def shapes(functions: int) -> dict[str, str]:
@@ -160,6 +168,16 @@ def long_lines(work: Path, chars: int) -> dict[str, dict[str, float]]:
             2,
         ),
         "bundle.min.js": (bundle + "\nexport const tail = 1\n", 0),
+        # One syntax error of 855,000 nodes (tree-sitter's queries took 94 s), and 300 lines of
+        # an annotation followed by 1,900 spaces (a local-type pattern took minutes).
+        "decorators.py": (
+            "class C:\n  def use(self):\n" + "\n".join(["    @" + "a." * 950] * 300) + "\n\n",
+            301,
+        ),
+        "spaces.py": (
+            "def use():\n" + "\n".join(["    x: " + " " * 1900 + "= 1"] * 300) + "\n    y = 2\n",
+            300,
+        ),
     }
     root = work / "long_lines"
     (root / ".git").mkdir(parents=True)
@@ -227,7 +245,7 @@ def main() -> int:
     for name, where in results["long_lines"].items():  # type: ignore[attr-defined]
         rows.append(
             (
-                f"completion context in {name}, {args.line_chars:,}-character line",
+                f"completion context in {name}, {LONG_SHAPES[name].format(chars=args.line_chars)}",
                 ", ".join(f"{w} {s * 1000:.0f} ms" for w, s in where.items()),
                 f"< {LONG_LINE_TARGET_S:g} s each",
             )

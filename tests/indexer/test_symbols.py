@@ -256,3 +256,24 @@ def test_ruby_requires_and_bash_sources_resolve(tmp_path: Path) -> None:
         ("common.sh", "common.sh"),
         ("$HOME/x.sh", ""),  # a variable in the path: not resolved
     ]
+
+
+def test_nodes_of_a_type_under_a_large_syntax_error_are_all_found() -> None:
+    """In one error subtree of 230,000 nodes (80 lines of 950-link decorator chains) tree-sitter's
+    query engine drops the captures past 65,535 (and takes seconds): `find_all` walks such trees,
+    and finds every identifier, in source order, as the query does on a smaller one."""
+    from codectx.indexer.parsing.grammar import SPECS
+    from codectx.indexer.parsing.languages import get_parser
+    from codectx.indexer.parsing.queries import ERROR_NODES_MAX, _query, find_all
+    from tree_sitter import QueryCursor
+
+    types = SPECS["python"].identifier_types
+    big = get_parser("python").parse(("\n".join(["    @" + "a." * 950] * 80) + "\n").encode()).root_node
+    assert big.has_error and big.descendant_count > ERROR_NODES_MAX
+    found = find_all(big, "python", types)
+    assert len(found) == 80 * 950
+    assert [n.start_byte for n in found] == sorted(n.start_byte for n in found)
+    small = get_parser("python").parse(("\n".join(["    @" + "a." * 950] * 20) + "\n").encode()).root_node
+    walked = [n.start_byte for n in find_all(small, "python", types)]
+    queried = sorted(n.start_byte for n in QueryCursor(_query("python", types)).captures(small).get("n", []))
+    assert walked == queried and len(walked) == 20 * 950
