@@ -37,6 +37,7 @@ GENERIC_TYPES = frozenset({
 # fmt: on
 # What a signature that returns nothing declares: Python's `-> None:`, TypeScript's `): void {`.
 NOTHING = frozenset({"None", "void"})
+_ONE_COLON = re.compile(r"(?<!:):(?!:)")  # Python's colon after the type, not a Rust path's `::`
 TYPE_NAME = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
 # A TypeScript type guard (`x is Foo`, `asserts x is Foo`) answers yes or no; it makes no Foo.
 _TYPE_GUARD = re.compile(r"^(?:asserts\s+)?[\w$]+\s+is\b")
@@ -49,12 +50,19 @@ _LEADING_CLASS = re.compile(
 
 def returned_text(signature: str) -> str:
     """The return type a signature declares, as written: Python's `-> X:` (a trailing comment
-    ignored), TypeScript's `): X {`, `): X` or `): X =>`; "" when it declares none."""
-    for row in signature.split("\n"):
+    ignored), Rust's and C++'s `-> X`, TypeScript's `): X {`, `): X` or `): X =>`; "" when it
+    declares none. TypeScript's form is read on the signature's last line only: on a parameter's
+    line `): X` is a default value's ternary (`a = c ? "x" + f() : "y"`)."""
+    rows = signature.split("\n")
+    for i, row in enumerate(rows):
         code = row.split("  #", 1)[0].rstrip()
-        if code.endswith(":") and "->" in code:
-            return code[code.rindex("->") + 2 : -1].strip()
-        if ")" in code:
+        arrow = code.rfind("->")
+        # An arrow after the parameters (not one in a default value's string: `def f(a="->")`).
+        if arrow >= 0 and code.count("(", 0, arrow) <= code.count(")", 0, arrow):
+            returned = _ONE_COLON.split(code[arrow + 2 :], maxsplit=1)[0]  # `-> X: return 1`
+            if not any(c in returned for c in ";="):  # not a body's `$this->x = 1;`
+                return returned.removesuffix("{").strip()
+        if ")" in code and (i == len(rows) - 1 or code.endswith("{")):
             rest = code[code.rindex(")") + 1 :].strip()
             rest = rest.removesuffix("{").rstrip().removesuffix("=>").rstrip()
             if rest.startswith(":") and not any(c in rest for c in ";=()"):

@@ -54,8 +54,11 @@ _TYPING_CHAIN = re.compile(
 )
 _LINE_CHARS = 1000  # of a line, the text this far either side of the cursor is read for chains and names
 _OPEN = {")": "(", "]": "[", "}": "{"}
-# A method called on a dict, set or string literal (not `x[0].` or `f().`: those may be the workspace's).
+# A method called on a dict, set or string literal (not `x[0].` or `f().`: those may be the
+# workspace's). Only where `}.` closes a literal and `'.` a string (Go's and Rust's `T{...}.m(`
+# is a struct's method; PHP's `'a'.f(` joins strings).
 _LITERAL_MEMBER = ("}.", '".', "'.", "`.")
+_LITERAL_LANGUAGES = frozenset({"python", "javascript", "typescript", "tsx"})
 _SCAN_CHARS = 4000
 _WINDOW_BEFORE = 150
 _WINDOW_AFTER = 200
@@ -67,8 +70,9 @@ def _dedent(text: str, n: int) -> str:
     return text[n:] if not head.strip() else text.lstrip()
 
 
-def _open_call(before: str) -> tuple[str, int]:
-    """The callee before the innermost unclosed `(` in `before`, and the argument index."""
+def _open_call(before: str, literal_members: bool = False) -> tuple[str, int]:
+    """The callee before the innermost unclosed `(` in `before`, and the argument index; with
+    `literal_members`, none for a method of a dict or string literal (`{...}.get(`)."""
     depth: list[str] = []
     commas = 0
     quote = ""
@@ -108,7 +112,7 @@ def _open_call(before: str) -> tuple[str, int]:
                 "with",
             ):
                 return "", -1
-            if before[: match.start(1)].rstrip().endswith(_LITERAL_MEMBER):
+            if literal_members and before[: match.start(1)].rstrip().endswith(_LITERAL_MEMBER):
                 return "", -1  # `{...}.get(`, `", ".join(`: a builtin's method, not one of the workspace's
             return callee, commas
         elif ch == "," and not depth:
@@ -226,7 +230,7 @@ def identifiers_near(text: str, language: str, line: int, character: int) -> Cur
 
     start, end, dedent, outer = _window(lines, line) if lines else (0, 0, 0, [])
     before = "\n".join([*lines[max(start, line - 40) : line], head])
-    call, arg_index = _open_call(before)
+    call, arg_index = _open_call(before, language in _LITERAL_LANGUAGES)
     call_name = re.split(r"\?\.|\.|::|->", call)[-1] if call else ""
 
     chains = _nearby_chains(lines, line, character)

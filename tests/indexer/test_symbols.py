@@ -69,6 +69,11 @@ def test_a_literal_s_method_is_not_a_call_to_look_up() -> None:
         assert identifiers_near(text, "python", len(rows) - 2, len(rows[-2])).call == ""
     assert identifiers_near("p = fetch(u).then(", "javascript", 0, 18).call_name == "then"
     assert identifiers_near("x = items[0].send(", "python", 0, 18).call_name == "send"
+    # Go's and Rust's `T{...}.m(` is a struct's method, PHP's `'a'.f(` joins a string and a call.
+    go = "package m\nfunc f() {\n\terr := Server{Addr: a}.ListenAndServe("
+    assert identifiers_near(go, "go", 2, len(go.split("\n")[2])).call_name == "ListenAndServe"
+    php = "<?php\n$label = 'Hello '.formatName("
+    assert identifiers_near(php, "php", 1, len(php.split("\n")[1])).call_name == "formatName"
 
 
 def test_cursor_on_a_long_data_line_reads_the_code_around_it() -> None:

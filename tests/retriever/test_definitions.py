@@ -142,6 +142,9 @@ def _line_of_text(text: str, needle: str) -> tuple[int, int]:
         ("const s = new lib.Store(1)", {"s": "lib.Store"}),
         ("conn = pc.connect(url)", {}),
         ("v := &Conn{}", {"v": "Conn"}),
+        ("x: Foo\t= Bar()", {"x": "Bar"}),  # any space between the annotation and `=`
+        ("$el = Foo(1)", {"el": "Foo"}),  # a `$` prefix left out
+        ("a$b = Foo(1)", {"a$b": "Foo"}),
     ],
 )
 def test_local_types_from_constructor_calls(code: str, expected: dict[str, str]) -> None:

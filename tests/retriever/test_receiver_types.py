@@ -66,6 +66,11 @@ def test_factories_and_their_return_annotations() -> None:
     assert returned_class("m(x: number): Baz | null") == "Baz"
     assert returned_class("def f(a) -> List[Foo]:") == returned_class("m(x): void") == ""
     assert returned_class("def f(a) -> " + " " * 5000 + "x") == ""  # no type: read in one pass
+    assert returned_class("fn build_client(url: &str) -> Client") == "Client"  # Rust
+    assert returned_class("auto make_widget(int a) -> Widget") == "Widget"  # C++'s trailing type
+    assert returned_class('def f(a="->"):') == ""  # an arrow in a default value
+    # A default value's ternary on a parameter's line is not a return type.
+    assert returned_class('constructor(\n  name = dev ? "Set@" + next() : "Set",\n) {') == ""
 
 
 def _write(root: Path, rel: str, text: str) -> None:
