@@ -68,7 +68,7 @@ from codectx.settings import Settings
 if TYPE_CHECKING:
     from codectx.retriever.context import RecentEdit
 
-__all__ = ["Candidate", "gather_candidates", "merge_overlaps", "scope_query", "similar_chunks"]
+__all__ = ["Candidate", "gather_candidates", "merge_overlaps", "similar_chunks"]
 
 SEARCH_K = 8
 # Candidates the affinity list keeps (development set not-typed R@10 pooled, lexical / with vectors:
@@ -144,11 +144,6 @@ def scope_texts(lines: list[str], line: int, info: CursorInfo, character: int = 
         end = min(end, start + QUERY_LINES - 1)
     query = "\n".join(_rows(lines, start, end + 1, line, character))
     return query, query
-
-
-def scope_query(lines: list[str], line: int, info: CursorInfo) -> str:
-    """The scope's search query (`scope_texts`)."""
-    return scope_texts(lines, line, info)[0]
 
 
 def _scope_candidates(
