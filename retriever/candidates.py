@@ -106,9 +106,8 @@ def _deep_tail(lines: list[str], line: int, info: CursorInfo) -> tuple[int, int,
     return start, max(start + HEAD_LINES, tail_end - (QUERY_LINES - HEAD_LINES) + 1), tail_end
 
 
-LINE_CHARS = (
-    2000  # of a longer line (minified code, a data blob), the part read: around the cursor, else its start
-)
+# Of a longer line (minified code, a data blob), the part read: around the cursor, else its start.
+LINE_CHARS = 2000
 
 
 def _rows(lines: list[str], lo: int, hi: int, line: int, character: int) -> list[str]:

@@ -32,9 +32,9 @@ from typing import Any
 from codectx.indexer.model import Definition
 from codectx.retriever.cursor_info import CursorInfo
 from codectx.retriever.definitions import SELF_NAMES, DefinitionResolver, split_chain
-from codectx.retriever.returns import NOT_CLASSES, returned_class
+from codectx.retriever.returns import CLASS_ANNOTATION, NOT_CLASSES, returned_class
 
-_TYPE = r"['\"]?(?:(?:t|typing|te)\.)?(?:Optional\[|Type\[|type\[)?['\"]?((?:[A-Za-z_]\w*\.)*[A-Z]\w*)"
+_TYPE = CLASS_ANNOTATION
 _ANNOTATION = re.compile(rf"(?<![\w.$'\"])([A-Za-z_$][\w$]*)\s*\??:\s*{_TYPE}")
 _SELF_ANNOTATION = re.compile(rf"\b(?:self|this)\.([A-Za-z_]\w*)\s*:\s*{_TYPE}")
 _SELF_CONSTRUCTED = re.compile(

@@ -41,11 +41,12 @@ _ONE_COLON = re.compile(r"(?<!:):(?!:)")  # Python's colon after the type, not a
 TYPE_NAME = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
 # A TypeScript type guard (`x is Foo`, `asserts x is Foo`) answers yes or no; it makes no Foo.
 _TYPE_GUARD = re.compile(r"^(?:asserts\s+)?[\w$]+\s+is\b")
-# The class at the start of a return type: `'Foo'`, `t.Optional[Foo]`, `Type[Foo]`,
-# `Promise<Foo>`, `nodes.Getattr` (anchored: read once from the start).
-_LEADING_CLASS = re.compile(
-    r"['\"]?(?:(?:t|typing|te)\.)?(?:Optional\[|Type\[|type\[|Promise<)?['\"]?((?:[A-Za-z_]\w*\.)*[A-Z]\w*)"
+# The class an annotation names: `'Foo'`, `t.Optional[Foo]`, `Type[Foo]`, `nodes.Getattr`
+# (receiver_types reads annotations with it too).
+CLASS_ANNOTATION = (
+    r"['\"]?(?:(?:t|typing|te)\.)?(?:Optional\[|Type\[|type\[)?['\"]?((?:[A-Za-z_]\w*\.)*[A-Z]\w*)"
 )
+_LEADING_CLASS = re.compile(CLASS_ANNOTATION)  # anchored (`match`): read once from the start
 
 
 def returned_text(signature: str) -> str:
@@ -95,7 +96,7 @@ def returned_class(signature: str) -> str:
     """The class a signature says its definition returns (`-> "Environment"`, `-> t.Optional[
     Template]`, `): Promise<Foo>`), dotted as written (`nodes.Getattr`); "" when it names none
     or a typing construct (`-> Any`, `-> List[Foo]`)."""
-    match = _LEADING_CLASS.match(returned_text(signature))
+    match = _LEADING_CLASS.match(returned_text(signature).removeprefix("Promise<"))
     if not match or match.group(1).split(".")[-1] in NOT_CLASSES:
         return ""
     return match.group(1)
