@@ -22,7 +22,9 @@ from codectx.retriever.definitions import RESOLVED_LANGUAGES, DefinitionResolver
 
 _CALL = re.compile(r"(?<![\w$.])(@?[A-Za-z_$][\w$]*(?:\s*(?:\?\.|\.|::|->)\s*[A-Za-z_$][\w$]*)*)\s*\(")
 _DEFINES = re.compile(r"\b(?:def|class|function|func|fn|sub|proc)\s+$")
-_DECORATOR = re.compile(r"^\s*@([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*)", re.M)
+# Indentation at a line's start is `[^\S\n]*`: `^\s*` crossed blank lines, so a run of them was
+# read again from each of its lines (seconds at 20,000 blank lines).
+_DECORATOR = re.compile(r"^[^\S\n]*@([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*)", re.M)
 # Calls that name no definition worth showing: keywords that take parentheses, and builtins.
 _NOT_CALLS_TEXT = (
     "if elif while for return and or not in is with assert print len str int float bool list dict "

@@ -15,6 +15,7 @@ from typing import Any
 _CHAIN = r"[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)*"
 _CALL_OPEN = re.compile(rf"({_CHAIN})\s*\($")
 _CHAIN_RE = re.compile(_CHAIN)
+CALLEE_CHARS = 1000
 _KEYWORDS_TEXT = (
     "if elif else for while return def class import from as with try except finally raise pass "
     "break continue lambda yield async await not and or in is None True False self this new "
@@ -67,7 +68,9 @@ def fallback_cursor_info(text: str, line: int, character: int) -> CursorInfo:
             depth += 1
         elif ch == "(":
             if depth == 0:
-                match = _CALL_OPEN.search(before[: pos + 1])
+                # The callee ends at the `(`: its last CALLEE_CHARS are enough, and an unbounded
+                # search backtracks from every start of a long line (`a.a.a... (`).
+                match = _CALL_OPEN.search(before, max(0, pos + 1 - CALLEE_CHARS), pos + 1)
                 if match:
                     info.callee = match.group(1)
                 break

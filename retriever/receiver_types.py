@@ -51,23 +51,28 @@ _CALL_END = re.compile(r"[ \t]*(?:[;#]|//|$)", re.M)  # nothing but a comment af
 MAX_CALL_CHARS = 2000  # a call's arguments are followed this far for its closing parenthesis
 _SELF_FROM_PARAM = re.compile(r"\b(?:self|this)\.([A-Za-z_]\w*)\s*=\s*([A-Za-z_]\w*)\s*$", re.M)
 _FACTORY_CALL = re.compile(r"(?<![\w.])([a-z_]\w*)\s*=\s*(?:await\s+)?((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s*\(")
+# Indentation at a line's start is `[^\S\n]*`: `^\s*` crossed blank lines, so a run of them was
+# read again from each of its lines (seconds at 20,000 blank lines).
 # Go: `func (t *Test) name(params)` and `func name(params)`; a parameter is `name Type`.
-_GO_FUNC = re.compile(r"^\s*func\b\s*(?:\(([^()]*)\)\s*)?[A-Za-z_]\w*\s*(?:\[[^\]]*\])?\s*\(([^()]*)\)", re.M)
+_GO_FUNC = re.compile(
+    r"^[^\S\n]*func\b\s*(?:\(([^()]*)\)\s*)?[A-Za-z_]\w*\s*(?:\[[^\]]*\])?\s*\(([^()]*)\)", re.M
+)
 _GO_PARAM = re.compile(r"\s*([a-z_]\w*)\s+\*?((?:[A-Za-z_]\w*\.)?[A-Z]\w*)\s*")
 MAX_FACTORIES = 12
 MAX_CLASS_LINES = 4000  # a class header looked for this far above a method, and its end below
 MAX_PROPERTIES = 24  # a class's properties typed per request at most
-# `@property` then `def x(self) -> Type:` and, on the next lines, `return self.y` or `self.y.z`.
+# `@property` then `def x(self) -> Type:` and, on the next lines, `return self.y` or `self.y.z`
+# (the blank and comment lines between are read once each).
 _PROPERTY = re.compile(
-    rf"@property\s*\n\s*def\s+([A-Za-z_]\w*)\s*\(\s*self\s*\)\s*(?:->\s*{_TYPE}['\"]?\s*)?:"
-    r"(?:\s*\n(?:\s*#[^\n]*\n)*\s*return\s+self\.([A-Za-z_]\w*)(?:\.([A-Za-z_]\w*))?\s*$)?",
+    rf"@property[^\S\n]*\n\s*+def\s+([A-Za-z_]\w*)\s*\(\s*self\s*\)\s*(?:->\s*{_TYPE}['\"]?\s*)?:"
+    r"(?:[^\S\n]*\n(?:[^\S\n]*(?:#[^\n]*)?\n)*+[^\S\n]*return\s+self\.([A-Za-z_]\w*)(?:\.([A-Za-z_]\w*))?\s*$)?",
     re.M,
 )
 MAX_FIXTURES = 6  # a test's parameters looked up as fixtures (a lookup each)
 MAX_CHAINS = 6  # `x.attr` receivers typed through x's class per request (a class's text read each)
 _TEST_PARAMS = re.compile(r"\bdef\s+\w+\s*\(([^)]*)\)")
 # The class a fixture hands out: `return Environment()`, `yield loaders.DictLoader(...)`.
-_RETURNED_CLASS = re.compile(r"^\s*(?:return|yield)\s+((?:[A-Za-z_]\w*\.)*[A-Z]\w*)\s*\(", re.M)
+_RETURNED_CLASS = re.compile(r"^[^\S\n]*(?:return|yield)\s+((?:[A-Za-z_]\w*\.)*[A-Z]\w*)\s*\(", re.M)
 
 
 def annotated_names(text: str) -> dict[str, str]:

@@ -70,8 +70,10 @@ _ITERABLE_TYPES = frozenset({
     "Mapping", "Array",
 })
 # fmt: on
+# Indentation at a line's start is `[^\S\n]*`: `^\s*` crossed blank lines, so a run of them was
+# read again from each of its lines (seconds at 20,000 blank lines).
 # A generator's `yield` as code (`yield x`, `x = yield`, `(yield)`), not a docstring's word.
-_YIELDS = re.compile(r"^\s*yield\b|=\s*yield\b|\(\s*yield\b", re.MULTILINE)
+_YIELDS = re.compile(r"^[^\S\n]*yield\b|=\s*yield\b|\(\s*yield\b", re.MULTILINE)
 _ITERATES_ITSELF = re.compile(r"\bdef __a?iter__\b|\[Symbol\.(?:async)?[iI]terator\]")
 # A return statement's value (`return `, `return not `, `return !`): in a predicate it is a condition.
 _RETURN = re.compile(r"\breturn\s+(?:(?:not\s+)|!\s*)?$")
@@ -91,11 +93,13 @@ _EXCEPTION_BASE = re.compile(
     r"\bclass\s+[\w$]+\s*(?:<[^>]*>\s*)?(?:\([^)]*|extends\s+[\w$.]*)(?:Error|Exception|Warning|Exit|Interrupt)\b"
 )
 _CLASS_HEAD = re.compile(
-    r"^\s*(?:(?:export|default|abstract|public|private|protected|internal|final|sealed|open|data|"
+    r"^[^\S\n]*(?:(?:export|default|abstract|public|private|protected|internal|final|sealed|open|data|"
     r"static)\s+)*class\s",
     re.MULTILINE,
 )
-_ASYNC_HEAD = re.compile(r"\basync\s+(?:def|function)\b|^\s*(?:static\s+)?async\s+[\w$]+\s*\(", re.MULTILINE)
+_ASYNC_HEAD = re.compile(
+    r"\basync\s+(?:def|function)\b|^[^\S\n]*(?:static\s+)?async\s+[\w$]+\s*\(", re.MULTILINE
+)
 # The name being assigned: `headers = `, `self.loader = `, `loader=`, `(y := `, `const client =
 # await `; not `==`, `<=`, `+=`. With a type annotation only at the start of the statement
 # (`x: Headers = `, `const x: Foo = `), so that `if headers: result = ` names `result`.

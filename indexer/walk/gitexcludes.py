@@ -31,7 +31,7 @@ from pathlib import Path
 from codectx.indexer.walk.ignorefiles import read_limited
 
 _SECTION = re.compile(r'^\s*\[\s*([A-Za-z0-9.-]+)(\s+"[^"]*")?\s*\]\s*(.*)$')
-_KEY = re.compile(r"^\s*([A-Za-z][A-Za-z0-9-]*)\s*(?:=\s*(.*?))?\s*$")
+_KEY = re.compile(r"^\s*+([A-Za-z][A-Za-z0-9-]*+)\s*+(?:=\s*+(.*))?$")
 CONFIG_MAX_BYTES = 1 << 20  # a git config past this is not one: skipped with a warning
 
 
@@ -91,7 +91,7 @@ def excludes_setting(text: str) -> str | None:
             continue
         key = _KEY.match(line)
         if key and key.group(1).lower() == "excludesfile" and key.group(2) is not None:
-            found = _value(key.group(2))
+            found = _value(key.group(2).rstrip())
     return found
 
 

@@ -156,8 +156,12 @@ def test_which_default_exports_are_one_definition(tmp_path: Path) -> None:
     )
     _write(root, "f.js", "export default (a, b) => {\n  return a;\n};\n")
     _write(root, "g.js", "function g() {}\nexport default g; // the one\n")
+    # Spaces around the semicolon are read once (the pattern was quadratic in them), and a
+    # name followed by more than spaces is not one definition.
+    _write(root, "h.js", "function h() {}\nexport default h" + " " * 200 + ";" + " " * 200 + "\n")
+    _write(root, "i.js", "function i() {}\nexport default i" + " " * 200 + "+ 1\n")
     _settings, store = build_index(root, **LEXICAL)
-    files = ("a.js", "b.js", "c.js", "d.js", "e.js", "f.js", "g.js")
+    files = ("a.js", "b.js", "c.js", "d.js", "e.js", "f.js", "g.js", "h.js", "i.js")
     one = {
         p: exports_one_definition([c.text for c in store.chunks_for_file(p)], store.symbols_in_file(p))
         for p in files
@@ -170,4 +174,6 @@ def test_which_default_exports_are_one_definition(tmp_path: Path) -> None:
         "e.js": False,
         "f.js": True,
         "g.js": True,
+        "h.js": True,
+        "i.js": False,
     }
