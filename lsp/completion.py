@@ -19,7 +19,7 @@ from lsprotocol import types
 if TYPE_CHECKING:
     from codectx.lsp.server import CodectxServer
 
-_WORD_BEFORE = re.compile(r"[A-Za-z0-9_$]*$")
+_WORD_BEFORE = re.compile(r"(?<![A-Za-z0-9_$])[A-Za-z0-9_$]*$")  # starts at a word's start: linear
 _INDENT = re.compile(r"[ \t]*")
 LABEL_CHARS = 60
 

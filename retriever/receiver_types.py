@@ -55,7 +55,7 @@ _FACTORY_CALL = re.compile(r"(?<![\w.])([a-z_]\w*)\s*=\s*(?:await\s+)?((?:[A-Za-
 # read again from each of its lines (seconds at 20,000 blank lines).
 # Go: `func (t *Test) name(params)` and `func name(params)`; a parameter is `name Type`.
 _GO_FUNC = re.compile(
-    r"^[^\S\n]*func\b\s*(?:\(([^()]*)\)\s*)?[A-Za-z_]\w*\s*(?:\[[^\]]*\])?\s*\(([^()]*)\)", re.M
+    r"^[^\S\n]*func\b\s*(?:\(([^()]*)\)\s*)?[A-Za-z_]\w*+\s*+(?:\[[^\]]*\]\s*+)?\(([^()]*)\)", re.M
 )
 _GO_PARAM = re.compile(r"\s*([a-z_]\w*)\s+\*?((?:[A-Za-z_]\w*\.)?[A-Z]\w*)\s*")
 MAX_FACTORIES = 12

@@ -139,7 +139,7 @@ _CONTROL = re.compile(
 )
 # Definitions a broken buffer still shows in its text (when the parse cannot find them).
 _DEF_TEXT = re.compile(
-    r"^\s*(?:[\w@]+\s+)*?(?:def|function|func|fn|fun|sub)\s*\*?\s+(?:\([^)]*\)\s*)?([A-Za-z_$][\w$]*)"
+    r"^\s*(?:[\w@]+\s+)*?(?:def|function|func|fn|fun|sub)(?:\s*+\*\s++|\s++)(?:\([^)]*\)\s*)?([A-Za-z_$][\w$]*)"
 )
 
 

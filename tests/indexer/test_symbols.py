@@ -47,6 +47,16 @@ def test_unsaved_broken_buffer_typing_an_attribute() -> None:
     assert near.enclosing is not None and near.enclosing.qualname == "Client.send"
 
 
+def test_definitions_read_from_a_broken_buffers_text() -> None:
+    from codectx.indexer.parsing.cursor_symbols import _DEF_TEXT
+
+    assert _DEF_TEXT.match("export async function* gen(a) {").group(1) == "gen"  # type: ignore[union-attr]
+    assert _DEF_TEXT.match("  fn  (recv) name(").group(1) == "name"  # type: ignore[union-attr]
+    # Spaces after the keyword are read once (`\s*\*?\s+` split a long run every way: 11 s at 20,000).
+    assert _DEF_TEXT.match("fn" + " " * 3000 + "!") is None
+    assert _DEF_TEXT.match("def" + " " * 3000 + "name(").group(1) == "name"  # type: ignore[union-attr]
+
+
 def test_unclosed_call_across_lines() -> None:
     text = "def f(x):\n    result = compute(\n        x,\n        other.value,\n        "
     near = identifiers_near(text, "python", 4, 8)
@@ -211,6 +221,19 @@ def test_typescript_paths_and_base_url(tmp_path: Path) -> None:
         ("lib", "web/src/lib/index.ts"),
         ("react", ""),
     ]
+
+
+def test_tsconfig_comments_are_read_once(tmp_path: Path) -> None:
+    # An unclosed comment or string ends at the end of the file: each `/*` of a hostile
+    # tsconfig.json searched the rest of it for `*/` (6.8 s at 65,536 characters).
+    (tmp_path / "src" / "lib").mkdir(parents=True)
+    (tmp_path / "src" / "lib" / "index.ts").write_text("")
+    (tmp_path / "tsconfig.json").write_text(
+        '{"compilerOptions": {"baseUrl": "src", "paths": {"@x/*": ["lib/*"]}}, "note": "/* kept"}\n'
+        + "/* " * 3000
+    )
+    parsed = parse_file("src/a.ts", 'import { y } from "lib";\n', "typescript", load_settings(None), tmp_path)
+    assert [(i.module, i.resolved) for i in parsed.imports] == [("lib", "src/lib/index.ts")]
 
 
 def test_php_psr4_autoload(tmp_path: Path) -> None:

@@ -125,6 +125,14 @@ def test_completion_item_snippet_expands_to_the_suggestion() -> None:
     assert item.text_edit.new_text == "total = price * \\${qty\\}\nreturn total"
     assert item.data == {"source": "codectx", "requestId": "completion-1"}
     assert snippet_escape("a\\b") == "a\\\\b"
+    # The typed word is read from its start (a search from every position of a long word
+    # re-read it to the end: 2.4 s after 20,000 characters of a hex string and its quote).
+    long = ["x = '" + "a1" * 3000 + "'"]
+    edit = make_item(long, 0, len(long[0]), " + y", Codec(), "c").text_edit
+    assert isinstance(edit, types.TextEdit) and edit.range.start.character == len(long[0])
+    word = ["x = foo_b"]
+    edit = make_item(word, 0, 9, "ar", Codec(), "c").text_edit
+    assert isinstance(edit, types.TextEdit) and edit.range.start.character == 4
     assert relative_indent("x\n        y", "    ") == "x\n    y"
 
 

@@ -181,8 +181,8 @@ def test_a_tests_fixture_parameter_takes_the_class_its_fixture_returns(tmp_path:
 
 
 def test_a_fixture_returns_its_class_after_a_run_of_blank_lines(tmp_path: Path) -> None:
-    # Each line is read once for `return Class(`: the pattern crossed blank lines from every line
-    # start of a run (2 s per completion in the test file at 20,000 blank lines, 9 s at 40,000).
+    # Each line is read once for `return Class(`: `^\s*` crossed blank lines, so a run followed by
+    # another statement was read again from each of its lines.
     root = tmp_path / "ws"
     _repo(root)
     _write(
@@ -190,7 +190,7 @@ def test_a_fixture_returns_its_class_after_a_run_of_blank_lines(tmp_path: Path) 
         "tests/conftest.py",
         "import pytest\nfrom pkg import tokens\n\n\n@pytest.fixture\ndef stream():\n"
         + "\n" * 2000
-        + "    return tokens.TokenStream()\n",
+        + "    value = 1\n    return tokens.TokenStream()\n",
     )
     top = _ranked(root, "tests/test_read.py", "def test_reads(stream):\n    stream.look()\n    assert ")
     assert {"TokenStream.skip", "TokenStream.expect"} <= set(top), top
@@ -228,11 +228,17 @@ def test_go_receivers_and_parameters_are_typed() -> None:
         "r": "tomltest.Runner"
     }
     assert go_parameter_types("  function(a B) {") == {}  # JavaScript: no Go head
-    # A head after blank lines (each line start is tried once, not every blank line's run).
-    assert go_parameter_types("\n \n" * 2000 + "\tfunc (t *Test) run(p Parser) {") == {
+    # A head after a run of blank lines and a statement (each line start is tried once), and a
+    # head whose name is followed by a long run of spaces before its `(`.
+    assert go_parameter_types("\n \n" * 2000 + "\tx := 1\n\tfunc (t *Test) run(p Parser) {") == {
         "t": "Test",
         "p": "Parser",
     }
+    assert go_parameter_types("func (t *Test) run" + " " * 3000 + "(p Parser) {") == {
+        "t": "Test",
+        "p": "Parser",
+    }
+    assert go_parameter_types("func (t *Test) run" + " " * 3000 + "x") == {}
     assert scope_types(head, "", {})["t"] == "Test"
 
 
