@@ -137,7 +137,8 @@ _CONTROL = re.compile(
     r"^\s*(?:if|for|while|else|elif|try|switch|with|do|loop|match|unless|until|foreach|using|lock|"
     r"synchronized|select|begin|case)\b"
 )
-# Definitions a broken buffer still shows in its text (when the parse cannot find them).
+# Definitions a broken buffer still shows in its text (when the parse cannot find them). The
+# spaces after the keyword are read once (possessive: `\s*\*?\s+` split a long run every way).
 _DEF_TEXT = re.compile(
     r"^\s*(?:[\w@]+\s+)*?(?:def|function|func|fn|fun|sub)(?:\s*+\*\s++|\s++)(?:\([^)]*\)\s*)?([A-Za-z_$][\w$]*)"
 )
