@@ -68,7 +68,47 @@ def returned_text(signature: str) -> str:
             rest = rest.removesuffix("{").rstrip().removesuffix("=>").rstrip()
             if rest.startswith(":") and not any(c in rest for c in ";=()"):
                 return rest[1:].strip()
-    return ""
+    return _after_parameters(signature)
+
+
+def _after_parameters(signature: str) -> str:
+    """TypeScript's return type that holds a function type (`): Map<K, (x: T) => void> {`), whose
+    `)` and `=>` the reading above takes for the parameters' end and an arrow function: read after
+    the parenthesis that closes the first one, on that line. "" when a type parameter comes first
+    (`f<T extends (a) => void>(`: which parenthesis opens the parameters is not read here)."""
+    first = signature.find("(")
+    if first < 0 or signature.count("<", 0, first) > signature.count(">", 0, first):
+        return ""
+    depth = 0
+    for i in range(first, len(signature)):
+        ch = signature[i]
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                break
+    else:
+        return ""
+    line, _, after = signature[i + 1 :].partition("\n")
+    rest = line.split("  //", 1)[0].strip()
+    if after.strip() and not rest.endswith("{"):
+        return ""
+    rest = rest.removesuffix("{").rstrip().removesuffix("=>").rstrip()
+    if not rest.startswith(":") or ";" in rest or re.search(r"=(?!>)", rest):
+        return ""
+    # Each `=>` inside the type's brackets: one outside is an arrow function's body on the same
+    # line (`(a): Bar => (x)`), and without one this is not the case read here (`def f(a): g(x)`).
+    depth, arrows = 0, 0
+    for i, ch in enumerate(rest):
+        if ch in "(<[":
+            depth += 1
+        elif ch in ")]" or (ch == ">" and rest[i - 1] != "="):
+            depth -= 1
+        elif ch == "=" and depth <= 0:
+            return ""
+        arrows += ch == "=" and depth > 0
+    return rest[1:].strip() if arrows and depth == 0 else ""
 
 
 def type_names(annotation: str) -> frozenset[str]:

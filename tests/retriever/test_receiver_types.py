@@ -71,6 +71,10 @@ def test_factories_and_their_return_annotations() -> None:
     assert returned_class('def f(a="->"):') == ""  # an arrow in a default value
     # A default value's ternary on a parameter's line is not a return type.
     assert returned_class('constructor(\n  name = dev ? "Set@" + next() : "Set",\n) {') == ""
+    # A return type that holds a function type: its `)` and `=>` are not the parameters' end.
+    assert returned_class("function on(e: string): Handler<(e: Event) => void> {") == "Handler"
+    assert returned_class("function f(\n  a: (x) => void,\n): Registry<(x: T) => T> {") == "Registry"
+    assert returned_class("const h = (a): Bar => (x)") == returned_class("def f(a): return g(x)") == ""
 
 
 def _write(root: Path, rel: str, text: str) -> None:
