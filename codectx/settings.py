@@ -126,7 +126,16 @@ class Settings:
             return path
         if self.root is None:
             raise ConfigError("no workspace root and no index.index_dir configured")
-        return self.root / ".codectx"
+        default = self.root / ".codectx"
+        if os.path.islink(default):
+            # A cloned repository may ship the link: codectx would write its index into another
+            # project's index (overwriting it) or read that project's code as this one's.
+            raise ConfigError(
+                f"{default} is a link (to {os.readlink(default)}); a workspace cannot choose where "
+                "codectx reads or writes its index. Remove the link, or set index.index_dir in your "
+                "user config"
+            )
+        return default
 
     def as_dict(self) -> dict[str, dict[str, Any]]:
         return {name: self.section(name).as_dict() for name in SECTION_TYPES}
@@ -242,12 +251,34 @@ def _convert(spec: Key, raw: Any) -> Any:
     raise TypeError(f"unknown setting type {kind}")
 
 
-def read_toml(path: Path, name: str) -> dict[str, Any]:
+MAX_CONFIG_BYTES = 1 << 20  # a settings file is a few lines; more is not one
+
+
+def read_toml(path: Path, name: str, within: Path | None = None) -> dict[str, Any]:
+    """A settings file's tables; {} when it does not exist. ConfigError when it cannot be one:
+    not a regular file (a FIFO would block, a link to /dev/zero never ends), over
+    MAX_CONFIG_BYTES, not UTF-8, invalid TOML, or (`within`: the workspace's file) a link that
+    leads out of that folder."""
     try:
-        with path.open("rb") as fh:
-            data = tomllib.load(fh)
+        info = os.stat(path)
     except FileNotFoundError:
         return {}
+    except OSError as exc:
+        raise ConfigError(f"{name} ({path}): cannot read: {exc.strerror}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ConfigError(f"{name} ({path}): not a regular file")
+    if within is not None:
+        real, folder = os.path.realpath(path), os.path.realpath(within)
+        if os.path.commonpath([real, folder]) != folder:
+            raise ConfigError(f"{name} ({path}): a link that leads outside the workspace")
+    if info.st_size > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{name} ({path}): over {MAX_CONFIG_BYTES // 1024} KiB, not a settings file")
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_CONFIG_BYTES + 1)
+        data = tomllib.loads(raw[:MAX_CONFIG_BYTES].decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{name} ({path}): not UTF-8 text (byte {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{name} ({path}): invalid TOML: {exc}") from None
     except OSError as exc:
@@ -383,7 +414,7 @@ def load_settings(
     if root is not None:
         ws_path = root / WORKSPACE_FILE
         try:
-            ws_data = read_toml(ws_path, "workspace config")
+            ws_data = read_toml(ws_path, "workspace config", within=root)
         except ConfigError as exc:
             warnings.append(f"{exc}; the file is ignored")
             ws_data = {}

@@ -101,9 +101,11 @@ def validate(data: SectionData, source: str, trusted: bool) -> tuple[SectionData
     return clean, problems
 
 
-def _file_layer(path: Path, name: str, trusted: bool, problems: list[str]) -> Layer | None:
+def _file_layer(
+    path: Path, name: str, trusted: bool, problems: list[str], within: Path | None = None
+) -> Layer | None:
     try:
-        data = read_toml(path, name)
+        data = read_toml(path, name, within)
     except ConfigError as exc:
         problems.append(str(exc))
         return None
@@ -128,7 +130,7 @@ def build_settings(
     if user_layer:
         layers.append(user_layer)
     if root is not None:
-        ws_layer = _file_layer(root / WORKSPACE_FILE, "workspace config", False, problems)
+        ws_layer = _file_layer(root / WORKSPACE_FILE, "workspace config", False, problems, root)
         if ws_layer:
             layers.append(ws_layer)
     try:

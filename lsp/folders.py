@@ -28,6 +28,7 @@ from codectx.app.embedders import Embedders
 from codectx.app.index import Store, snapshot_phase
 from codectx.app.keeper import IndexKeeper, RunEvent
 from codectx.app.session import WorkspaceSession
+from codectx.errors import CodectxError
 from codectx.settings import Settings
 
 if TYPE_CHECKING:
@@ -123,6 +124,14 @@ def progress_from(*args: Any, **kwargs: Any) -> dict[str, Any]:
 ProgressSink = Callable[["Folder", IndexProgress, str], None]  # (folder, progress, event: begin|report|end)
 
 
+def _index_dir(settings: Settings) -> Path | None:
+    """The folder's index folder; None where settings refuse it (a workspace's `.codectx` link)."""
+    try:
+        return settings.index_dir()
+    except CodectxError:
+        return None
+
+
 class Folder:
     """A workspace folder: its settings, index keeper, session and the progress of its run."""
 
@@ -140,7 +149,7 @@ class Folder:
 
     @settings.setter
     def settings(self, settings: Settings) -> None:
-        if settings.index_dir() != self._settings.index_dir():
+        if _index_dir(settings) != _index_dir(self._settings):
             self.keeper.forget_store()
         self._settings = self.keeper.settings = settings
         self.session = None  # rebuilt with the new settings on next use

@@ -20,6 +20,7 @@ from codectx.lsp.uris import uri_to_path
 from lsprotocol import types
 
 from codectx.app.index import warm_lookups
+from codectx.errors import CodectxError
 
 log = logging.getLogger(__name__)
 
@@ -132,8 +133,13 @@ def register(server: CodectxServer) -> None:
                 folder, path, _ = ls.workspaces.locate(change.uri)
             except UriRefused:
                 continue
-            index_dir = folder.settings.index_dir()
-            if path == index_dir or index_dir in path.parents or ".git" in path.parts:
+            try:
+                index_dir: Path | None = folder.settings.index_dir()
+            except CodectxError:  # refused (a workspace's link): nothing there is indexed anyway
+                index_dir = None
+            if index_dir is not None and (path == index_dir or index_dir in path.parents):
+                continue
+            if ".git" in path.parts:
                 continue
             touched.setdefault(folder.root, (folder, []))[1].append(path)
         for folder, paths in touched.values():

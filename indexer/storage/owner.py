@@ -10,6 +10,7 @@ markers existed (its `meta.json` names a codectx schema) is adopted once.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from codectx.indexer.errors import IndexerError
@@ -52,8 +53,29 @@ def claim(index_dir: Path) -> None:
                 "write into it or delete anything there. Choose a new or empty folder for index.index_dir"
             )
     index_dir.mkdir(parents=True, exist_ok=True)
+    links = _links(index_dir)
+    if links:
+        raise FolderNotOwned(
+            f"the index folder {index_dir} holds links ({', '.join(links[:3])}); codectx writes only "
+            "into folders of its own, not through links to others. Remove them, or choose a new folder "
+            "for index.index_dir"
+        )
     if not (index_dir / MARKER).is_file():
         mark(index_dir)
+
+
+def _links(index_dir: Path) -> list[str]:
+    """Symbolic links where the store writes: the database folder, its tables, the schema file.
+    Through one, a folder shipped with a repository (marker and all) would send writes into
+    another index. (The lookup files check their own folder: a link there is skipped, warned.)"""
+    found = [name for name in ("db", META_FILE) if (index_dir / name).is_symlink()]
+    if "db" not in found:
+        try:
+            with os.scandir(index_dir / "db") as entries:
+                found += [f"db/{e.name}" for e in entries if e.is_symlink()]
+        except OSError:  # no db/ yet
+            pass
+    return sorted(found)
 
 
 def check_deletable(index_dir: Path, what: Path) -> None:

@@ -162,10 +162,17 @@ class Walker:
         exclude = tuple(self.settings.index.exclude)
         if exclude:
             rules = rules.adding(tiers.SETTINGS, "", self.compiled(exclude, "setting index.exclude"))
-        info = read_patterns(self.root / ".git" / "info" / "exclude")
+        info = self.patterns(str(self.root / ".git" / "info" / "exclude"), ".git/info/exclude")
         if info:
             rules = rules.adding(tiers.INFO_EXCLUDE, "", self.compiled(info, ".git/info/exclude"))
         return rules
+
+    def patterns(self, path: str, source: str) -> tuple[str, ...]:
+        """An ignore file's lines; none, with a warning, when it is there but is not one."""
+        lines, problem = read_patterns(Path(path), self.root)
+        if problem:
+            self.out.warnings.append(f"{source}: {problem}; its patterns are not applied")
+        return lines
 
     def rules_for(
         self, real_dir: str, rel_dir: str, parent: IgnoreRules, names: set[str] | None = None
@@ -175,9 +182,9 @@ class Walker:
         for ignore_file, tier in tiers.FOLDER_FILES:
             if names is not None and ignore_file not in names:
                 continue
-            patterns = read_patterns(Path(real_dir, ignore_file))
+            source = shown(f"{rel_dir}/{ignore_file}" if rel_dir else ignore_file)
+            patterns = self.patterns(os.path.join(real_dir, ignore_file), source)
             if patterns:
-                source = shown(f"{rel_dir}/{ignore_file}" if rel_dir else ignore_file)
                 rules = rules.adding(tier, rel_dir, self.compiled(patterns, source))
         return rules
 

@@ -16,6 +16,8 @@ per recorded folder.
 from __future__ import annotations
 
 import functools
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -111,10 +113,24 @@ def read_limited(path: Path, max_bytes: int = IGNORE_MAX_BYTES) -> tuple[str | N
     return data.decode("utf-8", errors="replace"), None
 
 
-def read_patterns(path: Path) -> tuple[str, ...]:
-    """The lines of an ignore file; none when it cannot be read (a missing file is the usual case)."""
+def read_patterns(path: Path, root: Path | None = None) -> tuple[tuple[str, ...], str | None]:
+    """(the lines of an ignore file, None), or ((), what is wrong with it) when it is there but is
+    not one: not a regular file (a FIFO would block the walk, a link to /dev/zero never ends),
+    a link that leads out of `root` (its lines would come back in warnings), binary or too large.
+    A missing file is ((), None): the usual case."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ()
-    return tuple(text.splitlines())
+        info = os.stat(path)
+    except FileNotFoundError:
+        return (), None
+    except OSError as exc:
+        return (), f"cannot be read ({exc.strerror or exc})"
+    if not stat.S_ISREG(info.st_mode):
+        return (), "not a regular file"
+    if root is not None:
+        real, folder = os.path.realpath(path), os.path.realpath(root)
+        if real != folder and not real.startswith(folder.rstrip(os.sep) + os.sep):
+            return (), "a link that leads outside the workspace"
+    text, problem = read_limited(path)
+    if text is None:
+        return (), None if problem == "missing" else problem
+    return tuple(text.splitlines()), None

@@ -162,3 +162,82 @@ def test_editor_folder_settings_cannot_move_the_index_or_load_a_model(tmp_path: 
     result = build_settings(tmp_path, environ={})
     assert result.settings.index_dir() == tmp_path / ".codectx"
     assert any("ignored index.index_dir" in p for p in result.problems)
+
+
+def test_a_workspace_index_folder_that_is_a_link_is_refused_and_the_other_index_is_intact(
+    tmp_path: Path,
+) -> None:
+    """A cloned repository's `.codectx` linking to another project's index: writing through it
+    replaced that project's index with the clone's files."""
+    mine, clone = tmp_path / "mine", tmp_path / "clone"
+    for ws, name in ((mine, "debounce"), (clone, "other")):
+        (ws / ".git").mkdir(parents=True)
+        (ws / "app.py").write_text(f"def {name}():\n    return 1\n")
+    assert _run(["index", str(mine)], mine).returncode == 0
+    (clone / ".codectx").symlink_to(mine / ".codectx")
+    before = _tree(mine / ".codectx", clone)
+    for command in (["index", str(clone)], ["search", "other", str(clone), "--lexical"]):
+        done = _run(command, clone)
+        assert done.returncode == 2 and "Traceback" not in done.stderr
+        assert ".codectx is a link" in done.stderr and "index.index_dir" in done.stderr
+    assert _tree(mine / ".codectx", clone) == before
+    found = _run(["search", "debounce", str(mine), "--lexical"], mine)
+    assert "app.py" in found.stdout and "other" not in found.stdout
+
+
+def test_an_index_folder_holding_links_is_not_written_through(tmp_path: Path) -> None:
+    """A `.codectx` folder shipped with its marker and `db` linking elsewhere."""
+    victim = tmp_path / "victim-db"
+    victim.mkdir()
+    (victim / "precious.txt").write_text("theirs")
+    ws = tmp_path / "repo"
+    (ws / ".codectx").mkdir(parents=True)
+    (ws / ".codectx" / MARKER).write_text("x")
+    (ws / ".codectx" / "db").symlink_to(victim)
+    (ws / "app.py").write_text(SOURCE)
+    done = _run(["index", str(ws)], ws)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert "holds links (db)" in done.stderr
+    assert sorted(p.name for p in victim.iterdir()) == ["precious.txt"]
+
+
+@pytest.mark.parametrize("shape", ["dev-zero", "fifo", "not-utf8", "outside"])
+def test_a_workspace_config_that_is_not_a_settings_file_is_a_warning(tmp_path: Path, shape: str) -> None:
+    """Each of these read without end, blocked, or raised a traceback (not UTF-8) on every command."""
+    ws = tmp_path / "repo"
+    (ws / ".git").mkdir(parents=True)
+    (ws / "app.py").write_text(SOURCE)
+    config = ws / ".codectx.toml"
+    if shape == "dev-zero":
+        config.symlink_to("/dev/zero")
+    elif shape == "fifo":
+        os.mkfifo(config)
+    elif shape == "not-utf8":
+        config.write_bytes(b'\xff\xfe[index]\nexclude = ["x"]\n')
+    else:
+        (tmp_path / "elsewhere.toml").write_text("[retriever]\nsecret_section_name = 1\n")
+        config.symlink_to(tmp_path / "elsewhere.toml")
+    indexed = _run(["index", str(ws)], ws)
+    done = _run(["search", "add", str(ws), "--lexical"], ws)
+    assert indexed.returncode == done.returncode == 0, indexed.stderr + done.stderr
+    assert "app.py" in done.stdout
+    why = {
+        "dev-zero": "not a regular file",
+        "fifo": "not a regular file",
+        "not-utf8": "not UTF-8 text",
+        "outside": "leads outside the workspace",
+    }[shape]
+    for out in (indexed, done):
+        warning = next(line for line in out.stderr.splitlines() if f"workspace config ({config})" in line)
+        assert why in warning and warning.endswith("the file is ignored")
+    assert "secret_section_name" not in done.stderr  # the outside file's keys are not echoed
+    # The editor's settings report it the same way (never raise).
+    assert any(why in p for p in build_settings(ws, user_config=tmp_path / "none.toml").problems)
+
+
+def test_a_user_config_that_is_not_utf8_is_one_error_line(tmp_path: Path) -> None:
+    user = tmp_path / "user.toml"
+    user.write_bytes(b"\xff\xfe")
+    with pytest.raises(Exception, match=r"not UTF-8 text") as caught:
+        load_settings(None, user_config=user)
+    assert type(caught.value).__name__ == "ConfigError"

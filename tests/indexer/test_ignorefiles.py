@@ -195,3 +195,45 @@ def test_editing_ignore_files_changes_the_next_index(repo: Path, capsys: pytest.
     assert "app/scratch_notes.py" not in _indexed_paths(repo, capsys)
     _w(_xdg_config(), "git/ignore", "# nothing\n")
     assert "app/scratch_notes.py" in _indexed_paths(repo, capsys)
+
+
+_WALK = """
+import resource, sys
+from pathlib import Path
+resource.setrlimit(resource.RLIMIT_AS, (1 << 31, 1 << 31))  # a file without end fails fast
+from codectx.indexer.walk.discovery import discover
+from codectx.settings import load_settings
+root = Path(sys.argv[1])
+found = discover(root, load_settings(root))
+print(sorted(f.path for f in found.files))
+print(*found.warnings, sep="\\n")
+"""
+
+
+def test_ignore_files_that_are_not_files_are_warned_about_not_read(tmp_path: Path) -> None:
+    """A `.codectxignore` linking to /dev/zero was read without end (14 GB in 15 s), a FIFO
+    `.gitignore` blocked the walk, and a `.ignore` linking outside the workspace was applied
+    (its invalid lines echoed in warnings). Run in a child process with bounded memory and time."""
+    import subprocess
+    import sys
+
+    root = tmp_path / "ws"
+    _w(root, "a.py")
+    _w(root, "keep/b.py")
+    _w(root, "pipe/c.py")
+    _w(root, "other/d.py")
+    _w(tmp_path, "elsewhere", "secret-looking\\\n*.py\n")
+    (root / ".codectxignore").symlink_to("/dev/zero")
+    os.mkfifo(root / "pipe" / ".gitignore")
+    (root / "other" / ".ignore").symlink_to(tmp_path / "elsewhere")
+    _w(root, "keep/.gitignore", "b.py\n")  # a real ignore file still applies
+    done = subprocess.run(
+        [sys.executable, "-c", _WALK, str(root)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    files, *warnings = done.stdout.splitlines()
+    assert files == str(["a.py", "other/d.py", "pipe/c.py"])
+    assert ".codectxignore: not a regular file; its patterns are not applied" in warnings
+    assert "pipe/.gitignore: not a regular file; its patterns are not applied" in warnings
+    assert "other/.ignore: a link that leads outside the workspace; its patterns are not applied" in warnings
+    assert "secret-looking" not in done.stdout
