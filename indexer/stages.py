@@ -242,6 +242,10 @@ def embed_pending(
         found = texts(part)
         if found:
             store.add_vectors(model_id, found, embedder.embed_documents([chunks[h] for h in found], tick))
+            if store.model_id is None:
+                # The index's first vectors: say whose, now. Written only when the run ended, an
+                # interrupted first run left vectors that search and completion never used.
+                store.update_meta(model_id=model_id)
         done += len(part)
         report.vectors_embedded += len(found)
 

@@ -78,6 +78,9 @@ def test_kill_during_embedding_then_rerun_equals_clean_build(tmp_path: Path) -> 
     partial = store.stats("all-MiniLM-L6-v2")
     assert partial.files == 100 and partial.vectors_done >= 256 and partial.vectors_pending > 0
     assert store.fts_search("handle case 7.3", 3)
+    # The committed vectors say whose they are before the run ends: search uses them (it read
+    # the model from meta.json, written only at the end, and saw "no vectors yet").
+    assert store.model_id == "all-MiniLM-L6-v2" and store.stats().vectors_done == partial.vectors_done
 
     code, out = run_index(root)
     assert code == 0, out
