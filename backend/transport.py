@@ -152,7 +152,9 @@ class Transport:
         finally:
             await response.aclose()
             audit_id = await settled(recorded)
-        return Reply(response.status_code, text, audit_id, prepared, time.monotonic() - started)
+        return Reply(
+            response.status_code, text, audit_id, prepared, time.monotonic() - started, prepared.endpoint
+        )
 
     def stream(self, endpoint: str, body: dict[str, Any], sources: Sources = ()) -> EventStream:
         """POST a JSON body and iterate over its server-sent events (use `async with`)."""
@@ -209,7 +211,7 @@ class Transport:
                 self.breaker.release_probe()
             raise err
         self.breaker.success()
-        return Reply(response.status_code, text, None, None, time.monotonic() - started)
+        return Reply(response.status_code, text, None, None, time.monotonic() - started, url)
 
     async def open_response(
         self, prepared: Prepared, deadline: float, first_deadline: float, first_phase: str

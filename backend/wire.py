@@ -96,12 +96,17 @@ class Reply:
     audit_id: str | None = None
     prepared: Prepared | None = None  # the exact request the gate let out
     elapsed_s: float = 0.0
+    url: str = ""  # where it came from, for errors
 
     def json(self) -> Any:
         try:
             return json.loads(self.text)
         except ValueError:
-            raise BackendProtocolError(f"the server's answer is not JSON: {self.text[:200]!r}") from None
+            where = f" from {self.url}" if self.url else ""
+            raise BackendProtocolError(
+                f"the server's answer{where} is not JSON: {self.text[:200]!r}; is backend.url an "
+                "OpenAI-compatible server (such as vLLM)?"
+            ) from None
 
 
 def retry_after(value: str | None, now: float) -> float | None:

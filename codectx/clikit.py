@@ -51,6 +51,16 @@ def add_root(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def named_file(name: str) -> Path:
+    """A file named on the command line: relative to the current folder, else to the workspace
+    around it, as `search` prints paths (run in a subfolder, what it printed still works)."""
+    path = Path(name).expanduser()
+    if path.exists() or path.is_absolute():
+        return path
+    around = find_workspace_root(Path.cwd()) / path
+    return around if around.exists() else path
+
+
 def workspace_root(path: str | None) -> Path:
     """The workspace for a PATH argument.
 

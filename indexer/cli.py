@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -52,19 +53,22 @@ class _PlainProgress:
     def __init__(self) -> None:
         self.stage = ""
         self.last = 0.0
-        self.started = time.monotonic()
+        # Each stage's first event (time, done): embedding alternates with commits, so the rate is
+        # measured from the stage's start, not from its return after each commit (which read
+        # 260 chunks in no time: 260000000/s).
+        self.first: dict[str, tuple[float, int]] = {}
 
     def __call__(self, ev: ProgressEvent) -> None:
         now = time.monotonic()
+        since, done_then = self.first.setdefault(ev.stage, (now, ev.done))
         if ev.stage == self.stage and now - self.last < 3 and ev.done != ev.total and ev.stage != "commit":
             return
-        if ev.stage != self.stage:
-            self.started = now
         self.stage, self.last = ev.stage, now
         if ev.stage == "embed" and ev.done:
-            rate = ev.done / max(now - self.started, 1e-6)
-            eta = (ev.total - ev.done) / rate if rate else 0
-            stderr(f"embed: {ev.done}/{ev.total} chunks ({rate:.0f}/s, ETA {eta:.0f}s)")
+            rate = (ev.done - done_then) / (now - since) if now - since >= 1 else 0.0
+            eta = f"ETA {(ev.total - ev.done) / rate:.0f}s" if rate > 0 else "ETA unknown"
+            shown = f"{rate:.0f}/s" if rate > 0 else "measuring"
+            stderr(f"embed: {ev.done}/{ev.total} chunks ({shown}, {eta})")
         elif ev.stage in ("parse", "embed"):
             stderr(f"{ev.stage}: {ev.done}/{ev.total} {'files' if ev.stage == 'parse' else 'chunks'}")
         elif ev.stage == "names":
@@ -102,6 +106,7 @@ class _RichProgress:
         )
         self.tasks: dict[str, Any] = {}
         self.started: dict[str, float] = {}
+        self.done_then: dict[str, int] = {}
 
     def __enter__(self) -> _RichProgress:
         self.progress.start()
@@ -122,11 +127,12 @@ class _RichProgress:
         if label not in self.tasks:
             self.tasks[label] = self.progress.add_task(label, total=ev.total or None, rate="")
             self.started[label] = time.monotonic()
+            self.done_then[label] = ev.done  # a resumed run's vectors already done are not this run's rate
         rate = ""
         elapsed = time.monotonic() - self.started[label]
         if ev.done and elapsed > 0.5:
             unit = "files" if label == "parse" else "chunks"
-            rate = f"{ev.done / elapsed:.0f} {unit}/s"
+            rate = f"{(ev.done - self.done_then[label]) / elapsed:.0f} {unit}/s"
         self.progress.update(self.tasks[label], completed=ev.done, total=ev.total or None, rate=rate)
 
 
@@ -136,9 +142,22 @@ def _index(args: argparse.Namespace) -> int:
         from codectx.errors import UsageError
 
         raise UsageError(f"not a folder: {args.path} (give the workspace folder)")
+    home = Path(os.path.expanduser("~")).resolve()
+    if args.path is None and root in (home, Path(root.anchor)) and not (root / ".codectx").is_dir():
+        from codectx.errors import UsageError
+
+        # Commands in a project below never use an index of the whole home (the workspace search
+        # stops below it), and indexing it reads every project and download there.
+        raise UsageError(
+            f"{root} is your {'home' if root == home else 'root'} folder, not a project: run "
+            "`codectx index` in the project's folder, or name this one (`codectx index .`) to index "
+            "all of it"
+        )
     if args.path is None and root != Path.cwd().resolve():
         # Run from a subfolder: say which workspace is indexed, so nobody wonders where it went.
         print(f"codectx: indexing the workspace at {root}", file=sys.stderr)
+    elif args.path is not None and not Path(args.path).expanduser().is_dir():
+        print(f"codectx: {args.path} is a file: indexing the workspace around it, {root}", file=sys.stderr)
     extra: dict[str, Any] = {"index.model": args.model}
     if args.no_embed:
         extra["index.embed"] = False

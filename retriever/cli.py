@@ -46,7 +46,12 @@ def _eval(args: argparse.Namespace) -> int:
     extra = {"retriever.context_dense": False} if args.lexical else None
     settings = settings_for(root, args, extra)
     store = open_store(settings)
-    embedder = None if args.lexical else embedder_factory(settings)()
+    embedder = None
+    if not args.lexical:
+        if store.model_id and store.vector_hashes(store.model_id):
+            embedder = embedder_factory(settings)()
+        else:  # an index built with --no-embed: the report says "vectors off", not "on"
+            stderr("codectx: note: the index has no vectors yet; measuring the lexical path")
     report = run_eval(
         store,
         settings,

@@ -25,7 +25,16 @@ from codectx.app.complete_cli import NotedEmbedder
 from codectx.app.index import document_root, load_in_background, read_document, relative_path
 from codectx.app.session import WorkspaceSession
 from codectx.backend.errors import BackendNotConfigured
-from codectx.clikit import add_command, add_json, add_root, print_json, settings_for, stderr, workspace_root
+from codectx.clikit import (
+    add_command,
+    add_json,
+    add_root,
+    named_file,
+    print_json,
+    settings_for,
+    stderr,
+    workspace_root,
+)
 from codectx.errors import CodectxError, UsageError
 from codectx.positions import Cursor, cursor_from_args, split_location, to_zero_based, zero_based_json
 from codectx.settings import Settings, state_dir
@@ -65,7 +74,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "chat",
         help="interactive chat about the codebase",
         description="A conversation with the model server about the workspace, with the same context, "
-        "redaction and audit log as the editors' chat.\n\n" + HELP,
+        "redaction and audit log as the editors' chat. Exit status: 0 when every question got an "
+        "answer, else the first failure's (3: the model server could not answer).\n\n" + HELP,
         examples=[
             "codectx chat",
             "codectx chat --file src/app.py",
@@ -79,7 +89,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     chat.add_argument("--list", action="store_true", help="list saved conversations and exit")
     chat.add_argument("--export", metavar="ID", help="print a saved conversation as Markdown and exit")
     chat.add_argument("--delete", metavar="ID", help="delete a saved conversation and exit")
-    add_json(chat)
+    chat.add_argument(
+        "--json",
+        action="store_true",
+        help="with --list: the conversations as JSON (for one question as JSON: codectx ask --json)",
+    )
     chat.set_defaults(func=_chat)
 
 
@@ -102,7 +116,7 @@ class Workspace:
         if args.file and (args.line is not None or split_location(args.file)[1] is not None):
             cursor = cursor_from_args(args.file, args.line, None)
             args.file, line = cursor.file, cursor.line
-        file = Path(args.file).expanduser() if args.file else None
+        file = named_file(args.file) if args.file else None
         if file is not None and not file.is_file():
             raise UsageError(f"no such file: {args.file}")
         self.root = document_root(file, args.root) if file is not None else workspace_root(args.root)
@@ -116,7 +130,7 @@ class Workspace:
             self.set_file(str(file), line)
 
     def set_file(self, name: str, line: int | None) -> None:
-        target = Path(name).expanduser()
+        target = named_file(name)
         target = target if target.is_absolute() else Path.cwd() / target
         if line is not None and line < 1:
             raise UsageError("--line is 1-based")
@@ -188,7 +202,11 @@ def _ask(args: argparse.Namespace) -> int:
                 session, conv.conversation_id, space.turn(args.question), on_delta=delta, on_notice=notice
             )
 
-    result = asyncio.run(run())
+    try:
+        result = asyncio.run(run())
+    finally:
+        if not args.conversation:
+            _drop_if_empty(chat, conv.conversation_id)
     if args.json:
         wire = {**result.wire(space.uri_of()), "title": chat.get(conv.conversation_id).title}
         print_json(zero_based_json(wire))  # citations' startLine/endLine, as the editors get them
@@ -204,6 +222,8 @@ def _ask(args: argparse.Namespace) -> int:
 
 
 def _chat(args: argparse.Namespace) -> int:
+    if args.json and not args.list:
+        raise UsageError("chat --json applies to --list; for one question as JSON use: codectx ask --json")
     chat = ChatService()
     if args.list:
         return _list(chat, args.json)
@@ -219,7 +239,24 @@ def _chat(args: argparse.Namespace) -> int:
 
     space = Workspace(args)
     conv = chat.get(args.resume) if args.resume else chat.start()
-    return Shell(chat, space, conv.conversation_id, history=state_dir() / "chat_history").run()
+    shell = Shell(chat, space, conv.conversation_id, history=state_dir() / "chat_history")
+    if not args.resume:
+        shell.created.add(conv.conversation_id)
+    try:
+        return shell.run()
+    finally:
+        for cid in shell.created:
+            _drop_if_empty(chat, cid)
+
+
+def _drop_if_empty(chat: ChatService, conversation_id: str) -> None:
+    """A conversation this command started and no turn made it into: not left in `--list` as
+    "0 turns  New conversation" (a dead server, an empty input)."""
+    try:
+        if not chat.get(conversation_id).turns:
+            chat.delete(conversation_id)
+    except CodectxError:  # already gone
+        pass
 
 
 def _list(chat: ChatService, as_json: bool) -> int:

@@ -363,7 +363,7 @@ class Gatherer:
         path = path[2:] if path.startswith("./") else path
         why = self.refusal(path)
         if why is not None:
-            self.notice("refused", f"@file {path} refused: {why} (never-send file); it was not read")
+            self.notice("refused", f"@file {path} refused: {why}; it was not read")
             return
         try:
             text = (

@@ -37,6 +37,10 @@ class Shell:
         self.tty = sys.stdin.isatty() and sys.stdout.isatty()
         self.out = Console(highlight=False, soft_wrap=not self.tty)
         self.err = Console(stderr=True, highlight=False)
+        # The exit status: the first failed turn's (a script piping questions in learns that one
+        # got no answer); 0 when every turn was answered.
+        self.status = 0
+        self.created: set[str] = set()  # conversations started here (dropped at exit if still empty)
 
     def run(self) -> int:
         self._readline()
@@ -69,7 +73,7 @@ class Shell:
             loop.run_until_complete(session.aclose())
             loop.close()
             self._save_history()
-        return 0
+        return self.status
 
     def ask(self, loop: asyncio.AbstractEventLoop, session: Any, line: str) -> None:
         text = ""
@@ -102,6 +106,7 @@ class Shell:
                     live.update(Markdown(result.turn.text))
         except CodectxError as exc:
             self.err.print(f"[red]codectx: error:[/red] {exc}")
+            self.status = self.status or exc.exit_code
             return
         if live is None and not result.turn.text.endswith("\n"):
             sys.stdout.write("\n")
@@ -129,6 +134,7 @@ class Shell:
                 self.out.print(HELP)
             elif name == "/clear":
                 self.cid = self.chat.start().conversation_id
+                self.created.add(self.cid)
                 self.err.print(f"[dim]new conversation {self.cid}[/dim]")
             elif name == "/file":
                 self.set_file(rest)

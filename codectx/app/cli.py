@@ -32,6 +32,7 @@ from codectx.clikit import (
     add_index_dir,
     add_json,
     add_root,
+    named_file,
     print_json,
     print_jsonl,
     settings_for,
@@ -260,7 +261,7 @@ def _context(args: argparse.Namespace) -> int:
         root = workspace_root(args.file)
     else:
         cursor = cursor_from_args(args.file, args.line, args.character)
-        target = Path(cursor.file).expanduser()
+        target = named_file(cursor.file)
         if not args.stdin and not target.exists():
             raise UsageError(f"no such file: {cursor.file}")
         root = document_root(target, args.root)
@@ -295,7 +296,7 @@ def _context(args: argparse.Namespace) -> int:
                 print_jsonl({"id": rid, "error": str(exc)})
         return 0
     assert cursor is not None
-    rel = relative_path(root, cursor.file)
+    rel = relative_path(root, target)
     text = sys.stdin.read() if args.stdin else read_document(root / rel)
     line, character = to_zero_based(cursor, text, rel)
     result = _assembled(session.context(rel, text, line, character))

@@ -12,7 +12,6 @@ import asyncio
 import json
 import sys
 import time
-from pathlib import Path
 
 from codectx.app.cli import CommandIndex, NoIndexSource
 from codectx.app.completion import CompletionAsk
@@ -20,7 +19,16 @@ from codectx.app.index import QueryEmbedder, document_root, load_embedder, read_
 from codectx.app.session import IndexSource, WorkspaceSession
 from codectx.backend.client import BackendClient
 from codectx.backend.errors import BackendNotConfigured, BackendOffline, BackendTimeout
-from codectx.clikit import add_command, add_index_dir, add_json, add_root, print_json, settings_for, stderr
+from codectx.clikit import (
+    add_command,
+    add_index_dir,
+    add_json,
+    add_root,
+    named_file,
+    print_json,
+    settings_for,
+    stderr,
+)
 from codectx.errors import UsageError
 from codectx.positions import add_position_args, cursor_from_args, to_zero_based, zero_based_json
 from codectx.settings import Settings
@@ -71,7 +79,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def _complete(args: argparse.Namespace) -> int:
     cursor = cursor_from_args(args.file, args.line, args.character)
-    target = Path(cursor.file).expanduser()
+    target = named_file(cursor.file)
     if not args.stdin and not target.exists():
         raise UsageError(f"no such file: {cursor.file}")
     # The document's real path must be inside the workspace (never /etc/passwd through a symlink).
@@ -167,6 +175,8 @@ async def _run(
             dry = await session.completer.dry_run(
                 CompletionAsk(rel, text, args.line, args.character, context)
             )
+            if dry.note:
+                stderr(f"codectx: note: {dry.note}")
             _print_unsent(args, dry.body, dry.endpoint, dry.audit_id, "dry run")
             return 0
         echo = _SlowEcho(enabled=not args.json)

@@ -22,7 +22,7 @@ from codectx.app.model import ServedModel, source_span
 from codectx.app.redaction import RequestRedaction, redact_around_cursor, redact_items
 from codectx.app.restore import restore_completion
 from codectx.app.results import Completion, DryRun, SentRequest
-from codectx.backend.errors import BackendOffline, BackendRejected
+from codectx.backend.errors import BackendOffline, BackendRejected, BackendTimeout, BackendUnavailable
 from codectx.backend.families import Family, detect_family, get_family
 from codectx.backend.postprocess import block_ended, choose_mode, postprocess
 from codectx.backend.prompts import (
@@ -199,17 +199,19 @@ class Completer:
         stop-token ids, so the body is exactly what `complete` sends; no code leaves.
         """
         b = self.settings.backend
-        offline = self.client.gate.offline
-        if b.model:
-            model = b.model
-        elif b.url and not offline:
-            model = await self.client.model()  # a GET: no code leaves
-        else:
-            model = PLACEHOLDER_MODEL
+        ask_server = bool(b.url) and not self.client.gate.offline
+        model, max_chars, note = b.model or PLACEHOLDER_MODEL, None, ""
+        if ask_server:
+            try:
+                model = b.model or await self.client.model()  # GETs: no code leaves
+                max_chars = await self.max_prompt_chars()
+            except (BackendUnavailable, BackendTimeout) as exc:
+                # A dry run shows what would be sent; a server that is down should not hide it.
+                ask_server = False
+                note = f"the model server did not answer ({exc}); the body uses the configured defaults"
         family = detect_family(model, b.family) if model != PLACEHOLDER_MODEL else _configured(b.family)
-        max_chars = await self.max_prompt_chars() if b.url and not offline else None
         built = self.build_prompt(family, ask, max_chars)
-        stop, extra = await self.stop_options(family, ask_server=bool(b.url) and not offline)
+        stop, extra = await self.stop_options(family, ask_server=ask_server)
         body = await self.client.completion_body(
             built.prompt.text, stop=stop, stream=True, model=model, extra=extra
         )
@@ -218,7 +220,7 @@ class Completer:
         self.remember(sent)
         if on_sent is not None:
             on_sent(sent)
-        return DryRun(prepared.content, prepared.endpoint, audit_id, built.prompt)
+        return DryRun(prepared.content, prepared.endpoint, audit_id, built.prompt, note)
 
     async def complete(
         self,

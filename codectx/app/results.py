@@ -94,6 +94,7 @@ class DryRun:
     endpoint: str
     audit_id: str | None
     prompt: FimPrompt
+    note: str = ""  # why the body is not exactly what `complete` sends (the server did not answer)
 
 
 @dataclass(frozen=True)

@@ -133,9 +133,18 @@ def _register_audit(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     audit_sub = p.add_subparsers(dest="audit_command", metavar="COMMAND")
     audit_sub.required = True
 
-    # (name, one-line help, description, its own arguments, takes --json, handler); all take --log
-    commands: list[tuple[str, str, str | None, Arguments, bool, Handler]] = [
-        ("show", "list recent requests", None, _show_arguments, True, _audit_show),
+    # (name, one-line help, description, its own arguments, takes --json (or its help), handler);
+    # all take --log
+    commands: list[tuple[str, str, str | None, Arguments, bool | str, Handler]] = [
+        (
+            "show",
+            "list recent requests",
+            None,
+            _show_arguments,
+            "machine-readable output: one JSON object per entry, a line each (JSON Lines; `jq -s` "
+            "makes it one array)",
+            _audit_show,
+        ),
         (
             "verify",
             "check the chain, its head record, payloads and rotated files; exit 4 and say what changed",
@@ -167,7 +176,9 @@ def _register_audit(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     for name, help_text, description, add_arguments, json_out, handler in commands:
         parser = audit_sub.add_parser(name, help=help_text, description=description)
         add_arguments(parser)
-        if json_out:
+        if isinstance(json_out, str):
+            parser.add_argument("--json", action="store_true", help=json_out)
+        elif json_out:
             add_json(parser)
         _add_log(parser)
         parser.set_defaults(func=handler)

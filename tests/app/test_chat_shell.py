@@ -117,6 +117,10 @@ def test_ask_refuses_a_never_send_mention(repo: Path, backend: FixedBackend) -> 
 
 
 def test_ask_errors_are_clear(repo: Path, tmp_path: Path) -> None:
+    def saved() -> list[str]:
+        return [c["conversationId"] for c in json.loads(codectx(["chat", "--list", "--json"], repo).stdout)]
+
+    before = saved()
     dead = codectx(["ask", "hello?", "--backend-url", "http://127.0.0.1:9/v1"], repo)
     assert dead.returncode != 0 and "codectx: error:" in dead.stderr and "Traceback" not in dead.stderr
     unset = codectx(["ask", "hello?"], repo)
@@ -125,6 +129,16 @@ def test_ask_errors_are_clear(repo: Path, tmp_path: Path) -> None:
     assert missing.returncode != 0 and "nope.py" in missing.stderr and "Traceback" not in missing.stderr
     helped = codectx(["ask", "--help"], repo)
     assert helped.returncode == 0 and "@file:PATH" in helped.stdout and "--json" in helped.stdout
+    # A chat fed questions by a script: a turn with no answer makes the exit status (it was 0).
+    piped = codectx(["chat", "--backend-url", "http://127.0.0.1:9/v1", "--lexical"], repo, stdin="hi\n")
+    assert piped.returncode == 3 and "codectx: error:" in piped.stderr and "Traceback" not in piped.stderr
+    # --json shapes --list only; a conversation is text (it printed text under --json before).
+    misused = codectx(["chat", "--json", "--backend-url", "http://127.0.0.1:9/v1"], repo, stdin="hi\n")
+    assert misused.returncode == 2 and "codectx ask --json" in misused.stderr
+    # None of these left an empty conversation behind in `chat --list` (each did: "0 turns").
+    empty = codectx(["chat", "--backend-url", "http://127.0.0.1:9/v1", "--lexical"], repo, stdin="/clear\n")
+    assert empty.returncode == 0, empty.stderr
+    assert saved() == before
 
 
 def test_interactive_chat_commands(repo: Path, backend: FixedBackend, tmp_path: Path) -> None:

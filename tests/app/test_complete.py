@@ -234,6 +234,29 @@ def test_cli_dry_run_without_server(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert data["sent"] is False and data["body"]["prompt"].endswith("<|fim_middle|>")
 
 
+def test_cli_dry_run_with_the_server_down_still_shows_the_body(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A configured server that does not answer failed the dry run (exit 3): it asks the server
+    for its model and window only to make the body exact."""
+    path = write_doc(tmp_path)
+    argv = [
+        "complete",
+        str(path),
+        "--line",
+        "5",
+        "--dry-run",
+        "--json",
+        "--backend-url",
+        "http://127.0.0.1:9/v1",
+    ]
+    assert main(argv) == 0
+    out = capsys.readouterr()
+    data = json.loads(out.out)
+    assert data["sent"] is False and data["body"]["prompt"].endswith("<|fim_middle|>")
+    assert "codectx: note: the model server did not answer" in out.err
+
+
 def test_cli_without_server_says_how_to_configure(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write_doc(tmp_path)
     assert main(["complete", str(path), "--line", "5"]) == 2

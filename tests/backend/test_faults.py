@@ -169,8 +169,9 @@ async def test_stream_cut_mid_way(tmp_path: Path, server: fs.FaultServer) -> Non
 async def test_malformed_json_answer(tmp_path: Path, server: fs.FaultServer) -> None:
     server.script = [fs.raw_reply(b"{not json"), fs.json_reply({"choices": "nope"})]
     client, _ = client_for(tmp_path, server.url)
-    with pytest.raises(BackendProtocolError, match="not JSON"):
+    with pytest.raises(BackendProtocolError, match="not JSON") as caught:
         await client.complete("x")
+    assert f"from {server.url}" in str(caught.value)  # which server (it named none)
     with pytest.raises(BackendProtocolError, match="unexpected completion answer"):
         await client.complete("x")
     await client.aclose()

@@ -152,3 +152,65 @@ def test_a_command_imports_only_the_cli_modules_up_to_its_own(tmp_path: Path) ->
     keys = [sys.executable, "-m", "codectx", "config", "keys"]
     config = subprocess.run(keys, capture_output=True, text=True)
     assert config.returncode == 0 and "[privacy]" in config.stdout
+
+
+def test_plain_progress_rate_counts_the_whole_embed_stage(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Embedding alternates with commits; the rate was measured from the stage's return after each
+    commit (`260/796 chunks (260000000/s, ETA 0s)`), and counted a resumed run's earlier vectors."""
+    from codectx.indexer import cli as index_cli
+    from codectx.indexer.report import ProgressEvent
+
+    clock = [100.0]
+    monkeypatch.setattr(index_cli.time, "monotonic", lambda: clock[0])
+    progress = index_cli._PlainProgress()
+    for at, stage, done in [
+        (0, "embed", 100),  # 100 vectors from an earlier, interrupted run
+        (10, "embed", 360),
+        (10, "commit", 1),
+        (10.01, "embed", 360),
+        (20, "embed", 620),
+    ]:
+        clock[0] = 100.0 + at
+        progress(ProgressEvent(stage, done, 896))
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("embed:")]
+    assert lines == [
+        "embed: 100/896 chunks (measuring, ETA unknown)",
+        "embed: 360/896 chunks (26/s, ETA 21s)",
+        "embed: 360/896 chunks (26/s, ETA 21s)",
+        "embed: 620/896 chunks (26/s, ETA 11s)",
+    ]
+
+
+def test_paths_search_prints_work_from_a_subfolder(
+    tree: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`search` prints workspace-relative paths; run in a subfolder, `context` took them relative
+    to the current folder (`no such file: src/server.py`)."""
+    (tree / ".git").mkdir()
+    assert main(["index", str(tree), "--no-embed"]) == 0
+    capsys.readouterr()
+    monkeypatch.chdir(tree / "src")
+    hit = cli_json(capsys, "search", "start_server", "--lexical", "--json")["results"][0]
+    assert hit["path"] == "src/server.py"
+    context = cli_json(capsys, "context", f"{hit['path']}:5", "--lexical", "--json")
+    assert context["path"] == "src/server.py"
+    assert main(["context", "server.py:5", "--lexical", "--json"]) == 0  # relative to here, as before
+    assert json.loads(capsys.readouterr().out)["path"] == "src/server.py"
+
+
+def test_index_without_a_path_in_the_home_folder_asks_for_the_project(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`codectx index` in ~ indexed the whole home, an index no project below it would use."""
+    home = tmp_path / "home"
+    (home / "project").mkdir(parents=True)
+    (home / "project" / "a.py").write_text("def a():\n    return 1\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(home)
+    assert main(["index", "--no-embed"]) == 2
+    assert "is your home folder, not a project" in capsys.readouterr().err
+    assert not (home / ".codectx").exists()
+    assert main(["index", ".", "--no-embed"]) == 0  # named: the user means it
+    assert (home / ".codectx").is_dir()

@@ -66,6 +66,17 @@ def test_eval_cli_json(tmp_path: Path) -> None:
         text=True,
     )
     assert bad.returncode == 2 and "--limit" in bad.stderr
+    # Without --lexical on an index with no vectors: measured (and reported) as the lexical path;
+    # it said "vectors on" and loaded the model for nothing.
+    plain = subprocess.run(
+        [sys.executable, "-m", "codectx", "eval", ".", "--json", "--limit", "5"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert plain.returncode == 0, plain.stderr
+    assert json.loads(plain.stdout)["dense"] is False and "no vectors yet" in plain.stderr
 
 
 def test_untyped_tasks_hide_the_rest_of_the_function_being_written(tmp_path: Path) -> None:
