@@ -19,7 +19,7 @@ from codectx.indexer.errors import IndexCorrupt, IndexSchemaMismatch
 from codectx.indexer.parsing.parse import parse_file
 from codectx.indexer.report import IndexReport, ProgressEvent, ProgressFn
 from codectx.indexer.storage.store import FileData, FileRecord, IndexStore
-from codectx.indexer.walk.content import decode_source
+from codectx.indexer.walk.content import bom_encoding, decode_source
 from codectx.indexer.walk.discovery import SourceFile
 from codectx.indexer.walk.reading import NotIndexed, read_discovered
 
@@ -86,6 +86,13 @@ def parse_one(sf: SourceFile, settings: Settings, root: Path) -> tuple[FileData 
     except Exception as exc:  # a parser bug on one file must not stop the run
         return None, NotIndexed("cannot-parse", f"{sf.path}: cannot parse: {type(exc).__name__}: {exc}")
     note = None
+    bad = _undecodable_at(data, text)
+    if bad is not None:
+        note = NotIndexed(
+            "not-utf8",
+            f"{sf.path}: not valid UTF-8 (first at byte {bad}); the bytes that do not decode read as "
+            "U+FFFD (re-save the file as UTF-8 to index it as written)",
+        )
     if parsed.parse_timed_out:
         note = NotIndexed(
             "parse-timeout",
@@ -102,6 +109,18 @@ def parse_one(sf: SourceFile, settings: Settings, root: Path) -> tuple[FileData 
         syntax_errors=parsed.syntax_errors,
     )
     return FileData(record, parsed.chunks, parsed.definitions, parsed.imports, parsed.references), note
+
+
+def _undecodable_at(data: bytes, text: str) -> int | None:
+    """Where `data` stops being UTF-8, if its text came out with replacement characters (a file
+    with a UTF-16/32 byte-order mark was decoded as such: it is not checked as UTF-8)."""
+    if "\ufffd" not in text or bom_encoding(data) is not None:
+        return None
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start
+    return None
 
 
 def parsed_in_order(

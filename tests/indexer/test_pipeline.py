@@ -192,3 +192,23 @@ def test_index_paths_updates_one_file_and_drops_deleted(ws: Path, embedder: Embe
     assert store.symbols_named("brand_new") and store.chunks_for_file("README.md") == []
     assert embedder.calls - calls == report.vectors_embedded == 2
     assert store.stats(embedder.model_id).vectors_pending == 0
+
+
+def test_a_file_that_is_not_utf8_is_indexed_with_a_warning_naming_it(tmp_path: Path) -> None:
+    """A Latin-1 file read with U+FFFD in place of its bytes: it was reported as a syntax error
+    only, with nothing saying why."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    latin1 = b'def caf\xe9():\n    return "na\xefve"\n\n\ndef plain():\n    return 1\n'
+    (root / "latin1.py").write_bytes(latin1)
+    (root / "utf16.py").write_bytes("\ufeffdef wide():\n    return 2\n".encode("utf-16"))
+    (root / "ok.py").write_text('def fine():\n    return "\ufffd is a character too"\n', "utf-8")
+    settings = load_settings(root, environ={})
+    report = index_workspace(root, settings, embedder=None)
+    notes = [w for w in report.warnings if "not valid UTF-8" in w]
+    assert notes == [
+        "latin1.py: not valid UTF-8 (first at byte 7); the bytes that do not decode read as U+FFFD "
+        "(re-save the file as UTF-8 to index it as written)"
+    ]
+    names = {d.name for d in IndexStore.open(root / ".codectx").symbols_in_file("latin1.py")}
+    assert "plain" in names  # the rest of the file is still indexed
