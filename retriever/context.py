@@ -22,15 +22,16 @@ the call being typed, only raises its definition's priority for the budget.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from codectx.indexer.model import Import
 from codectx.indexer.parsing.languages import language_for
 from codectx.retriever.budget import Cut, cut_prefix, cut_suffix, cut_to_tokens
+from codectx.retriever.bufferimports import buffer_imports
 from codectx.retriever.candidates import Candidate, gather_candidates, merge_overlaps
-from codectx.retriever.cursor_info import CursorInfo, cursor_info
+from codectx.retriever.cursor_info import CursorInfo, cursor_info, typed_member
 from codectx.retriever.errors import BadPosition, UnknownFile
 from codectx.retriever.search import HybridSearcher
 from codectx.retriever.snapshot import IndexSnapshot, IndexSource, snapshot_of
@@ -157,17 +158,19 @@ def check_position(lines: list[str], line: int, character: int) -> int:
 def current_imports(
     store: IndexSource, settings: Settings, path: str, text: str, language: str
 ) -> list[Import]:
-    """The file's imports: from the index when it knows the file, else parsed from the text."""
-    imports = snapshot_of(store).file_imports(path)
-    if imports or not language:
-        return imports
-    try:
+    """The document's imports: the index's, or the buffer's where its import lines changed
+    (retriever/bufferimports.py); parsed from the text for a file the index does not know."""
+    indexed = snapshot_of(store).file_imports(path)
+    if not language:
+        return indexed
+
+    def parse() -> list[Import]:
         from codectx.indexer.parsing.parse import file_imports
 
         # Imports only: chunking the whole file again for them took 1.3 s on a minified bundle.
         return file_imports(path, text, language, settings, settings.root)
-    except Exception:  # unparsable text: fall back to name matching
-        return []
+
+    return buffer_imports(list(indexed), settings.root, path, text, parse)
 
 
 def _engine(store: IndexSource, settings: Settings, embedder: Any) -> HybridSearcher:
@@ -267,6 +270,14 @@ def _assemble(
         counter=counter,
         timings=timings,
     )
+    partial = typed_member(lines[line][:character])
+    if partial:
+        # `c.appl|`: the members whose names start with what is typed are the ones being called;
+        # they go first, as the definition of a call typed up to its `(` does.
+        candidates = [
+            replace(c, typed_call=True) if c.symbol.rsplit(".", 1)[-1].startswith(partial) else c
+            for c in candidates
+        ]
     ranked = merge_overlaps(candidates)
     timings["gather"] = _ms(t)
 

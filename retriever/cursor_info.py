@@ -51,6 +51,17 @@ class CursorInfo:
     scopes: list[Scope] = field(default_factory=list)  # enclosing definitions, outermost first
 
 
+# A member name being typed right before the cursor: `c.appl|`, `Foo::ma|`, `$this->ge|`. The
+# receiver's last character is read, not the whole chain: the pattern is anchored at the end.
+_TYPED_MEMBER = re.compile(r"[\w$)\]](?:\.|::|->)([A-Za-z_$][\w$]{0,80})$")
+
+
+def typed_member(line_before_cursor: str) -> str:
+    """The start of a member name typed right before the cursor (`c.appl` -> "appl"), else ""."""
+    match = _TYPED_MEMBER.search(line_before_cursor[-100:])
+    return match.group(1) if match else ""
+
+
 def _is_name(word: str) -> bool:
     return word not in _KEYWORDS and len(word) > 1
 

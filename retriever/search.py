@@ -147,6 +147,24 @@ def symbol_names(query: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def _dotted(query: str) -> str:
+    """An identifier query's qualified form (`Session.send`, `a::b` as `a.b`); "" for a bare name."""
+    if not is_identifier_query(query):
+        return ""
+    text = re.sub(r"::|->", ".", query.strip().rstrip("()"))
+    return text if "." in text else ""
+
+
+def _qualifies(qualname: str, dotted: str) -> bool:
+    """Is `qualname` what the qualified query names: the same, the query its tail (`Session.send`
+    for `Outer.Session.send`), or it the query's tail after a module path (`sessions.Session.send`)?"""
+    if not dotted or not qualname:
+        return False
+    if qualname == dotted or qualname.endswith("." + dotted):
+        return True
+    return "." in qualname and dotted.endswith("." + qualname)
+
+
 # A question about tests themselves ("which test covers retries") keeps them where they rank.
 ASKS_FOR_TESTS = re.compile(
     r"\b(tests?|testing|tested|fixtures?|asserts?|assertions?|mocks?|specs?)\b", re.IGNORECASE
@@ -253,16 +271,24 @@ class HybridSearcher:
         take("fts", [h.chunk for h in self.store.fts_search(terms, fetch)] if terms else [])
 
         names = symbol_names(query)
+        dotted = _dotted(query)
         found: list[Chunk] = []
         for name in names:
+            # `Session.send` names that method first, before every other `send` in path order
+            # (`BaseAdapter.send`, a test's `RedirectSession.send`).
             defs = sorted(
-                self.store.symbols_named(name), key=lambda d: (not d.exported, d.path, d.start_line)
+                self.store.symbols_named(name),
+                key=lambda d: (not _qualifies(d.qualname, dotted), not d.exported, d.path, d.start_line),
             )
             for definition in defs[:fetch]:
                 chunk = self.chunk_for_definition(definition)
                 if chunk is not None:
                     found.append(chunk)
         take("symbol", found)
+        if dotted:
+            # The qualified name matched as a whole is a list of its own: in the symbol list alone
+            # its first place lost to a short `RedirectSession.send` that full text ranks high.
+            take("qualified", [c for c in found if _qualifies(c.qualname, dotted)])
 
         dense_used = False
         done, _pending = self.progress()
@@ -446,6 +472,7 @@ class HybridSearcher:
             # An identifier names code exactly; embeddings of a bare name are vague.
             weights["fts"] = cfg.fts_weight * cfg.identifier_boost
             weights["symbol"] = cfg.symbol_weight * cfg.identifier_boost
+            weights["qualified"] = weights["symbol"]
         return weights
 
     def search(

@@ -146,3 +146,53 @@ def test_context_sends_a_types_files_module_flavours_once(tmp_path: Path) -> Non
     flavours = [c.path for c in result.ranked if c.path.startswith("index.d.")]
     # `setContentLength` is declared in both flavours; one declaration of it is enough.
     assert len(flavours) == 1, [(c.path, c.symbol) for c in result.ranked]
+
+
+def test_a_member_name_being_typed_ranks_the_members_it_starts_first(tmp_path: Path) -> None:
+    """`c.appl|`: `Cart.applyDiscount` ranked fifth, behind `Cart.add` (used in the file) and an
+    import the scope had not used; the letters typed after the `.` were not read."""
+    root = tmp_path / "ws"
+    (root / ".git").mkdir(parents=True)
+    cart = "class Cart:\n"
+    for name in ("add", "apply_discount", "total", "clear"):
+        cart += f"    def {name}(self, value):\n        '''{name} the cart.'''\n        return value\n\n"
+    _write(root, "shop/cart.py", cart)
+    _write(root, "shop/money.py", "def format_currency(n):\n    return str(n)\n")
+    head = "from shop.cart import Cart\nfrom shop.money import format_currency\n\n\n"
+    used = "def fill(c):\n    c.add(1)\n    c.add(2)\n    return c.total(0)\n\n\n"
+    writing = "def checkout():\n    c = Cart()\n    c.appl"
+    text = head + used + writing + "\n"
+    _write(root, "shop/main.py", text)
+    settings, store = build_index(root, **LEXICAL)
+    line = text.split("\n").index("    c.appl")
+    for typed, first in (("c.appl", "Cart.apply_discount"), ("c.cl", "Cart.clear")):
+        buffer = text.replace("    c.appl", "    " + typed)
+        result = assemble_context(store, settings, "shop/main.py", buffer, line, len(typed) + 4)
+        assert result.ranked[0].symbol == first, [c.symbol for c in result.ranked]
+    # Nothing typed after the `.`: the ranking is as before (the used `add` and `total` lead).
+    plain = assemble_context(store, settings, "shop/main.py", text, line, len("    c."))
+    assert plain.ranked[0].symbol != "Cart.apply_discount"
+
+
+def test_the_buffers_imports_count_before_it_is_saved(tmp_path: Path) -> None:
+    """An import added in the editor (not saved, so not indexed) brings its definitions at once;
+    one deleted there no longer does. The index's imports of the saved file were used either way."""
+    root = tmp_path / "ws"
+    (root / ".git").mkdir(parents=True)
+    _write(root, "shop/money.py", "def format_currency(n):\n    return str(n)\n")
+    _write(root, "shop/tax.py", "def add_vat(n):\n    return n * 1.2\n")
+    saved = "from shop.money import format_currency\n\n\ndef checkout(total):\n    value = \n"
+    _write(root, "shop/main.py", saved)
+    settings, store = build_index(root, **LEXICAL)
+    line = saved.split("\n").index("    value = ")
+
+    def symbols(text: str) -> list[str]:
+        result = assemble_context(store, settings, "shop/main.py", text, line, len("    value = "))
+        return [c.symbol for c in result.ranked if "imported by this file" in c.why]
+
+    assert "format_currency" in symbols(saved) and "add_vat" not in symbols(saved)
+    edited = saved.replace("format_currency\n", "format_currency\nfrom shop.tax import add_vat\n", 1)
+    edited = edited.replace("\n\n\ndef", "\n\ndef", 1)  # the cursor stays on the same line
+    assert "add_vat" in symbols(edited)
+    removed = "\n" + saved.split("\n", 1)[1]
+    assert "format_currency" not in symbols(removed)

@@ -49,6 +49,30 @@ def test_identifier_query_finds_the_definition_first(tmp_path: Path) -> None:
     assert {r.path for r in dotted[:2]} == {"pkg/client.py", "other/fake.py"}
 
 
+def test_a_qualified_name_ranks_that_definition_over_other_methods_of_the_name(tmp_path: Path) -> None:
+    """`Session.send` ranked a test's short `RedirectSession.send` (and then any `send` in path
+    order) first: the symbol list ordered a name's definitions by path alone."""
+    root = tmp_path / "ws"
+    (root / "src").mkdir(parents=True)
+    (root / "tests").mkdir()
+    body = "".join(f"        step_{i} = self.prepare(request, {i})\n" for i in range(30))
+    (root / "src" / "adapters.py").write_text("class Adapter:\n    def send(self, request):\n" + body)
+    (root / "src" / "sessions.py").write_text(
+        "class Session:\n    def send(self, request, **kwargs):\n" + body + "        return step_0\n"
+    )
+    (root / "tests" / "test_s.py").write_text(
+        "from src.sessions import Session\n\n\nclass RedirectSession(Session):\n"
+        "    def send(self, *a, **k):\n        return Session.send(self, *a, **k)\n"
+    )
+    settings, store = build_index(root)
+    searcher = HybridSearcher(store, settings)
+    for query in ("Session.send", "sessions.Session.send", "Session::send"):
+        top = searcher.search(query, k=3).results[0]
+        assert (top.path, top.qualname) == ("src/sessions.py", "Session.send"), query
+    top = searcher.search("Adapter.send", k=3).results[0]
+    assert (top.path, top.qualname) == ("src/adapters.py", "Adapter.send")
+
+
 def test_partial_index_answers_and_says_so(tmp_path: Path) -> None:
     root = copy_repo("python", tmp_path)
     settings, store = build_index(root, embed=False)
