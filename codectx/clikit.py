@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -55,10 +56,13 @@ def named_file(name: str) -> Path:
     """A file named on the command line: relative to the current folder, else to the workspace
     around it, as `search` prints paths (run in a subfolder, what it printed still works)."""
     path = Path(name).expanduser()
-    if path.exists() or path.is_absolute():
+    if path.exists() or path.is_absolute() or ".." in path.parts:
         return path
-    around = find_workspace_root(Path.cwd()) / path
-    return around if around.exists() else path
+    top = find_workspace_root(Path.cwd())
+    around = top / path
+    # Only inside that workspace, its real path too (a link there may lead anywhere).
+    inside = os.path.realpath(around).startswith(os.path.realpath(top) + os.sep)
+    return around if inside and around.exists() else path
 
 
 def workspace_root(path: str | None) -> Path:

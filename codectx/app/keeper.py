@@ -353,7 +353,7 @@ class IndexKeeper:
         """The worker thread's job: the first run's files, then runs until nothing is asked."""
         try:
             if self.started == 0:
-                if self._check_wait_s > 0 and index_exists(self.settings.index_dir()):
+                if self._check_wait_s > 0 and self._indexed_already():
                     self._wait_answered()  # an indexed folder: its first answer goes first
                 if self.open_store() is None:
                     self._first_run()
@@ -376,6 +376,14 @@ class IndexKeeper:
             with self._lock:
                 self._busy = False
                 self._settle()
+
+    def _indexed_already(self) -> bool:
+        """Whether the folder has an index; False where settings refuse the index folder (a
+        workspace's `.codectx` link): the run that follows reports why, as the folder's error."""
+        try:
+            return bool(index_exists(self.settings.index_dir()))
+        except CodectxError:
+            return False
 
     def _first_run(self) -> None:
         """An unindexed folder: the open files, their imports and their folders first (requests get

@@ -37,7 +37,8 @@ class IndexLock:
 
         try:
             claim(self.path.parent)  # never a lock file in a folder codectx did not create
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            # Never through a link (claim refuses them; this holds if one appears meanwhile).
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         except OSError as exc:  # a file in the way, a read-only mount, /proc, no permission
             raise unwritable(self.path.parent, exc) from None
         deadline = time.monotonic() + wait_s

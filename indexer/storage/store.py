@@ -153,7 +153,7 @@ class IndexStore(IndexReader):
     def _create(cls, index_dir: Path) -> IndexStore:
         claim(index_dir)  # created and marked, or refused if it holds what codectx did not create
         gitignore = index_dir / ".gitignore"
-        if not gitignore.exists():
+        if not gitignore.exists() and not gitignore.is_symlink():  # never through a dangling link
             gitignore.write_text("*\n", encoding="utf-8")
         db_dir = index_dir / "db"
         if db_dir.exists() or db_dir.is_symlink():

@@ -124,6 +124,10 @@ def global_excludes(root: Path, env: Mapping[str, str] | None = None) -> GlobalE
     if path is None:
         return GlobalExcludes(None, (), tuple(warnings))
     text, problem = read_limited(path)
+    real, top = os.path.realpath(path), os.path.realpath(root)
+    if text is not None and str(path).startswith(str(root)) and not real.startswith(top + os.sep):
+        # A relative excludesFile is read in the work tree: a link there may not lead out of it.
+        text, problem = None, "a link that leads outside the workspace"
     if text is None:
         if problem and (configured or problem != "missing"):
             warnings.append(f"global git excludes {path}: {problem}; not applied")

@@ -98,14 +98,26 @@ def read_limited(path: Path, max_bytes: int = IGNORE_MAX_BYTES) -> tuple[str | N
     """(the text of a pattern or config file, None) or (None, what is wrong with it): "missing",
     unreadable, not a file, binary (a NUL byte) or past `max_bytes`. Invalid UTF-8 is replaced."""
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(max_bytes + 1)
-    except FileNotFoundError:
+        # Opened without blocking and checked before reading: a FIFO would block the open, a
+        # device (/dev/zero through a link) never ends.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except (FileNotFoundError, NotADirectoryError):
         return None, "missing"
     except IsADirectoryError:
         return None, "is a folder, not a file"
     except OSError as exc:
         return None, f"cannot be read ({exc.strerror or exc})"
+    try:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            return None, "is a folder, not a file"
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None, "not a regular file"
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = fh.read(max_bytes + 1)
+    except OSError as exc:
+        return None, f"cannot be read ({exc.strerror or exc})"
+    finally:
+        os.close(fd)
     if len(data) > max_bytes:
         return None, f"larger than {max_bytes // (1 << 20)} MiB, so not a pattern file"
     if b"\0" in data:
@@ -120,7 +132,7 @@ def read_patterns(path: Path, root: Path | None = None) -> tuple[tuple[str, ...]
     A missing file is ((), None): the usual case."""
     try:
         info = os.stat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # `.git` a file: a worktree's, a submodule's
         return (), None
     except OSError as exc:
         return (), f"cannot be read ({exc.strerror or exc})"

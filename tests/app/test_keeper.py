@@ -396,3 +396,19 @@ def test_an_error_once_the_keeper_is_closed_is_a_stop_not_a_crash(
     assert keeper.state == "idle" and not keeper.error
     assert not [r for r in caplog.records if r.levelname == "ERROR"]
     assert any("stopped as the workspace closed" in r.getMessage() for r in caplog.records)
+
+
+def test_a_refused_index_folder_is_the_folders_error_also_when_the_keeper_waits_for_answers(
+    ws: Path, tmp_path: Path, pool: ThreadPoolExecutor
+) -> None:
+    """With `check_wait_s` (as the language server builds it) the refusal of a workspace's
+    `.codectx` link escaped the worker thread: the folder stayed idle, with no error to show."""
+    other = tmp_path / "other-index"
+    other.mkdir()
+    (ws / ".codectx").symlink_to(other)
+    recorder = Recorder()
+    keeper = keeper_of(ws, pool, recorder, check_wait_s=0.5)
+    keeper.request()
+    assert keeper.wait_idle(60)
+    assert keeper.state == "failed" and ".codectx is a link" in keeper.error
+    assert list(other.iterdir()) == []

@@ -185,20 +185,27 @@ def test_a_workspace_index_folder_that_is_a_link_is_refused_and_the_other_index_
     assert "app.py" in found.stdout and "other" not in found.stdout
 
 
-def test_an_index_folder_holding_links_is_not_written_through(tmp_path: Path) -> None:
-    """A `.codectx` folder shipped with its marker and `db` linking elsewhere."""
-    victim = tmp_path / "victim-db"
+@pytest.mark.parametrize("planted", ["db", "lock", ".gitignore", "db/chunks.lance/_transactions"])
+def test_an_index_folder_holding_links_is_not_written_through(tmp_path: Path, planted: str) -> None:
+    """A `.codectx` folder shipped with its marker and a link inside: the lock file's link had
+    an outside file truncated to a pid, a dangling `.gitignore` link created one, and links in
+    LanceDB's folders had transactions written elsewhere."""
+    victim = tmp_path / "victim"
     victim.mkdir()
     (victim / "precious.txt").write_text("theirs")
     ws = tmp_path / "repo"
     (ws / ".codectx").mkdir(parents=True)
     (ws / ".codectx" / MARKER).write_text("x")
-    (ws / ".codectx" / "db").symlink_to(victim)
+    link = ws / ".codectx" / planted
+    link.parent.mkdir(parents=True, exist_ok=True)
+    target = {"lock": victim / "precious.txt", ".gitignore": victim / "created"}.get(planted, victim)
+    link.symlink_to(target)
     (ws / "app.py").write_text(SOURCE)
     done = _run(["index", str(ws)], ws)
     assert done.returncode != 0 and "Traceback" not in done.stderr
-    assert "holds links (db)" in done.stderr
+    assert f"holds links ({planted})" in done.stderr
     assert sorted(p.name for p in victim.iterdir()) == ["precious.txt"]
+    assert (victim / "precious.txt").read_text() == "theirs"
 
 
 @pytest.mark.parametrize("shape", ["dev-zero", "fifo", "not-utf8", "outside"])

@@ -198,6 +198,18 @@ def test_paths_search_prints_work_from_a_subfolder(
     assert context["path"] == "src/server.py"
     assert main(["context", "server.py:5", "--lexical", "--json"]) == 0  # relative to here, as before
     assert json.loads(capsys.readouterr().out)["path"] == "src/server.py"
+    # Never a file outside the workspace: `../x.py` is not looked for from its root (from an
+    # inner project's subfolder it read the enclosing project's x.py).
+    outer = tree.parent / "outer"
+    (outer / ".git").mkdir(parents=True)
+    (outer / "x.py").write_text("def outside():\n    return 1\n")
+    (outer / "proj" / ".git").mkdir(parents=True)
+    (outer / "proj" / "sub").mkdir()
+    assert main(["index", str(outer), "--no-embed"]) == 0
+    capsys.readouterr()
+    monkeypatch.chdir(outer / "proj" / "sub")
+    assert main(["context", "../x.py:1", "--lexical", "--json"]) != 0
+    assert "no such file: ../x.py" in capsys.readouterr().err
 
 
 def test_index_without_a_path_in_the_home_folder_asks_for_the_project(

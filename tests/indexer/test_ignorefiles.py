@@ -237,3 +237,36 @@ def test_ignore_files_that_are_not_files_are_warned_about_not_read(tmp_path: Pat
     assert "pipe/.gitignore: not a regular file; its patterns are not applied" in warnings
     assert "other/.ignore: a link that leads outside the workspace; its patterns are not applied" in warnings
     assert "secret-looking" not in done.stdout
+
+
+def test_a_worktrees_git_file_gives_no_warning_and_a_relative_excludes_file_is_checked(
+    tmp_path: Path,
+) -> None:
+    """In a git worktree `.git` is a file: `.git/info/exclude` read as "cannot be read (Not a
+    directory)" on every run. A relative `core.excludesFile` is read in the workspace: a FIFO
+    there blocked the walk, a link out of it was read."""
+    import subprocess
+    import sys
+
+    root = tmp_path / "wt"
+    _w(root, ".git", "gitdir: /elsewhere/.git/worktrees/wt\n")
+    _w(root, "a.py")
+    home = tmp_path / "home"
+    _w(home, ".gitconfig", "[core]\n\texcludesFile = .localignore\n")
+    os.mkfifo(root / ".localignore")
+    env = {**os.environ, "HOME": str(home)}
+    env.pop("GIT_CONFIG_GLOBAL", None)
+    done = subprocess.run(
+        [sys.executable, "-c", _WALK, str(root)], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    files, *warnings = done.stdout.splitlines()
+    assert files == str(["a.py"])
+    assert [w for w in warnings if w] == [
+        f"global git excludes {root / '.localignore'}: not a regular file; not applied"
+    ]
+    (root / ".localignore").unlink()
+    _w(tmp_path, "outside-patterns", "*.py\n")
+    (root / ".localignore").symlink_to(tmp_path / "outside-patterns")
+    found = global_excludes(root, env)
+    assert found.patterns == () and "leads outside the workspace" in found.warnings[0]
