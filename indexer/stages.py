@@ -113,11 +113,13 @@ def parse_one(sf: SourceFile, settings: Settings, root: Path) -> tuple[FileData 
 
 def _undecodable_at(data: bytes, text: str) -> int | None:
     """Where `data` stops being UTF-8, if its text came out with replacement characters (a file
-    with a UTF-16/32 byte-order mark was decoded as such: it is not checked as UTF-8)."""
-    if "\ufffd" not in text or bom_encoding(data) is not None:
+    with a UTF-16/32 byte-order mark was decoded as such: it is not checked as UTF-8; one with
+    UTF-8's mark is)."""
+    found = bom_encoding(data)
+    if "\ufffd" not in text or (found is not None and found[0] != "utf-8"):
         return None
     try:
-        data.decode("utf-8")
+        data.decode("utf-8")  # a UTF-8 byte-order mark decodes too, and counts in the offset
     except UnicodeDecodeError as exc:
         return exc.start
     return None

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import re
+import stat
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
@@ -33,7 +35,10 @@ MAX_FILE_BYTES = 4 << 20  # a larger file is not read again for its signature: t
 CACHED = 64
 
 _disk: dict[str, tuple[int, int, int]] = {}  # absolute path -> (mtime_ns, size, signature)
-_parsed: OrderedDict[tuple[str, str, int], list[Import]] = OrderedDict()  # (root, path, signature)
+# (root, path, signature, index version) -> imports: a buffer's imports are resolved against the
+# files on disk, so an index run (a file created since) parses them again.
+_parsed: OrderedDict[tuple[str, str, int, object], list[Import]] = OrderedDict()
+_lock = threading.Lock()  # requests run on a thread pool
 
 
 def signature(text: str) -> int:
@@ -61,15 +66,16 @@ def _saved_signature(root: Path | None, path: str) -> int | None:
         found = _disk.get(full)
         if found is not None and found[:2] == (info.st_mtime_ns, info.st_size):
             return found[2]
-        if info.st_size > MAX_FILE_BYTES:
-            return None
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
+            return None  # a device or FIFO in its place is never read
         with open(full, encoding="utf-8", errors="replace") as fh:
             sig = signature(fh.read())
     except OSError:
         return None
-    if len(_disk) > 4096:
-        _disk.clear()
-    _disk[full] = (info.st_mtime_ns, info.st_size, sig)
+    with _lock:
+        if len(_disk) > 4096:
+            _disk.clear()
+        _disk[full] = (info.st_mtime_ns, info.st_size, sig)
     return sig
 
 
@@ -79,22 +85,26 @@ def buffer_imports(
     path: str,
     text: str,
     parse: Callable[[], list[Import]],
+    version: object = None,
 ) -> list[Import]:
     """`indexed` when the buffer imports what the saved file does; else the buffer's own imports
-    (`parse`, cached by path and signature). A file the index does not know is parsed too."""
+    (`parse`, cached by path, signature and the index's `version`). A file the index does not
+    know is parsed too."""
     sig = signature(text)
     if indexed and sig == _saved_signature(root, path):
         return indexed
-    key = (str(root), path, sig)
-    found = _parsed.get(key)
-    if found is None:
-        try:
-            found = parse()
-        except Exception:  # unparsable text: what the index knows, else name matching
-            return indexed
+    key = (str(root), path, sig, version)
+    with _lock:
+        found = _parsed.get(key)
+        if found is not None:
+            _parsed.move_to_end(key)
+            return found
+    try:
+        found = parse()
+    except Exception:  # unparsable text: what the index knows, else name matching
+        return indexed
+    with _lock:
         _parsed[key] = found
-        if len(_parsed) > CACHED:
+        while len(_parsed) > CACHED:
             _parsed.popitem(last=False)
-    else:
-        _parsed.move_to_end(key)
     return found

@@ -160,7 +160,8 @@ def current_imports(
 ) -> list[Import]:
     """The document's imports: the index's, or the buffer's where its import lines changed
     (retriever/bufferimports.py); parsed from the text for a file the index does not know."""
-    indexed = snapshot_of(store).file_imports(path)
+    snapshot = snapshot_of(store)
+    indexed = snapshot.file_imports(path)
     if not language:
         return indexed
 
@@ -170,7 +171,7 @@ def current_imports(
         # Imports only: chunking the whole file again for them took 1.3 s on a minified bundle.
         return file_imports(path, text, language, settings, settings.root)
 
-    return buffer_imports(list(indexed), settings.root, path, text, parse)
+    return buffer_imports(list(indexed), settings.root, path, text, parse, snapshot.version)
 
 
 def _engine(store: IndexSource, settings: Settings, embedder: Any) -> HybridSearcher:
@@ -270,12 +271,15 @@ def _assemble(
         counter=counter,
         timings=timings,
     )
-    partial = typed_member(lines[line][:character])
+    receiver, partial = typed_member(lines[line][:character])
     if partial:
-        # `c.appl|`: the members whose names start with what is typed are the ones being called;
-        # they go first, as the definition of a call typed up to its `(` does.
+        # `c.appl|`: the receiver's members whose names start with what is typed are the ones
+        # being called; they go first, as the definition of a call typed up to its `(` does.
+        # Only members offered for that receiver (`c.apply_discount`), not any name that starts so.
         candidates = [
-            replace(c, typed_call=True) if c.symbol.rsplit(".", 1)[-1].startswith(partial) else c
+            replace(c, typed_call=True)
+            if c.symbol.rsplit(".", 1)[-1].startswith(partial) and f"`{receiver}." in c.why
+            else c
             for c in candidates
         ]
     ranked = merge_overlaps(candidates)

@@ -51,15 +51,16 @@ class CursorInfo:
     scopes: list[Scope] = field(default_factory=list)  # enclosing definitions, outermost first
 
 
-# A member name being typed right before the cursor: `c.appl|`, `Foo::ma|`, `$this->ge|`. The
-# receiver's last character is read, not the whole chain: the pattern is anchored at the end.
-_TYPED_MEMBER = re.compile(r"[\w$)\]](?:\.|::|->)([A-Za-z_$][\w$]{0,80})$")
+# A member name being typed right before the cursor: `c.appl|`, `Foo::ma|`, `$this->ge|`, with
+# its receiver. Anchored at the end and read on the line's last 200 characters.
+_TYPED_MEMBER = re.compile(rf"(?<![\w$.])({_CHAIN})(?:\.|::|->)([A-Za-z_$][\w$]{{0,80}})$")
 
 
-def typed_member(line_before_cursor: str) -> str:
-    """The start of a member name typed right before the cursor (`c.appl` -> "appl"), else ""."""
-    match = _TYPED_MEMBER.search(line_before_cursor[-100:])
-    return match.group(1) if match else ""
+def typed_member(line_before_cursor: str) -> tuple[str, str]:
+    """(receiver, the start of a member name typed right before the cursor): `c.appl` ->
+    ("c", "appl"); ("", "") when the cursor is not after one."""
+    match = _TYPED_MEMBER.search(line_before_cursor[-200:])
+    return (match.group(1), match.group(2)) if match else ("", "")
 
 
 def _is_name(word: str) -> bool:

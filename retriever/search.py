@@ -273,22 +273,32 @@ class HybridSearcher:
         names = symbol_names(query)
         dotted = _dotted(query)
         found: list[Chunk] = []
+        qualified: list[Chunk] = []  # chunks of the definitions the qualified name names
         for name in names:
             # `Session.send` names that method first, before every other `send` in path order
             # (`BaseAdapter.send`, a test's `RedirectSession.send`).
             defs = sorted(
                 self.store.symbols_named(name),
-                key=lambda d: (not _qualifies(d.qualname, dotted), not d.exported, d.path, d.start_line),
+                key=lambda d: (
+                    not _qualifies(d.qualname, dotted),
+                    d.qualname != dotted,  # the whole name before a tail of it
+                    not d.exported,
+                    d.path,
+                    d.start_line,
+                ),
             )
             for definition in defs[:fetch]:
                 chunk = self.chunk_for_definition(definition)
                 if chunk is not None:
                     found.append(chunk)
+                    if _qualifies(definition.qualname, dotted):
+                        qualified.append(chunk)
         take("symbol", found)
         if dotted:
             # The qualified name matched as a whole is a list of its own: in the symbol list alone
             # its first place lost to a short `RedirectSession.send` that full text ranks high.
-            take("qualified", [c for c in found if _qualifies(c.qualname, dotted)])
+            # Judged by the definition's name: a chunk may be an enclosing one, named otherwise.
+            take("qualified", qualified)
 
         dense_used = False
         done, _pending = self.progress()

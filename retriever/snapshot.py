@@ -524,6 +524,11 @@ class IndexSnapshot:
         table = self._by_path or {}
         return [d for path, defs in table.items() if posixpath.dirname(path) == folder for d in defs]
 
+    @property
+    def version(self) -> tuple[Any, ...]:
+        """The tables' versions as last read: changes whenever an index run commits."""
+        return self._versions
+
     def file_imports(self, path: str) -> list[Import]:
         self.refresh()
         if self._loaded:

@@ -201,14 +201,16 @@ def test_a_file_that_is_not_utf8_is_indexed_with_a_warning_naming_it(tmp_path: P
     root.mkdir()
     latin1 = b'def caf\xe9():\n    return "na\xefve"\n\n\ndef plain():\n    return 1\n'
     (root / "latin1.py").write_bytes(latin1)
+    (root / "bom.py").write_bytes(b'\xef\xbb\xbfx = "\xe9"\n')  # UTF-8's byte-order mark, then Latin-1
     (root / "utf16.py").write_bytes("\ufeffdef wide():\n    return 2\n".encode("utf-16"))
     (root / "ok.py").write_text('def fine():\n    return "\ufffd is a character too"\n', "utf-8")
     settings = load_settings(root, environ={})
     report = index_workspace(root, settings, embedder=None)
     notes = [w for w in report.warnings if "not valid UTF-8" in w]
     assert notes == [
-        "latin1.py: not valid UTF-8 (first at byte 7); the bytes that do not decode read as U+FFFD "
+        f"{name}: not valid UTF-8 (first at byte {at}); the bytes that do not decode read as U+FFFD "
         "(re-save the file as UTF-8 to index it as written)"
+        for name, at in (("bom.py", 8), ("latin1.py", 7))
     ]
     names = {d.name for d in IndexStore.open(root / ".codectx").symbols_in_file("latin1.py")}
     assert "plain" in names  # the rest of the file is still indexed

@@ -157,8 +157,12 @@ def test_a_member_name_being_typed_ranks_the_members_it_starts_first(tmp_path: P
     for name in ("add", "apply_discount", "total", "clear"):
         cart += f"    def {name}(self, value):\n        '''{name} the cart.'''\n        return value\n\n"
     _write(root, "shop/cart.py", cart)
-    _write(root, "shop/money.py", "def format_currency(n):\n    return str(n)\n")
-    head = "from shop.cart import Cart\nfrom shop.money import format_currency\n\n\n"
+    _write(
+        root,
+        "shop/money.py",
+        "def format_currency(n):\n    return str(n)\n\n\ndef apply_rate(n):\n    return n\n",
+    )
+    head = "from shop.cart import Cart\nfrom shop.money import format_currency, apply_rate\n\n\n"
     used = "def fill(c):\n    c.add(1)\n    c.add(2)\n    return c.total(0)\n\n\n"
     writing = "def checkout():\n    c = Cart()\n    c.appl"
     text = head + used + writing + "\n"
@@ -169,6 +173,8 @@ def test_a_member_name_being_typed_ranks_the_members_it_starts_first(tmp_path: P
         buffer = text.replace("    c.appl", "    " + typed)
         result = assemble_context(store, settings, "shop/main.py", buffer, line, len(typed) + 4)
         assert result.ranked[0].symbol == first, [c.symbol for c in result.ranked]
+        # Only the receiver's members: an imported `apply_rate` is not the member being typed.
+        assert not any(c.typed_call for c in result.ranked if not c.symbol.startswith("Cart."))
     # Nothing typed after the `.`: the ranking is as before (the used `add` and `total` lead).
     plain = assemble_context(store, settings, "shop/main.py", text, line, len("    c."))
     assert plain.ranked[0].symbol != "Cart.apply_discount"
@@ -196,3 +202,11 @@ def test_the_buffers_imports_count_before_it_is_saved(tmp_path: Path) -> None:
     assert "add_vat" in symbols(edited)
     removed = "\n" + saved.split("\n", 1)[1]
     assert "format_currency" not in symbols(removed)
+    # An import of a module written after it: once indexed, the buffer's import resolves (the
+    # buffer's parsed imports were kept, unresolved, until its import lines changed).
+    early = saved.replace("format_currency\n", "format_currency\nfrom shop.fees import fee\n", 1)
+    early = early.replace("\n\n\ndef", "\n\ndef", 1)
+    assert "fee" not in symbols(early)
+    _write(root, "shop/fees.py", "def fee(n):\n    return 1\n")
+    settings, store = build_index(root, **LEXICAL)
+    assert "fee" in symbols(early)
