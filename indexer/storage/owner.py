@@ -83,8 +83,8 @@ def _links(index_dir: Path) -> list[str]:
             with os.scandir(folder) as entries:
                 for entry in entries:
                     seen += 1
-                    if folder == str(index_dir) and entry.name in _OWN_CHECK:
-                        continue
+                    if folder == str(index_dir) and (entry.name in _OWN_CHECK or entry.name.endswith(".tmp")):
+                        continue  # temp names: their atomic writers replace a link, never follow it
                     if entry.is_symlink():
                         found.append(os.path.relpath(entry.path, index_dir))
                     elif entry.is_dir(follow_symlinks=False):
