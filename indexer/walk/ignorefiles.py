@@ -130,19 +130,11 @@ def read_patterns(path: Path, root: Path | None = None) -> tuple[tuple[str, ...]
     not one: not a regular file (a FIFO would block the walk, a link to /dev/zero never ends),
     a link that leads out of `root` (its lines would come back in warnings), binary or too large.
     A missing file is ((), None): the usual case."""
-    try:
-        info = os.stat(path)
-    except (FileNotFoundError, NotADirectoryError):  # `.git` a file: a worktree's, a submodule's
-        return (), None
-    except OSError as exc:
-        return (), f"cannot be read ({exc.strerror or exc})"
-    if not stat.S_ISREG(info.st_mode):
-        return (), "not a regular file"
+    text, problem = read_limited(path)  # checks it is a regular file before reading it
+    if text is None:
+        return (), None if problem == "missing" else problem
     if root is not None:
         real, folder = os.path.realpath(path), os.path.realpath(root)
         if real != folder and not real.startswith(folder.rstrip(os.sep) + os.sep):
             return (), "a link that leads outside the workspace"
-    text, problem = read_limited(path)
-    if text is None:
-        return (), None if problem == "missing" else problem
     return tuple(text.splitlines()), None
