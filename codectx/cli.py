@@ -11,9 +11,10 @@ import argparse
 import importlib
 import json
 import sys
+from typing import NoReturn
 
 from codectx import __version__
-from codectx.clikit import add_command, print_json, settings_for, workspace_root
+from codectx.clikit import add_command, print_json, print_jsonl, settings_for, workspace_root
 from codectx.errors import CodectxError
 from codectx.platforms import unsupported_platform
 from codectx.positions import CONVENTION
@@ -134,6 +135,23 @@ def _config_keys(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, keeping its last usage error so that `main` can also say it as JSON
+    (every subcommand's parser is of this class: argparse makes them of their parent's)."""
+
+    last_error = ""
+
+    def error(self, message: str) -> NoReturn:
+        _Parser.last_error = message
+        super().error(message)
+
+
+def _json_error(message: str, code: int) -> None:
+    """A failed `--json` command's answer on stdout, so that a script reading it (`| jq`) gets
+    JSON whatever happened; the message is on stderr as well, for whoever watches."""
+    print_jsonl({"error": message, "exit_code": code})
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The full parser; with `command`, only the package modules up to the one that registers it.
 
@@ -141,7 +159,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     is a tenth of a one-file `codectx index`. An unknown command still gets every module, so its
     error lists every command.
     """
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="codectx",
         description="A coding assistant that keeps your code on your machine: index, search, "
         "assemble context, redact secrets, and audit every byte sent to the model server.",
@@ -180,7 +198,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"codectx: error: {problem}", file=sys.stderr)
         return 2
     parser = build_parser(_command_of(argv))
-    args = parser.parse_args(argv)
+    wants_json = "--json" in argv[: argv.index("--")] if "--" in argv else "--json" in argv
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        if wants_json and exc.code == 2:
+            _json_error(_Parser.last_error or "usage error", 2)
+        raise
+    wants_json = bool(getattr(args, "json", False))
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
@@ -190,9 +215,13 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except CodectxError as exc:
         print(f"codectx: error: {exc}", file=sys.stderr)
+        if wants_json:
+            _json_error(str(exc), exc.exit_code)
         return exc.exit_code
     except KeyboardInterrupt:
         print("codectx: interrupted", file=sys.stderr)
+        if wants_json:
+            _json_error("interrupted", 130)
         return 130
     except BrokenPipeError:
         return 0

@@ -226,3 +226,29 @@ def test_index_without_a_path_in_the_home_folder_asks_for_the_project(
     assert not (home / ".codectx").exists()
     assert main(["index", ".", "--no-embed"]) == 0  # named: the user means it
     assert (home / ".codectx").is_dir()
+
+
+def test_json_commands_answer_errors_in_json_on_stdout(
+    tree: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A script piping `--json` into jq got nothing on stdout when the command failed: the message
+    was only on stderr. Now stdout carries {"error", "exit_code"} too, for the command's own errors
+    and for argparse's usage errors; without --json stdout stays empty."""
+    monkeypatch.chdir(tree)
+    assert main(["status", "--json"]) == 1  # no index yet
+    out = capsys.readouterr()
+    answer = json.loads(out.out)
+    assert answer["exit_code"] == 1 and "no index" in answer["error"] and "no index" in out.err
+    assert main(["search", "x"]) == 1
+    assert capsys.readouterr().out == ""
+    assert main(["index", str(tree), "--no-embed"]) == 0
+    capsys.readouterr()
+    assert main(["context", "src/nope.py:1", "--json"]) == 2
+    assert "no such file" in json.loads(capsys.readouterr().out)["error"]
+    with pytest.raises(SystemExit) as usage:
+        main(["search", "--json", "--limit", "x", "q"])
+    assert usage.value.code == 2
+    assert json.loads(capsys.readouterr().out) == {"error": "unrecognized arguments: --limit", "exit_code": 2}
+    with pytest.raises(SystemExit):
+        main(["search", "--limit", "x", "q"])
+    assert capsys.readouterr().out == ""
