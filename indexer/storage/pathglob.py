@@ -36,6 +36,11 @@ class PathGlob:
         pattern = raw[1:] if exclude else raw
         if not pattern or pattern in {"/", "!"}:
             raise UsageError(f"glob {text!r}: empty pattern")
+        if _unclosed_class(pattern):
+            # git's matcher gives up on the whole pattern there: the search would find nothing.
+            raise UsageError(
+                f"glob {text!r}: '[' starts a character class that is never closed (write \\[ for a '[')"
+            )
         try:
             spec = pathspec.GitIgnoreSpec.from_lines([pattern])
         except (ValueError, TypeError) as exc:  # pathspec's error for a malformed pattern
@@ -62,6 +67,24 @@ class PathGlob:
 def path_glob(text: str) -> PathGlob:
     """`PathGlob.parse`, compiled once per pattern (a search tests it on every candidate)."""
     return PathGlob.parse(text)
+
+
+def _unclosed_class(pattern: str) -> bool:
+    """Whether an unescaped `[` has no `]` after it (a `]` right after `[` or `[!` is a member)."""
+    i = 0
+    while i < len(pattern):
+        if pattern[i] == "\\":
+            i += 2
+            continue
+        if pattern[i] == "[":
+            j = i + 1 + (pattern[i + 1 : i + 2] in ("!", "^"))
+            j += pattern[j : j + 1] == "]"
+            close = pattern.find("]", j)
+            if close < 0:
+                return True
+            i = close
+        i += 1
+    return False
 
 
 def _like(glob: str) -> str:

@@ -77,3 +77,16 @@ def test_the_sql_prefilter_keeps_every_match(pattern: str) -> None:
 def test_an_empty_glob_is_a_usage_error(bad: str) -> None:
     with pytest.raises(UsageError, match="glob"):
         PathGlob.parse(bad)
+
+
+@pytest.mark.parametrize("bad", ["[", "src/[ab", "a[]b", "[!]x"])
+def test_an_unclosed_class_is_a_usage_error(bad: str) -> None:
+    """git's matcher gives up on such a pattern, so `search --glob '['` printed "No results"
+    with no word on why."""
+    with pytest.raises(UsageError, match="never closed"):
+        PathGlob.parse(bad)
+
+
+@pytest.mark.parametrize("good", ["[ab]*.py", "a[]]b", r"a\[b", "x[!a]"])
+def test_a_closed_or_escaped_class_parses(good: str) -> None:
+    assert PathGlob.parse(good).pattern == good
