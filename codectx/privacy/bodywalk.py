@@ -145,7 +145,13 @@ class BodyWalker:
             line = text.count("\n", 0, m.start())
             self.events.append(
                 RedactionEvent(
-                    m.group(1), where, line, 0, m.group(2), self._file_at(text, m.start()), stage="piece"
+                    m.group(1),
+                    where,
+                    line,
+                    self.redactor.length_of(m.group(2)),
+                    m.group(2),
+                    self._file_at(text, m.start()),
+                    stage="piece",
                 )
             )
 

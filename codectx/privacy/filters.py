@@ -6,6 +6,7 @@ Pure functions over the matched value and the line it sits on; the rule's
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections import Counter
@@ -35,6 +36,7 @@ _HEX = re.compile(r"[0-9a-fA-F]+\Z")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
 _SUBSCRIPT = re.compile(r"[A-Za-z_][\w.]*\[[\w.,'\" \[\]|]*\][),:;]*\Z")
 _HEX_0X = re.compile(r"0[xX][0-9a-fA-F]+\Z")
+_RULE_LIST = re.compile(r"[A-Za-z_]+(?::[\w,.]+)?(?:\|[A-Za-z_]+(?::[\w,.]+)?)+\Z")
 _JWK_MEMBERS = r"n|e|x|y|x5c|x5t|x5t#S256|kid|crv|kty|alg|use|key_ops"
 _JWK_PUBLIC = re.compile(rf"[\"'](?:{_JWK_MEMBERS})[\"']\s*:\s*\[?\s*[\"']$")
 _SECRET_REF = re.compile(
@@ -70,8 +72,8 @@ def is_excluded_name(name: str) -> bool:
     if _NAME_EXCLUDE.search(_CAMEL.sub(r"\1_\2", name).lower()):
         return True
     low = name.lower()
-    # `pass`/`pwd` only count as a whole segment (db_pass, dbPass, PASS), not inside a word (bypass).
-    for short in ("pass", "pwd"):
+    # `pass`/`pwd`/`pw` only count as a whole segment (db_pass, dbPass, PASS), not inside a word (bypass).
+    for short in ("pass", "pwd", "pw"):
         if low.endswith(short) and len(name) > len(short):
             prev, first = name[-len(short) - 1], name[-len(short)]
             if not (prev in "_.-$" or (first.isupper() and not prev.isupper()) or name.isupper()):
@@ -116,6 +118,28 @@ _NOT_SECRET_WORDS = frozenset(
         "user",
         "username",
         "guest",
+        # the words for "password", "secret", "key" in translations (`secret: "Geheimnis"`)
+        "geheimnis",
+        "kennwort",
+        "passwort",
+        "schluessel",
+        "contrasena",
+        "clave",
+        "secreto",
+        "segreto",
+        "segredo",
+        "senha",
+        "sekret",
+        "jeton",
+        "chiave",
+        "cle",
+        "wachtwoord",
+        "geheim",
+        "salasana",
+        "hemlighet",
+        "haslo",
+        "parola",
+        "motdepasse",
     )
 )
 
@@ -152,6 +176,8 @@ def is_reference(value: str, bare: bool = False) -> bool:
 
 def is_weak_literal(value: str) -> bool:
     """Words, prose and short numbers: field names, labels and constants, not credentials."""
+    # A declaration's own punctuation: `password: string;`, `token: str,` (TypeScript, Python).
+    value = value.rstrip(";,") or value
     if any(c.isspace() for c in value):
         return True
     if value.lower() in _NOT_SECRET_WORDS:
@@ -162,7 +188,67 @@ def is_weak_literal(value: str) -> bool:
         return True
     if _COLOR.match(value):
         return True
+    if _RULE_LIST.match(value):
+        return True  # validation rules, flags: 'required|confirmed|min:12'
     return value.startswith(("/", "./", "../", "~/", "http://", "https://", "file:"))
+
+
+# A letters-only value that holds one of these reads as a label, a field or a setting's name
+# (`"password_confirmation"`, `"current-password"`, `"X-Api-Key"`), not a credential.
+_LABEL_PARTS = (
+    "pass", "pwd", "secret", "token", "key", "auth", "user", "name", "word", "wort", "field", "input",
+    "label", "hash", "cred", "login", "bearer", "basic", "session", "cookie", "header", "param", "env",
+    "setting", "config", "default", "value", "string", "text", "type", "hidden", "required", "optional",
+    "none", "null", "example", "sample", "secure", "private", "public", "access", "client", "account",
+)  # fmt: skip
+_LETTERS = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)*\Z")
+_PASSWORD_NAME = re.compile(
+    r"(?:pass(?:word|wd|phrase|wort)?|kennwort|contrase(?:n|ñ)a|senha|wachtwoord|has(?:l|ł)o|pwd|pw|secret"
+    # a credential key (api_key, secretKey, partner.api-key), not a bare `key` (a dict's, a sort's)
+    r"|(?:api|secret|access|private|signing|encryption|master|auth|app|client|account|storage|session|"
+    r"webhook|service)[_.-]?key|apikey"
+    # a token named for what it opens (BOT_TOKEN, authToken), not a lexer's bare `token`
+    r"|(?:auth|access|api|bot|bearer|refresh|session|secret|private|personal|github|gitlab|slack|npm|"
+    r"deploy|admin|service|app|client|id)[_.-]?token)$",
+    re.IGNORECASE,
+)
+_VOWELS = frozenset("aeiouy")
+
+
+def is_password_name(name: str | None) -> bool:
+    """A name whose value is a credential by its meaning: a password (db_password, CLIENT_SECRET,
+    passphrase), a credential key (API_KEY, secretKey) or a token named for what it opens
+    (BOT_TOKEN), unlike a lexer's bare `token = "identifier"`."""
+    if not name:
+        return False
+    bare = name.rstrip("\"'`]").rstrip("_.-0123456789")
+    return bool(_PASSWORD_NAME.search(_CAMEL.sub(r"\1_\2", bare))) and not is_excluded_name(bare)
+
+
+def letters_secret(value: str, strong: bool) -> bool:
+    """A value made only of letters is still a secret when it sits where a password does.
+
+    `is_weak_literal` drops letters-only values (field names, labels, lexer token kinds); but
+    passwords and passphrases are letters too (`"tangerinephdtonvelvet"`, a random
+    `"AibNyyurlGFbEkjKWREhbiGj"`). `strong`: the slot holds a password by its syntax or name (a
+    URL's password, `db_password = "..."`): any such value of 8 letters or more that does not
+    read as a label counts. Otherwise (a token's or a key's name, prose) only random letters do:
+    mixed case that is not made of words, or a long run with few vowels."""
+    if not _LETTERS.match(value):
+        return False
+    letters = value.replace("-", "")
+    low = letters.lower()
+    if len(letters) < 8 or low in _NOT_SECRET_WORDS or any(part in low for part in _LABEL_PARTS):
+        return False
+    if letters.isupper():
+        return False  # a constant's or an enum member's name (PLAINTEXT, SCRAM)
+    if strong:
+        return True
+    if letters.islower():
+        vowels = sum(c in _VOWELS for c in low)
+        return len(letters) >= 16 and vowels / len(letters) < 0.25
+    transitions = sum(a.islower() != b.islower() for a, b in itertools.pairwise(letters))
+    return len(letters) >= 16 and transitions >= len(letters) // 4 and not wordlike(letters)
 
 
 def in_public_block(text: str, offset: int) -> bool:
@@ -215,6 +301,18 @@ def bare_is_config(line: str, origin: str) -> bool:
     return bool(_ENV_LINE.match(line) or _YAML_LINE.match(line) or _NETRC_LINE.match(line))
 
 
+_COMMENT_START = re.compile(r"#|//|/\*|<!--|--|;|\bREM\b")
+_COMMENT_LINE = re.compile(r"\s*(?:\*|#|//|--|;|%|>)")
+
+
+def in_prose(head: str, line: str, origin: str) -> bool:
+    """The text after `head` (the start of `line`) is prose: in a comment, inside a string literal,
+    or in a file of prose or config (Markdown, INI, .env...), where a bare word is text, not code."""
+    if bare_is_config(line, origin) or inside_string(head) or _COMMENT_LINE.match(head):
+        return True
+    return any(not inside_string(head[: m.start()]) for m in _COMMENT_START.finditer(head))
+
+
 def shannon(value: str) -> float:
     counts = Counter(value)
     n = len(value)
@@ -253,6 +351,8 @@ def is_high_entropy(value: str, before: str, bits: float = 4.0, shortest: int = 
         return False
     if value.startswith(("AAAAB3Nza", "AAAAC3Nza", "AAAAE2VjZHNh")):
         return False
+    if encodes_text(value):
+        return False  # base64 of readable text (a documented payload, a JSON header), not a key
     if _OBJECT_ID.match(value):
         return False  # a prefixed public object id (cus_..., pi_..., ch_...): providers' secrets have rules
     if "/" in value and value.count("/") >= 2 and re.search(r"[a-z]{3,}/[a-z]{3,}", value):
@@ -267,6 +367,27 @@ def is_high_entropy(value: str, before: str, bits: float = 4.0, shortest: int = 
     if re.fullmatch(r"[a-z0-9_]+|[A-Z0-9_]+", value) or wordlike(value):
         return False
     return shannon(value) >= min(bits, 0.8 * math.log2(len(value)))
+
+
+def encodes_text(value: str) -> bool:
+    """`value` is base64 of readable text: words with spaces, or JSON. A key or a token decodes to
+    random bytes; encoded secrets that decode to text (Basic auth, Kubernetes data) have rules."""
+    import base64
+    import binascii
+
+    if len(value) < 24 or not re.fullmatch(r"[A-Za-z0-9+/_-]+=*", value):
+        return False
+    body = value.rstrip("=")
+    try:
+        raw = base64.b64decode(
+            body + "=" * (-len(body) % 4), altchars=b"-_" if "-" in value or "_" in value else None
+        )
+    except (binascii.Error, ValueError):
+        return False
+    if len(raw) < 16:
+        return False
+    printable = sum(32 <= b < 127 for b in raw[: len(raw) - 2])  # the cut tail may be a partial byte
+    return printable >= 0.97 * (len(raw) - 2) and (b" " in raw or b'"' in raw)
 
 
 def _three_classes(value: str) -> bool:

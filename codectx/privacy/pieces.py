@@ -206,6 +206,7 @@ class PieceRedactor:
             cs, ce = max(s.start, a), min(s.end, b)
             original = text[cs:ce]
             mark = tag(self.redactor.key, original)
+            self.redactor.remember_length(mark, ce - cs)
             token = f"{TOKEN_PREFIX}{s.rule}:{mark}]"
             self.placeholders.add(token, original)
             self.findings.append(PieceFinding(s.rule, origin, lines.line_of(cs), ce - cs, mark))

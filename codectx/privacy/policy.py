@@ -32,7 +32,8 @@ SECRET_FILES: tuple[str, ...] = (
     ".git-credentials", ".htpasswd", "*.tfstate", "*.tfstate.*", "*.tfvars", "*.tfvars.json", "*.kdbx",
     "kubeconfig", "*.kubeconfig", "**/.kube/config", "credentials*.json", "**/.aws/credentials",
     "**/.docker/config.json", "service-account*.json", "*service-account*.json", "*service_account*.json",
-    "*.ovpn", "secrets.yml", "secrets.yaml",
+    "*.ovpn", "secrets.yml", "secrets.yaml", "secrets.json", "secrets.toml", ".vault-token", ".my.cnf",
+    ".s3cfg", ".boto", ".dockercfg", ".dev.vars", "local.settings.json", "**/.ssh/*", ".git/",
 )  # fmt: skip
 
 
@@ -55,14 +56,20 @@ class SecretFilePolicy:
     def refuses(self, path: str) -> bool:
         """True if a workspace-relative path is never indexed or sent."""
         norm = _norm(path)
-        return bool(norm) and self.any_of.match_file(norm)
+        if not norm:
+            return False
+        low = norm.lower()  # see pattern_for; most paths are lower case already (one match)
+        return self.any_of.match_file(norm) or (low != norm and self.any_of.match_file(low))
 
     def pattern_for(self, path: str) -> str | None:
-        """The first pattern a workspace-relative path matches, or None if it may be indexed and sent."""
+        """The first pattern a workspace-relative path matches, or None if it may be indexed and sent.
+        Matched as written and in lower case: `.ENV` is `.env` to a case-insensitive file system
+        (macOS's and Windows' defaults), and a credential file by any spelling."""
         norm = _norm(path)
-        if not norm or not self.any_of.match_file(norm):
-            return None
-        return next((p for p, spec in self.each if spec.match_file(norm)), self.patterns[0])
+        for form in dict.fromkeys((norm, norm.lower())):
+            if form and self.any_of.match_file(form):
+                return next((p for p, spec in self.each if spec.match_file(form)), self.patterns[0])
+        return None
 
 
 @functools.lru_cache(maxsize=32)

@@ -133,6 +133,19 @@ class Redactor:
         # origin, the rules and `strict` (all fixed here). Values known secret elsewhere in a
         # request are checked before it is consulted.
         self._clean: dict[tuple[str, str | int, bytes], None] = {}
+        # Tag -> length of the values masked in pieces before a prompt is built (codectx/privacy/
+        # pieces.py): the gate then sees only their tags, and its audit entry still says how long
+        # each was. Lengths and tags only, never a value.
+        self._lengths: dict[str, int] = {}
+
+    def remember_length(self, hmac8: str, length: int) -> None:
+        if len(self._lengths) > 4096:
+            self._lengths.clear()
+        self._lengths[hmac8] = length
+
+    def length_of(self, hmac8: str) -> int:
+        """The length of a value this redactor masked under `hmac8` in a piece; 0 if unknown."""
+        return self._lengths.get(hmac8, 0)
 
     @property
     def key(self) -> bytes:
@@ -273,6 +286,11 @@ class Redactor:
         if rule.check == "entropy":
             if rule.bare and not filters.bare_is_config(lines.line_text(lines.line_of(start)), origin):
                 return False
+            if rule.prose:
+                row = lines.line_of(start)
+                line_text = lines.line_text(row)
+                if not filters.in_prose(line_text[: start - lines.starts[row]], line_text, origin):
+                    return False
             if filters.in_public_block(text, start):
                 return False  # the body of a public key, certificate or PGP public block
             before = text[max(0, start - 40) : start]
@@ -283,7 +301,9 @@ class Redactor:
         if filters.is_reference(value, bare=rule.check == "unquoted"):
             return False
         if rule.reject_words and filters.is_weak_literal(value):
-            return False
+            strong = rule.id in _PASSWORD_SLOTS or filters.is_password_name(name)
+            if not filters.letters_secret(value, strong):
+                return False
         if rule.check == "unquoted":
             row = lines.line_of(start)
             line_text = lines.line_text(row)
@@ -291,6 +311,20 @@ class Redactor:
                 return True  # `"host=db password=hunter2x"`: inside a string literal, a bare value is text
             return filters.bare_value_is_literal(value, line_text, origin)
         return True
+
+
+# Rules whose captured value is a password by the syntax around it (a URL's or a connection
+# string's password field, `curl -u user:pw`, `IDENTIFIED BY '...'`).
+_PASSWORD_SLOTS = frozenset(
+    {
+        "url-password",
+        "dsn-password",
+        "connection-string-password",
+        "curl-user",
+        "sql-password",
+        "cli-password-flag",
+    }
+)
 
 
 def _corpus_keeps(rule: Rule, value: str) -> bool:

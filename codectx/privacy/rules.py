@@ -47,6 +47,7 @@ class Rule:
     path: Any = field(default=None, repr=False, compare=False)  # RE2: only for files whose path matches
     bits: float = 4.0  # "entropy" check: the entropy cap (see rules.toml)
     bare: bool = False  # "entropy" check: the value stood unquoted (counts only in config/shell syntax)
+    prose: bool = False  # "entropy" check: counts only in a comment, a string, prose or config
     classes: int = 3  # "context" check: character classes (digit, upper, lower) a value needs
 
 
@@ -132,6 +133,7 @@ def parse(data: bytes, name: str = "rules.toml") -> RuleSet:
                 reject_words=bool(raw.get("reject_words", check in ("value", "unquoted"))),
                 bits=float(raw.get("bits", 4.0)),
                 bare=bool(raw.get("bare", False)),
+                prose=bool(raw.get("prose", False)),
                 classes=int(raw.get("classes", 3)),
                 reject_wordlike=bool(raw.get("reject_wordlike", False)),
                 path=_compile(raw["path"], where) if "path" in raw else None,

@@ -192,6 +192,22 @@ def test_record_writes_chained_entry_without_values(tmp_path: Path) -> None:
     assert gate.audit.payload(audit_id) == prepared.content
 
 
+def test_a_piece_masked_before_the_prompt_keeps_its_length_in_the_audit_entry(tmp_path: Path) -> None:
+    """Pieces are masked before the prompt is built, so the gate sees only their tags; their
+    audit entries said `"length": 0` while the README promises each redaction's length."""
+    from codectx.privacy.pieces import PieceRedactor
+
+    gate = _gate(tmp_path)
+    masked = PieceRedactor(gate.redactor).text(f"GH = '{GH}'\n", "src/a.py")
+    assert GH not in masked
+    prepared = gate.prepare(ENDPOINT, _body(masked), [SourceSpan("src/a.py", 0, 1)])
+    gate.record(prepared, True, "200")
+    (entry,) = list(gate.audit.entries())
+    (event,) = entry["redactions"]
+    assert event["stage"] == "piece" and event["rule"] == "github-token"
+    assert event["length"] == len(GH)
+
+
 def test_offline_mode_prepares_and_records_unsent(tmp_path: Path) -> None:
     gate = _gate(tmp_path, offline=True)
     assert gate.offline

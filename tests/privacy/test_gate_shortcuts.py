@@ -57,7 +57,9 @@ def test_resolve_below_equals_realpath(tree: Path, rel: str) -> None:
 def test_a_remembered_clean_text_is_redacted_when_it_holds_a_known_secret() -> None:
     redactor = Redactor(key=b"k" * 32)
     text = f"see {TOKEN}"
-    plain = "value = " + TOKEN[4:]  # no prefix: no rule finds it on its own
+    # No prefix, and part of a dotted name (a bare random word is a token on its own): no rule
+    # finds it.
+    plain = "value = cfg." + TOKEN[4:]
     assert redactor.redact(plain).findings == []
     assert redactor.redact(plain).findings == []  # remembered clean
     known = [(TOKEN[4:], "github-token")]

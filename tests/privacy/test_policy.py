@@ -95,3 +95,37 @@ def test_discovery_skips_the_never_send_only_files_as_secret_files(tmp_path: Pat
     assert [f.path for f in found.files] == ["app.py"]
     skipped = {s.path: s.reason for s in found.skipped}
     assert all(skipped.get(path) == "secret-file" for path in OLD_NEVER_SEND_ONLY.values()), skipped
+
+
+# Files an outside tester got sent (stop 51): credential files the list lacked, a name in other
+# letter case (`.ENV` is `.env` on a case-insensitive file system), and git's own folder.
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".ENV",
+        "app/.Env.Local",
+        "Secrets.yaml",
+        ".vault-token",
+        ".my.cnf",
+        ".s3cfg",
+        ".boto",
+        ".dockercfg",
+        ".dev.vars",
+        "api/local.settings.json",
+        ".streamlit/secrets.toml",
+        "config/secrets.json",
+        "home/.ssh/config",
+        ".git/config",
+        "vendor/lib/.git/HEAD",
+    ],
+)
+def test_credential_files_in_any_letter_case_and_git_internals_are_refused(path: str) -> None:
+    assert is_never_index(path, None)
+    assert never_send_match(path, None) is not None
+
+
+def test_a_user_pattern_in_another_letter_case_refuses_too() -> None:
+    settings = load_settings(None, {"privacy.never_send": ["internal/**"]}, environ={})
+    assert never_send_match("Internal/Billing.py", settings) == "internal/**"
+    for path in (".github/workflows/ci.yml", ".gitignore", ".gitattributes", "src/Environment.py"):
+        assert never_send_match(path, settings) is None
