@@ -23,10 +23,13 @@ ZERO_BASED = "0-based"
 CONVENTION = (
     "Lines and columns you type or read are 1-based, like rg, ruff and compilers: "
     "--line 1 --character 1 is the start of a file, and FILE:LINE:COL works wherever FILE "
-    'does. --json output is 0-based, like LSP, and says so: "positions": "0-based".'
+    "does (FILE:FIRST-LAST, the lines `search` prints, is line FIRST). --json output is 0-based, "
+    'like LSP, and says so: "positions": "0-based".'
 )
 _LOCATION = re.compile(r"(.+?):([^:/]*)(?::([^:/]*))?")
 _NUMBER = re.compile(r"-?\d+")
+# `search` prints FILE:FIRST-LAST; given back, it is line FIRST (the README's round trip).
+_RANGE = re.compile(r"\s*(\d+)-(\d+)\s*")
 
 
 @dataclass(frozen=True)
@@ -40,7 +43,9 @@ class Cursor:
 
 def add_position_args(parser: argparse.ArgumentParser) -> None:
     """`--line` and `--character`, 1-based; `FILE:LINE:COL` in the file argument does the same."""
-    parser.add_argument("--line", metavar="L", help="1-based line of the cursor (or give FILE:LINE[:COL])")
+    parser.add_argument(
+        "--line", metavar="L", help="1-based line of the cursor (or give FILE:LINE[:COL], or FILE:FIRST-LAST)"
+    )
     parser.add_argument(
         "--character", metavar="C", help="1-based column of the cursor in the line (default 1)"
     )
@@ -52,20 +57,24 @@ def zero_based_json(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def split_location(arg: str) -> tuple[str, str | None, str | None]:
-    """(file, line text, column text) of `FILE`, `FILE:LINE` or `FILE:LINE:COL`.
+    """(file, line text, column text) of `FILE`, `FILE:LINE` or `FILE:LINE:COL`; the line of
+    `FILE:FIRST-LAST` (what `search` prints) is FIRST.
 
     A file whose own name has colons is itself when it exists; a suffix is a position when it
-    looks like one (digits) or when the part before it is an existing file (then a bad number is
-    reported, not taken for part of the name)."""
+    looks like one (digits, or a range) or when the part before it is an existing file (then a
+    bad number is reported, not taken for part of the name)."""
     if Path(arg).expanduser().exists():
         return arg, None, None
     match = _LOCATION.fullmatch(arg)
     if match is None:
         return arg, None, None
     path, line, column = match.groups()
-    numeric = _NUMBER.fullmatch(line) and (column is None or _NUMBER.fullmatch(column))
+    lines = _RANGE.fullmatch(line)
+    numeric = (_NUMBER.fullmatch(line) or lines) and (column is None or _NUMBER.fullmatch(column))
     if not (numeric or Path(path).expanduser().exists()):
         return arg, None, None
+    if lines is not None and int(lines.group(1)) <= int(lines.group(2)):
+        line = lines.group(1)  # a backwards range stays as typed: `_number` says what is wrong
     return path, line, column
 
 
@@ -73,6 +82,11 @@ def _number(raw: str, what: str) -> int:
     try:
         value = int(raw.strip())
     except ValueError:
+        lines = _RANGE.fullmatch(raw)
+        if lines is not None and int(lines.group(1)) > int(lines.group(2)):
+            raise UsageError(
+                f"lines {raw.strip()} run backwards; FILE:FIRST-LAST (as `search` prints it) is line FIRST"
+            ) from None
         raise UsageError(f"{what} must be a whole number (1-based), not {raw!r}") from None
     if value < 1:
         raise UsageError(f"{what} {value} is not a position: {what}s are 1-based, the first is 1")
@@ -96,11 +110,10 @@ def cursor_from_args(file: str, line: str | None, character: str | None) -> Curs
     )
 
 
-def to_zero_based(cursor: Cursor, text: str, shown: str, clamp_column: bool = False) -> tuple[int, int]:
+def to_zero_based(cursor: Cursor, text: str, shown: str) -> tuple[int, int]:
     """The 0-based (line, character) of `cursor` in `text`; a usage error naming the document's
     line count (or the line's length) when the cursor is past its end. The line after a final
-    newline, and the column after a line's last character, are places a cursor can be.
-    `clamp_column`: a column past the end is the line's end (for tools that overshoot a little)."""
+    newline, and the column after a line's last character, are places a cursor can be."""
     if cursor.line < 1 or cursor.column < 1:
         raise UsageError(f"line {cursor.line}, column {cursor.column}: lines and columns are 1-based")
     rows = text.split("\n")
@@ -110,8 +123,6 @@ def to_zero_based(cursor: Cursor, text: str, shown: str, clamp_column: bool = Fa
             f"line {cursor.line} is past the end of {shown} (it has {count} line{'s' * (count != 1)})"
         )
     length = len(rows[cursor.line - 1])
-    if clamp_column:
-        return cursor.line - 1, min(cursor.column - 1, length)
     if cursor.column > length + 1:
         raise UsageError(
             f"column {cursor.column} is past the end of line {cursor.line} of {shown} "

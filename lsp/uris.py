@@ -23,6 +23,8 @@ def uri_to_path(uri: str) -> Path:
     if parsed.netloc not in ("", "localhost"):
         raise UriRefused(f"codectx only works on local files; refused a file on host '{parsed.netloc}'")
     raw = unquote(parsed.path)
+    if "\0" in raw:  # `%00`: no file has such a name, and the OS calls would raise ValueError
+        raise UriRefused(f"not a file name (it contains a NUL character): {uri}")
     if not raw.startswith("/"):
         raise UriRefused(f"not an absolute file URI: {uri}")
     return Path(raw)

@@ -10,7 +10,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from codectx.retriever.errors import EmptyIndex, FileTooLarge, UnknownFile
 
@@ -121,6 +121,8 @@ def relative_path(root: Path, path: str | Path) -> str:
     two realpath calls.
     """
     candidate = os.path.expanduser(os.fspath(path))
+    if "\0" in candidate:  # the OS takes no such name; realpath would raise a bare ValueError
+        raise UnknownFile(f"{candidate!r}: a file name cannot contain a NUL character")
     if not os.path.isabs(candidate):
         candidate = os.path.join(os.getcwd(), candidate)
     lexical = os.path.abspath(candidate)
@@ -147,6 +149,8 @@ def read_regular(path: Path, max_bytes: int) -> bytes:
         # device must not become this process's controlling terminal.
         flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
         fd = os.open(path, flags)
+    except ValueError:  # a NUL character in the name: no file can have it
+        raise UnknownFile(f"{str(path)!r}: a file name cannot contain a NUL character") from None
     except (FileNotFoundError, NotADirectoryError):  # as exists() judged: a file in the path too
         raise UnknownFile(f"{path}: no such file") from None
     except IsADirectoryError:
@@ -174,7 +178,21 @@ def read_regular(path: Path, max_bytes: int) -> bytes:
 
 def read_document(path: Path) -> str:
     """A document's text for context assembly; clear errors for what cannot be one."""
-    data = read_regular(path, MAX_DOCUMENT_BYTES)
+    return document_text(read_regular(path, MAX_DOCUMENT_BYTES), str(path))
+
+
+def read_stream_document(stream: BinaryIO, shown: str) -> str:
+    """An unsaved document's text from a byte stream (`--stdin`), read and decoded as a file on
+    disk is: the same size limit, binary refused, bad bytes replaced (a text-mode read kept them
+    as lone surrogates, which the tokenizer refused with a TypeError)."""
+    data = stream.read(MAX_DOCUMENT_BYTES + 1)
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise FileTooLarge(f"{shown}: too large (over {MAX_DOCUMENT_BYTES} bytes)")
+    return document_text(data, shown)
+
+
+def document_text(data: bytes, shown: str) -> str:
+    """A document's bytes as text: UTF-8 with bad bytes replaced; UnknownFile if it looks binary."""
     if b"\0" in data[:8192]:
-        raise UnknownFile(f"{path}: looks binary")
+        raise UnknownFile(f"{shown}: looks binary")
     return data.decode("utf-8", errors="replace")

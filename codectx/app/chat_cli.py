@@ -99,7 +99,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--file", metavar="F", help="the current file, for the implicit context (F or F:LINE, 1-based)"
+        "--file",
+        metavar="F",
+        help="the current file, for the implicit context (F or F:LINE, 1-based; F:FIRST-LAST, as search "
+        "prints it, is line FIRST)",
     )
     p.add_argument("--line", metavar="L", help="1-based line in --file (the enclosing scope goes in)")
     p.add_argument("--backend-url", metavar="URL", help="model server, e.g. http://127.0.0.1:8000/v1")

@@ -23,6 +23,7 @@ from codectx.app.index import (
     load_embedder,
     open_index,
     read_document,
+    read_stdin_document,
     relative_path,
     search_filters,
 )
@@ -221,8 +222,9 @@ def _register_context(sub: argparse._SubParsersAction) -> None:  # type: ignore[
         "context",
         help="the completion context codectx would send for a cursor position",
         description="Assemble completion context for FILE at a 1-based line and column (--line, "
-        "--character, or FILE:LINE:COL): definitions of symbols used near the cursor, scope siblings, "
-        "retrieved snippets, within the token budget. --json and --batch count from 0, like LSP.",
+        "--character, or FILE:LINE:COL; FILE:FIRST-LAST, as `codectx search` prints it, is line "
+        "FIRST): definitions of symbols used near the cursor, scope siblings, retrieved snippets, "
+        "within the token budget. --json and --batch count from 0, like LSP.",
         examples=[
             "codectx context src/app.py --line 42 --character 9 --explain",
             "codectx context src/app.py:42:9 --explain",
@@ -231,7 +233,10 @@ def _register_context(sub: argparse._SubParsersAction) -> None:  # type: ignore[
         ],
     )
     p.add_argument(
-        "file", nargs="?", help="the document, FILE or FILE:LINE[:COL] (with --batch: the workspace folder)"
+        "file",
+        nargs="?",
+        help="the document, FILE or FILE:LINE[:COL] (FILE:FIRST-LAST, as search prints it: line FIRST; "
+        "with --batch: the workspace folder)",
     )
     add_position_args(p)
     p.add_argument("--stdin", action="store_true", help="read the document text from stdin (unsaved edits)")
@@ -297,7 +302,7 @@ def _context(args: argparse.Namespace) -> int:
         return 0
     assert cursor is not None
     rel = relative_path(root, target)
-    text = sys.stdin.read() if args.stdin else read_document(root / rel)
+    text = read_stdin_document(f"{rel} on stdin") if args.stdin else read_document(root / rel)
     line, character = to_zero_based(cursor, text, rel)
     result = _assembled(session.context(rel, text, line, character))
     if args.json:

@@ -15,7 +15,14 @@ import time
 
 from codectx.app.cli import CommandIndex, NoIndexSource
 from codectx.app.completion import CompletionAsk
-from codectx.app.index import QueryEmbedder, document_root, load_embedder, read_document, relative_path
+from codectx.app.index import (
+    QueryEmbedder,
+    document_root,
+    load_embedder,
+    read_document,
+    read_stdin_document,
+    relative_path,
+)
 from codectx.app.session import IndexSource, WorkspaceSession
 from codectx.backend.client import BackendClient
 from codectx.backend.errors import BackendNotConfigured, BackendOffline, BackendTimeout
@@ -40,10 +47,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "complete",
         help="complete code at a cursor position with the model server",
         description="Complete FILE at a 1-based line and column (--line, --character, or FILE:LINE:COL, "
-        "as `codectx context` and `codectx search` count them): assemble context from the index, build "
-        "the fill-in-the-middle prompt, redact it, log it in the audit log, send it to backend.url and "
-        "print the completion. --dry-run prints the exact request body instead and sends nothing. "
-        "--json counts from 0, like LSP.",
+        "as `codectx context` and `codectx search` count them; search's FILE:FIRST-LAST is line "
+        "FIRST): assemble context from the index, build the fill-in-the-middle prompt, redact it, log "
+        "it in the audit log, send it to backend.url and print the completion. --dry-run prints the "
+        "exact request body instead and sends nothing. --json counts from 0, like LSP.",
         examples=[
             "codectx complete src/app.py --line 42 --character 9",
             "codectx complete src/app.py:42:9",
@@ -52,7 +59,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
             "codectx complete src/app.py:11 --backend-url http://127.0.0.1:8000/v1",
         ],
     )
-    p.add_argument("file", help="the document to complete in: FILE or FILE:LINE[:COL]")
+    p.add_argument(
+        "file",
+        help="the document to complete in: FILE or FILE:LINE[:COL] (FILE:FIRST-LAST, as search prints "
+        "it: line FIRST)",
+    )
     add_position_args(p)
     p.add_argument("--stdin", action="store_true", help="read the document text from stdin (unsaved edits)")
     p.add_argument(
@@ -91,7 +102,7 @@ def _complete(args: argparse.Namespace) -> int:
     if not settings.backend.url and not args.dry_run:
         raise BackendNotConfigured()
     rel = relative_path(root, target)
-    text = sys.stdin.read() if args.stdin else read_document(root / rel)
+    text = read_stdin_document(f"{rel} on stdin") if args.stdin else read_document(root / rel)
     args.line, args.character = to_zero_based(cursor, text, rel)  # the session counts from 0
     index: IndexSource = NoIndexSource()
     if not args.no_context:

@@ -156,6 +156,21 @@ def read_document(path: Path) -> str:
     return text
 
 
+def read_stdin_document(shown: str) -> str:
+    """The text of an unsaved document piped on stdin (`--stdin`), handled as `read_document`
+    handles a file: the same size limit, binary refused, undecodable bytes replaced."""
+    import io
+    import sys
+
+    from codectx.retriever.opening import read_stream_document
+
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:  # stdin replaced by a text stream (an embedding host, a test): its text
+        stream = io.BytesIO(sys.stdin.read().encode("utf-8", errors="surrogateescape"))
+    text: str = read_stream_document(stream, shown)
+    return text
+
+
 def read_regular(path: Path, max_bytes: int) -> bytes:
     """A regular file's bytes up to `max_bytes` (FileTooLarge over it, checked before reading);
     UnknownFile for a missing path, a folder, a pipe or a device (never opened for a blocking read)."""

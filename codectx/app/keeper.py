@@ -151,6 +151,12 @@ class IndexKeeper:
         self._changed = threading.Condition(self._lock)
         self._busy = False  # a job is queued or running
         self._dirty = False
+        # Requests are numbered; `_covered` is the number of the last request a finished run had
+        # taken in when it began. A waiter waits for its own request's number, not for a count of
+        # runs: a run that has ended but whose listener still holds the worker (the MCP server's
+        # warm-up) is neither "going" nor "done", and counting runs got that wrong.
+        self._requested = 0
+        self._covered = 0
         self._closed = False
         self._full = False
         self._yielded_at = -YIELD_EVERY_S  # when a run last stopped for saved files (monotonic)
@@ -282,18 +288,21 @@ class IndexKeeper:
         """A first request from this folder was answered: the deferred opening and first check start."""
         self._answered_event.set()
 
-    def request(self, paths: list[Path] | None = None) -> None:
-        """Index now, or once more after the current run (coalesced); `paths`: only these files."""
+    def request(self, paths: list[Path] | None = None) -> int:
+        """Index now, or once more after the current run (coalesced); `paths`: only these files.
+        Returns the request's number (`refresh_and_wait` waits for the run that takes it in)."""
         with self._lock:
             if self._closed:
-                return
+                return self._requested
             if paths:
                 self._paths.update(paths)
             else:
                 self._full = True
+            self._requested += 1
+            ticket = self._requested
             if self._busy:
                 self._dirty = True
-                return
+                return ticket
             self._busy = True
         try:
             self._executor.submit(self._work)
@@ -301,6 +310,7 @@ class IndexKeeper:
             with self._lock:
                 self._busy = False
                 self._settle()
+        return ticket
 
     def idle(self) -> Future[None]:
         """A future that is done when no run is queued or going (at once if none is)."""
@@ -322,11 +332,9 @@ class IndexKeeper:
 
     def refresh_and_wait(self, timeout_s: float) -> bool:
         """Check for changes now and wait until that check is over; False on timeout."""
-        with self._lock:
-            target = self.finished + (2 if self._busy else 1)  # a run already going may miss it
-        self.request()
+        ticket = self.request()
         with self._changed:
-            return self._changed.wait_for(lambda: self.finished >= target or self._closed, timeout_s)
+            return self._changed.wait_for(lambda: self._covered >= ticket or self._closed, timeout_s)
 
     def close(self) -> None:
         """No more runs (a run that is going finishes; nothing follows it). Nobody waits for one
@@ -368,8 +376,11 @@ class IndexKeeper:
                     paths = None if self._full or self.started == 0 else sorted(self._paths)
                     self._full = False
                     self._paths.clear()
+                    taking_in = self._requested  # every request so far is in this run
                 self._run(paths)
                 with self._lock:
+                    self._covered = taking_in
+                    self._changed.notify_all()
                     if not self._dirty:
                         return
         finally:

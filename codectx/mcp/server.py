@@ -140,9 +140,10 @@ def build_server(tools: Tools) -> MCPServer:
         start_line: Line = 1,
         end_line: Annotated[int | None, Field(ge=1, description="1-based last line (inclusive)")] = None,
     ) -> CallToolResult:
-        """Lines of a workspace file (at most 400 a call), secrets redacted. Refused: paths outside
-        the workspace (.., absolute paths, symlinks that lead out) and never-send files (.env,
-        private keys, credentials)."""
+        """Lines of a workspace file (whole lines, at most 400 and 75,000 characters a call:
+        end_line is the last line returned, and a cut answer says from which line to ask again),
+        secrets redacted. Refused: paths outside the workspace (.., absolute paths, symlinks that
+        lead out) and never-send files (.env, private keys, credentials)."""
         return _answer(lambda: tools.read_code(path, start_line, end_line))
 
     @_described(app, ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False))

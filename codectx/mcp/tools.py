@@ -33,6 +33,7 @@ class Limits:
     max_k: int = 50  # search results
     max_text_chars: int = 4000  # of one result's text (a long function is cut, and says so)
     max_read_lines: int = 400  # read_code per call (ask again from the next line)
+    max_read_chars: int = 75_000  # read_code's text per call: whole lines (half the answer limit)
     max_definitions: int = 20
     max_definition_lines: int = 150
     max_references: int = 200
@@ -49,6 +50,18 @@ class IndexUnreadable(CodectxError):
 
 def _cut(text: str, limit: int) -> tuple[str, bool]:
     return (text, False) if len(text) <= limit else (text[:limit], True)
+
+
+def _whole_lines(text: str, limit: int) -> tuple[str, int, bool]:
+    """(text, lines kept, first line cut) of `text` cut to at most `limit` characters at a line's
+    end, so that an answer's end_line is the last line it holds; only a first line longer than
+    `limit` by itself is cut inside (it is all there is to give)."""
+    if len(text) <= limit:
+        return text, text.count("\n") + 1, False
+    end = text.rfind("\n", 0, limit + 1)  # the newline ending the last line that fits
+    if end < 0:
+        return text[:limit], 1, True
+    return text[:end], text.count("\n", 0, end) + 1, False
 
 
 class Tools:
@@ -112,6 +125,12 @@ class Tools:
             row["truncated"] = True
         return row
 
+    def _position(self, ws: Workspace, rel: str, text: str, line: int, character: int) -> tuple[int, int]:
+        """The 0-based place of an agent's 1-based line and character in `text`; past the end of
+        the file or of the line is an error in the agent's numbers, as on the command line
+        (answering for another place would look like an answer for this one)."""
+        return to_zero_based(Cursor(rel, line, character), text, self.roots.shown(ws, rel))
+
     def _spans(self, rows: list[dict[str, Any]], rels: list[str]) -> list[SourceSpan]:
         return [
             SourceSpan(rel, row["start_line"] - 1, row["end_line"] - 1)
@@ -173,7 +192,9 @@ class Tools:
             if line is None:
                 raise UsageError("with a path, give the 1-based line (and character) of the name")
             ws, rel = self.roots.locate(path)
-            found = self._run(ws, lambda: ws.session.definitions_at(rel, line - 1, character - 1))
+            whole = self._run(ws, lambda: ws.session.read_file(rel, redact=False))  # stays here
+            row0, col0 = self._position(ws, rel, whole.text, line, character)
+            found = self._run(ws, lambda: ws.session.definitions_at(rel, row0, col0, text=whole.text))
             sites = [(m.site, m.how) for m in found]
         elif symbol and symbol.strip():
             ws = self.roots.named(root)
@@ -263,8 +284,7 @@ class Tools:
     def get_context(self, path: str, line: int, character: int = 1) -> Released:
         ws, rel = self.roots.locate(path)
         whole = self._run(ws, lambda: ws.session.read_file(rel, redact=False))  # stays here
-        # 1-based in, as every MCP tool counts; a bad line is an error in the agent's numbers.
-        row0, col0 = to_zero_based(Cursor(rel, line, character), whole.text, rel, clamp_column=True)
+        row0, col0 = self._position(ws, rel, whole.text, line, character)
         ctx = self._run(ws, lambda: ws.session.context(whole.path, whole.text, row0, col0))
         if ctx is None:
             raise NoIndex(f"the index of {ws.name} is not built yet; try again shortly")
@@ -305,7 +325,9 @@ class Tools:
         text, end = body.text, body.end_line
         if end > last:
             text, end = text.rsplit("\n", 1)[0], last
-        text, cut = _cut(text, self.limits.max_answer_chars // 2)
+        asked_end = end
+        text, kept, line_cut = _whole_lines(text, self.limits.max_read_chars)
+        end = body.start_line + kept - 1
         payload: dict[str, Any] = {
             "path": self.roots.shown(ws, body.path),
             "start_line": body.start_line + 1,
@@ -313,12 +335,19 @@ class Tools:
             "text": text,
             "redacted": body.redacted,
         }
-        if cut or (body.end_line > last and (end_line is None or end_line - 1 > last)):
+        notes: list[str] = []
+        if line_cut:
+            notes.append(
+                f"line {end + 1} is longer than {self.limits.max_read_chars:,} characters: only its "
+                "start is here"
+            )
+        more = end < asked_end or (body.end_line > last and (end_line is None or end_line - 1 > last))
+        if more:
+            cap = f"at most {self.limits.max_read_lines} lines and {self.limits.max_read_chars:,} characters"
+            notes.append(f"more lines follow; ask again from line {end + 2} ({cap} a call)")
+        if notes:
             payload["truncated"] = True
-            most_lines = self.limits.max_read_lines
-            payload["notes"] = [
-                f"more lines follow; ask again from line {end + 2} (at most {most_lines} a call)"
-            ]
+            payload["notes"] = notes
         arguments = {"path": path, "start_line": start_line, "end_line": end_line}
         spans = [SourceSpan(body.path, body.start_line, end)]
         return ws.session.handout.release("read_code", arguments, payload, spans)

@@ -116,6 +116,9 @@ class Roots:
         given = path.strip().replace("\\", "/")
         if not given:
             raise PathRefused("give a path relative to the workspace, e.g. src/app.py")
+        if "\0" in given:  # refused here: the OS's ValueError would read as a damaged index
+            shown = given.replace("\0", "\\0")
+            raise PathRefused(f"'{shown}' contains a NUL character; no file name can")
         pure = PurePosixPath(given)
         if pure.is_absolute() or (len(given) > 1 and given[1] == ":"):
             raise PathRefused(f"'{path}' is absolute; give a path relative to the workspace root")

@@ -12,6 +12,7 @@ from codectx.clikit import add_command, add_json, print_json, print_jsonl, setti
 from codectx.errors import UsageError
 from codectx.positions import POSITIONS_FIELD, ZERO_BASED
 from codectx.privacy.audit import AuditLog
+from codectx.privacy.audithead import head_path
 from codectx.privacy.errors import AuditChainBroken
 from codectx.privacy.redact import Redactor
 from codectx.privacy.sanitize import sanitize
@@ -247,7 +248,13 @@ def _summary(entry: dict[str, Any]) -> str:
 
 
 def _audit_verify(args: argparse.Namespace) -> int:
-    verdict = _log(args).verify()
+    log = _log(args)
+    # A --log that names nothing verified as "0 entries, ok": a typo looked like a clean log. The
+    # default log not existing yet is a fresh install; a log gone beside its head record is for
+    # verify to report as a break.
+    if args.log and not log.path.exists() and not head_path(log.path).exists():
+        raise UsageError(f"--log {args.log}: no such audit log ({log.path} does not exist)")
+    verdict = log.verify()
     if args.json:
         print_json(verdict.as_dict())
         return 0 if verdict.ok else AuditChainBroken.exit_code

@@ -13,6 +13,7 @@ on each candidate after the query (`PathGlob.matches`).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -43,6 +44,11 @@ class PathGlob:
             )
         try:
             spec = pathspec.GitIgnoreSpec.from_lines([pattern])
+            # Compiled and tried here, not on the search's first candidate: a pattern the regex
+            # engine refuses (`[z-a]`) must be the user's error, not a traceback mid-search.
+            spec.match_file("probe")
+        except re.error as exc:  # its position is in pathspec's regex, not in the glob: left out
+            raise UsageError(f"glob {text!r}: {exc.msg}") from None
         except (ValueError, TypeError) as exc:  # pathspec's error for a malformed pattern
             raise UsageError(f"glob {text!r}: {exc}") from None
         return cls(pattern, exclude, spec)

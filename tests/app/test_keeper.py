@@ -206,6 +206,37 @@ def test_refresh_and_wait_sees_an_edit(ws: Path, pool: ThreadPoolExecutor) -> No
     ]
 
 
+def test_refresh_and_wait_while_the_last_runs_listener_still_holds_the_worker(
+    ws: Path, pool: ThreadPoolExecutor
+) -> None:
+    """The MCP server warms its session up in the listener of a run's end. An `index_status` wait
+    that came then (an agent's first call on an indexed folder) counted that run as still going,
+    waited for one run more than it got, and answered only at its timeout."""
+    ended = threading.Event()
+    release = threading.Event()
+
+    def hold_at_end(_keeper: IndexKeeper, event: RunEvent) -> None:
+        if event.kind == "end" and not release.is_set():
+            ended.set()
+            assert release.wait(60), "the test never released the listener"
+
+    keeper = keeper_of(ws, pool, Recorder())
+    keeper.listener = hold_at_end
+    keeper.request()
+    assert ended.wait(60)  # the run has ended; its listener still holds the worker
+    waited: list[bool] = []
+    waiter = threading.Thread(target=lambda: waited.append(keeper.refresh_and_wait(60)))
+    waiter.start()
+    for _ in range(600):  # until the waiter's request is in: it marks the keeper dirty
+        if keeper._dirty:
+            break
+        threading.Event().wait(0.05)
+    release.set()
+    waiter.join(90)
+    assert waited == [True]
+    assert keeper.finished == 2  # the run that was asked for, no more
+
+
 def test_closed_keeper_runs_nothing_more(ws: Path, pool: ThreadPoolExecutor) -> None:
     recorder = Recorder()
     keeper = keeper_of(ws, pool, recorder)

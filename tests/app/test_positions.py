@@ -124,3 +124,57 @@ def test_past_the_end_counts_lines_as_editors_do(repo: Path, capsys: pytest.Capt
     assert code == 0, err  # after the last character
     code, _, err = run(capsys, "complete", "two.py:1:7", "--dry-run", "--no-context")
     assert code == 2 and "(5 characters: the last column is 6)" in err
+
+
+def test_undecodable_bytes_on_stdin_are_read_as_the_same_file_on_disk_is(
+    repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bytes that are not UTF-8 on `--stdin` reached the tokenizer as lone surrogates (a
+    TypeError traceback); the same bytes in the file on disk were replaced and worked."""
+    import io
+
+    edited = (repo / "app/main.py").read_bytes() + b'\nBAD = "\xff\xfe"\nurl2 = fmt(\n'
+    (repo / "bad.py").write_bytes(edited)
+    where = ["--line", "20", "--character", "12"]
+
+    def piped() -> None:  # stdin as Python opens it in UTF-8 mode (undecodable bytes kept)
+        stdin = io.TextIOWrapper(io.BytesIO(edited), encoding="utf-8", errors="surrogateescape")
+        monkeypatch.setattr("sys.stdin", stdin)
+
+    code, from_disk, err = run(capsys, "context", "bad.py", *where, "--json", "--lexical")
+    assert code == 0, err
+    piped()
+    code, from_stdin, err = run(capsys, "context", "bad.py", *where, "--stdin", "--json", "--lexical")
+    assert code == 0, err
+    disk, stdin = json.loads(from_disk), json.loads(from_stdin)
+    disk.pop("timings_ms"), stdin.pop("timings_ms")
+    assert stdin == disk and any(i["symbol"].endswith("format_url") for i in stdin["items"])
+
+    piped()
+    dry = ["--dry-run", "--json", "--lexical"]
+    code, out, err = run(capsys, "complete", "bad.py", *where, "--stdin", *dry)
+    assert code == 0, err
+    assert 'BAD = "\ufffd\ufffd"' in json.loads(out)["body"]["prompt"]
+
+
+def test_the_first_last_range_search_prints_is_accepted_as_its_first_line(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """README: what `search` prints can be given back to `context` or `complete`; search prints
+    FILE:FIRST-LAST, which was refused ("line must be a whole number, not '7-13'")."""
+    code, out, err = run(capsys, "search", "format_url", "--lexical", "-k", "1")
+    assert code == 0, err
+    printed = re.search(r"^\s*1\. (\S+:(\d+)-\d+)\s", out, re.MULTILINE)
+    assert printed is not None, out
+    place, first = printed.group(1), int(printed.group(2))
+
+    code, out, err = run(capsys, "context", place, "--lexical", "--json")
+    assert code == 0, err
+    assert (json.loads(out)["line"], json.loads(out)["character"]) == (first - 1, 0)
+    code, out, err = run(capsys, "complete", place, "--dry-run", "--json", "--no-context")
+    assert code == 0, err
+    before_cursor = json.loads(out)["body"]["prompt"].split("<|fim_suffix|>")[0]
+    lines = (repo / place.split(":")[0]).read_text().split("\n")
+    assert before_cursor.endswith(lines[first - 2] + "\n")  # the cursor is at line FIRST's start
+    code, _, err = run(capsys, "context", "app/main.py:12-9", "--lexical")
+    assert code == 2 and "lines 12-9 run backwards" in err

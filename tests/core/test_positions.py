@@ -24,12 +24,17 @@ def test_split_location(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     assert split_location("a.py:x") == ("a.py", "x", None)  # a.py exists: a bad number, reported later
     assert split_location("missing.py:x") == ("missing.py:x", None, None)  # just a name
     assert split_location("missing.py:-2") == ("missing.py", "-2", None)
+    # what `search` prints, FILE:FIRST-LAST, is line FIRST (a backwards range is left to be refused)
+    assert split_location("missing.py:7-13") == ("missing.py", "7", None)
+    assert split_location("a.py:7-13:2") == ("a.py", "7", "2")
+    assert split_location("a.py:13-7") == ("a.py", "13-7", None)
 
 
 def test_cursor_from_args() -> None:
     assert cursor_from_args("f.py", "3", None) == Cursor("f.py", 3, 1)
     assert cursor_from_args("f.py:3:4", None, None) == Cursor("f.py", 3, 4)
     assert cursor_from_args("f.py:3", None, "7") == Cursor("f.py", 3, 7)
+    assert cursor_from_args("f.py:7-13", None, None) == Cursor("f.py", 7, 1)
     for file, line, column, message in [
         ("f.py", None, None, "give the cursor's line"),
         ("f.py", "0", None, "lines are 1-based"),
@@ -37,6 +42,7 @@ def test_cursor_from_args() -> None:
         ("f.py", "1.5", None, "whole number"),
         ("f.py:2", "2", None, "given twice"),
         ("f.py:2:2", None, "2", "given twice"),
+        ("f.py:9-3", None, None, "lines 9-3 run backwards"),
     ]:
         with pytest.raises(UsageError, match=message):
             cursor_from_args(file, line, column)

@@ -90,3 +90,11 @@ def test_an_unclosed_class_is_a_usage_error(bad: str) -> None:
 @pytest.mark.parametrize("good", ["[ab]*.py", "a[]]b", r"a\[b", "x[!a]"])
 def test_a_closed_or_escaped_class_parses(good: str) -> None:
     assert PathGlob.parse(good).pattern == good
+
+
+@pytest.mark.parametrize(("bad", "why"), [("[z-a]", "bad character range z-a"), ("src/[9-0]*.py", "9-0")])
+def test_a_pattern_the_regex_engine_refuses_is_a_usage_error_naming_the_glob(bad: str, why: str) -> None:
+    """`search --glob '[z-a]'` ended in a traceback (re.error) with nothing on stdout."""
+    with pytest.raises(UsageError, match=re.escape(f"glob {bad!r}: ")) as caught:
+        PathGlob.parse(bad)
+    assert why in str(caught.value)

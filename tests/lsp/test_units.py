@@ -277,3 +277,9 @@ async def test_a_completion_tells_the_keeper_after_its_model_answer_not_after_it
     except RuntimeError:
         assert fail
     assert server.calls == ["context answers=False", "model request", "answered"]
+
+
+def test_a_nul_character_in_a_file_uri_is_refused(tmp_path: Path) -> None:
+    """`%00` decoded into the path, and resolving it raised a bare ValueError."""
+    with pytest.raises(UriRefused, match="NUL"):
+        folder_for(uri_to_path(tmp_path.as_uri() + "/a%00b.py"), [tmp_path])

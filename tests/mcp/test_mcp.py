@@ -114,6 +114,17 @@ async def _script(rec: Recorder, root: Path) -> dict[str, Any]:
         await rec.call("get_context", {"path": "shipyard/payments.py", "line": 0}),
         await rec.call("get_context", {"path": "shipyard/payments.py", "line": 100000}),
     ]
+    nul = "shipyard/pay\u0000ments.py"
+    facts["nul"] = [
+        await rec.call("read_code", {"path": nul}),
+        await rec.call("get_context", {"path": nul, "line": 1}),
+        await rec.call("find_definition", {"path": nul, "line": 1}),
+    ]
+    facts["past"] = [
+        await rec.call("get_context", {"path": "shipyard/payments.py", "line": 1, "character": 999}),
+        await rec.call("find_definition", {"path": "shipyard/payments.py", "line": 999}),
+        await rec.call("find_definition", {"path": "shipyard/payments.py", "line": 1, "character": 999}),
+    ]
     burst = [
         rec.call("search_code", {"query": QUERIES[i % len(QUERIES)], "k": 5})
         if i % 3 == 0
@@ -181,7 +192,8 @@ def test_every_tool_answers_with_paths_lines_symbols_and_text(recorded: dict[str
     assert at_use and at_use[0]["path"] == "shipyard/config.py", at_use
     refs = next(a for a in answers if a.tool == "find_references" and a.arguments["symbol"] == "get").data()
     assert refs["references"] and all(r["text"] for r in refs["references"])
-    contexts = [a for a in answers if a.tool == "get_context" and a not in recorded["bad"]]
+    refused = recorded["bad"] + recorded["nul"] + recorded["past"]
+    contexts = [a for a in answers if a.tool == "get_context" and a not in refused]
     assert contexts and not any(a.is_error for a in contexts), [a.text for a in contexts if a.is_error][:2]
     ctx = contexts[0].data()
     assert {"prefix", "suffix", "items", "budget"} <= set(ctx)
@@ -226,6 +238,29 @@ def test_malformed_arguments_are_tool_errors(recorded: dict[str, Any]) -> None:
     assert "nope/missing.py: no such file" in missing.text
     assert str(recorded["root"]) not in missing.text  # the agent is told workspace paths only
     assert "Traceback" not in " ".join(a.text for a in recorded["bad"])
+
+
+def test_a_nul_character_in_a_path_is_refused_as_a_path_not_taken_for_a_damaged_index(
+    recorded: dict[str, Any],
+) -> None:
+    """The OS's ValueError for the name was read as a damaged index: "could not be read
+    (ValueError); it is being checked and rebuilt", and the index was checked again."""
+    for answer in recorded["nul"]:
+        assert answer.is_error, answer.text
+        assert "contains a NUL character" in answer.text and "rebuilt" not in answer.text, answer.text
+
+
+def test_a_position_past_the_end_of_the_line_or_file_is_refused_as_on_the_command_line(
+    recorded: dict[str, Any],
+) -> None:
+    """get_context took character 999 as the line's end and find_definition line 999 as nothing
+    found, answering for a place the agent did not name; the CLI refuses both."""
+    column, line, def_column = recorded["past"]
+    length = len((recorded["root"] / "shipyard/payments.py").read_text().split("\n")[0])
+    past_line = f"column 999 is past the end of line 1 of shipyard/payments.py ({length} characters"
+    assert column.is_error and past_line in column.text, column.text
+    assert line.is_error and "line 999 is past the end of shipyard/payments.py (it has" in line.text
+    assert def_column.is_error and past_line in def_column.text, def_column.text
 
 
 def test_audit_entries_match_the_bytes_returned(recorded: dict[str, Any]) -> None:

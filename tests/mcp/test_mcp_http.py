@@ -64,7 +64,7 @@ def test_tools_over_http(http_server: dict[str, Any]) -> None:
             await rec.call("search_code", {"query": "stripe api key", "k": 10})
             await rec.call("find_definition", {"symbol": "charge"})
             await rec.call("find_references", {"symbol": "environ"})
-            await rec.call("get_context", {"path": "shipyard/config.py", "line": 10, "character": 20})
+            await rec.call("get_context", {"path": "shipyard/config.py", "line": 11, "character": 20})
             await rec.call("read_code", {"path": "shipyard/config.py"})
             await rec.call("read_code", {"path": ".env"})
             await asyncio.gather(*(rec.call("search_code", {"query": f"config {i}"}) for i in range(20)))

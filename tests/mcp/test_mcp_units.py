@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -91,26 +93,33 @@ def test_chain_at(line: str, character: int, chain: str) -> None:
     assert chain_at(line, character) == chain
 
 
-def test_read_code_cuts_at_its_line_limit_and_says_where_to_go_on(tmp_path: Path) -> None:
+def _reader(root: Path, limits: Any = None) -> Callable[..., dict[str, Any]]:
+    """read_code over a workspace without an index (read_code needs none), answers parsed."""
     import json
 
     from codectx.app.cli import NoIndexSource
     from codectx.app.session import WorkspaceSession
-    from codectx.mcp.tools import Limits, Tools
+    from codectx.mcp.tools import Tools
     from codectx.settings import load_settings
+
+    settings = load_settings(root, {})
+    session = WorkspaceSession(settings, index=NoIndexSource(), embedder=lambda: None)
+    dummy: Any = None
+    tools = Tools(Roots([Workspace("ws", root, settings, dummy, session, threading.Lock())]), limits)
+
+    def read(path: str, *args: Any) -> dict[str, Any]:
+        return json.loads(tools.read_code(path, *args).text)  # type: ignore[no-any-return]
+
+    return read
+
+
+def test_read_code_cuts_at_its_line_limit_and_says_where_to_go_on(tmp_path: Path) -> None:
+    from codectx.mcp.tools import Limits
 
     root = tmp_path / "ws"
     root.mkdir()
     (root / "long.py").write_text("".join(f"x{i} = {i}\n" for i in range(1, 13)))
-    settings = load_settings(root, {})
-    session = WorkspaceSession(settings, index=NoIndexSource(), embedder=lambda: None)
-    dummy: Any = None
-    tools = Tools(
-        Roots([Workspace("ws", root, settings, dummy, session, threading.Lock())]), Limits(max_read_lines=5)
-    )
-
-    def read(*args: Any) -> dict[str, Any]:
-        return json.loads(tools.read_code("long.py", *args).text)  # type: ignore[no-any-return]
+    read = partial(_reader(root, Limits(max_read_lines=5)), "long.py")
 
     first = read()
     assert (first["start_line"], first["end_line"], first["truncated"]) == (1, 5, True)
@@ -121,3 +130,27 @@ def test_read_code_cuts_at_its_line_limit_and_says_where_to_go_on(tmp_path: Path
     assert (tail["end_line"], "truncated" in tail, tail["text"]) == (13, False, "x11 = 11\nx12 = 12\n")
     asked_more = read(2, 12)
     assert (asked_more["end_line"], asked_more["truncated"]) == (6, True)
+
+
+def test_read_code_cut_for_size_ends_at_the_last_whole_line_it_returns(tmp_path: Path) -> None:
+    """224 lines of 3 KB were cut to 75,000 characters (~25 lines) while the answer said
+    end_line 224 and "ask again from line 225": an agent following it skipped ~200 lines."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    rows = [f"row_{i} = '{chr(97 + i % 26) * 3000}'" for i in range(1, 225)]
+    (root / "wide.py").write_text("\n".join(rows) + "\n")
+    read = _reader(root)
+
+    got = read("wide.py", 1, 400)
+    end = got["end_line"]
+    assert 1 < end < 224 and got["truncated"]
+    assert got["text"] == "\n".join(rows[:end])  # whole lines, exactly the ones end_line says
+    assert f"ask again from line {end + 1}" in got["notes"][-1]
+    following = read("wide.py", end + 1, 400)
+    assert following["text"].startswith(rows[end])
+
+    (root / "one.py").write_text("x = '" + "y" * 100_000 + "'\nz = 1\n")
+    huge = read("one.py")
+    assert (huge["end_line"], huge["truncated"]) == (1, True)
+    assert huge["text"] == ("x = '" + "y" * 100_000)[:75_000]
+    assert "line 1 is longer than" in huge["notes"][0] and "line 2" in huge["notes"][1]

@@ -133,6 +133,26 @@ def test_empty_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert AuditLog(tmp_path / "none.jsonl").verify().ok
 
 
+def test_verify_of_a_named_log_that_does_not_exist_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`audit verify --log /typo/audit.jsonl` answered "ok": true, "entries": 0, as if clean."""
+    typo = tmp_path / "typo" / "audit.jsonl"
+    assert main(["audit", "verify", "--log", str(typo)]) == 2
+    assert "no such audit log" in capsys.readouterr().err
+    assert main(["audit", "verify", "--json", "--log", str(typo)]) == 2
+    assert json.loads(capsys.readouterr().out)["exit_code"] == 2
+    # The default log before the first request: nothing logged yet, nothing wrong.
+    assert main(["audit", "verify", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"] is True and report["entries"] == 0
+    # A named log that is gone while its head record stays is a break, as before.
+    log_path = tmp_path / "audit.jsonl"
+    _fill(AuditLog(log_path), 2)
+    log_path.unlink()
+    assert main(["audit", "verify", "--log", str(log_path)]) == 4
+
+
 def _append_many(path: str, worker: int, count: int) -> None:
     log = AuditLog(Path(path))
     for i in range(count):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from codectx.indexer.model import Chunk
 from codectx.indexer.parsing.identifiers import split_identifier
@@ -165,3 +167,14 @@ def test_strip_doc_and_first_sentence() -> None:
     assert "Compute" not in stripped.text and "return 3.14" in stripped.text and stripped.doc == ""
     assert first_sentence("Compute the area. Uses pi.") == "Compute the area."
     assert first_sentence("No period here") == "No period here"
+
+
+def test_a_nul_character_in_a_path_is_an_unknown_file_not_a_value_error(tmp_path: Path) -> None:
+    """`context --batch` with {"path": "a\\u0000b.py"} ended in a ValueError traceback (realpath)."""
+    from codectx.retriever.errors import UnknownFile
+    from codectx.retriever.opening import read_regular, relative_path
+
+    with pytest.raises(UnknownFile, match="NUL"):
+        relative_path(tmp_path, "pkg/a\0b.py")
+    with pytest.raises(UnknownFile, match="NUL"):
+        read_regular(tmp_path / "a\0b.py", 100)
