@@ -287,6 +287,8 @@ class Redactor:
             if rule.bare and not filters.bare_is_config(lines.line_text(lines.line_of(start)), origin):
                 return False
             if rule.prose:
+                if not any(c.isdigit() for c in value):
+                    return False  # is_high_entropy's first want, checked before the line is read
                 row = lines.line_of(start)
                 line_text = lines.line_text(row)
                 if not filters.in_prose(line_text[: start - lines.starts[row]], line_text, origin):
