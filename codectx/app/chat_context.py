@@ -324,8 +324,12 @@ class Gatherer:
         self.session.warm_up_gate()  # the rules compile once (about a second), not inside a deadline
         for mention in turn.mentions:
             self.mention(mention, turn)
-        if turn.path and turn.text is not None and self.refusal(turn.path) is None:
-            self.around_cursor(turn)
+        if turn.path and turn.text is not None:
+            reason = self.refusal(turn.path)
+            if reason is None:
+                self.around_cursor(turn)
+            else:  # the current file (`ask --file .env`, the editor's .env tab) left out: say so
+                self.notice("refused", f"the current file {turn.path} is not sent: {reason}")
         identifiers, words = self.named(turn)
         try:  # every name's definitions in one lookup: a scan per name cost ~35 ms on Django
             self._named_sites = self.session.definitions_of([*identifiers, *words])

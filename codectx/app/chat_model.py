@@ -209,10 +209,16 @@ class Conversation:
 
 
 def markdown(conv: Conversation) -> str:
-    """A conversation as Markdown: each turn under its speaker, citations listed (1-based lines)."""
+    """A conversation as Markdown: each turn under its speaker, citations listed (1-based lines).
+
+    Answers as the model wrote them, placeholders and all: an export is a file to share (saved in
+    the current folder, perhaps the workspace, perhaps committed), and the answer the user saw has
+    the redacted secrets put back. The conversation store keeps that text in the user's state
+    folder, readable by the user only."""
     out = [f"# {conv.title}", ""]
     for t in conv.turns:
-        out += [f"## {'You' if t.role == 'user' else 'codectx'}", "", t.text.rstrip(), ""]
+        shown = (t.sent or t.text) if t.role == "assistant" else t.text
+        out += [f"## {'You' if t.role == 'user' else 'codectx'}", "", shown.rstrip(), ""]
         out += [f"- {c.path}:{c.start_line + 1}-{c.end_line + 1} ({c.reason})" for c in t.citations]
         if t.citations:
             out.append("")

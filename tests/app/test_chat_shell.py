@@ -114,6 +114,13 @@ def test_ask_refuses_a_never_send_mention(repo: Path, backend: FixedBackend) -> 
     assert "refused" in done.stderr and ".env" in done.stderr
     assert all(b"do-not-send-this-value" not in r["raw"] for r in backend.requests)
     assert "do-not-send-this-value" not in done.stdout + done.stderr
+    # The current file a never-send one: left out, as before, and now the user is told.
+    current = codectx(
+        ["ask", "what is this?", "--file", ".env", "--backend-url", backend.url, "--lexical"], repo
+    )
+    assert current.returncode == 0, current.stderr
+    assert "the current file .env is not sent" in current.stderr
+    assert all(b"do-not-send-this-value" not in r["raw"] for r in backend.requests)
 
 
 def test_ask_errors_are_clear(repo: Path, tmp_path: Path) -> None:

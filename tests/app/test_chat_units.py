@@ -16,6 +16,7 @@ from codectx.app.chat_model import (
     Turn,
     blocks_of,
     listed_citations,
+    markdown,
     mentions_in,
     union,
 )
@@ -127,3 +128,18 @@ def test_store_saves_every_turn_and_later_changes_as_the_conversation_holds_them
     again.turns[1] = Turn("a1", "assistant", "rewritten")
     store.save(again)
     assert ChatStore(tmp_path / "chats").get(conv.conversation_id).turns[1].text == "rewritten"
+
+
+def test_an_export_keeps_the_placeholders_the_model_saw_not_the_secrets_put_back(tmp_path: Path) -> None:
+    """The answer the user sees has redacted secrets put back; `/save` and `--export` wrote that
+    into a Markdown file in the current folder (perhaps the workspace, perhaps committed)."""
+    secret = "hunter2-Xq9vLm"
+    token = "[REDACTED:keyword-assignment:1a2b3c4d]"
+    conv = ChatStore(tmp_path / "chats").create("db")
+    conv.turns += [
+        Turn("t1", "user", "Why does connect fail?", sent="Why does connect fail?"),
+        Turn("t2", "assistant", f"Use password = '{secret}'.", sent=f"Use password = '{token}'."),
+    ]
+    text = markdown(conv)
+    assert token in text and secret not in text
+    assert "Why does connect fail?" in text
