@@ -85,10 +85,17 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         ],
     )
     _common(chat)
-    chat.add_argument("--resume", metavar="ID", help="go on with a saved conversation")
-    chat.add_argument("--list", action="store_true", help="list saved conversations and exit")
-    chat.add_argument("--export", metavar="ID", help="print a saved conversation as Markdown and exit")
-    chat.add_argument("--delete", metavar="ID", help="delete a saved conversation and exit")
+    # One action at a time: `--list --export X` listed and ignored the export.
+    action = chat.add_mutually_exclusive_group()
+    action.add_argument("--resume", metavar="ID", help="go on with a saved conversation")
+    action.add_argument("--list", action="store_true", help="list saved conversations and exit")
+    action.add_argument(
+        "--export",
+        metavar="ID",
+        help="print a saved conversation as Markdown and exit (answers as the model saw them: "
+        "redacted secrets stay placeholders)",
+    )
+    action.add_argument("--delete", metavar="ID", help="delete a saved conversation and exit")
     chat.add_argument(
         "--json",
         action="store_true",
@@ -187,6 +194,8 @@ def _sources(result: TurnResult) -> list[str]:
 def _ask(args: argparse.Namespace) -> int:
     if not args.question.strip():
         raise UsageError("the question is empty")
+    if args.line is not None and not args.file:
+        raise UsageError("--line needs --file (the file the line is in)")
     space = Workspace(args)
     chat = ChatService()
     conv = chat.get(args.conversation) if args.conversation else chat.start()

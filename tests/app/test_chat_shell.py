@@ -134,6 +134,10 @@ def test_ask_errors_are_clear(repo: Path, tmp_path: Path) -> None:
     assert unset.returncode != 0 and "backend" in unset.stderr.lower() and "Traceback" not in unset.stderr
     missing = codectx(["ask", "hi", "--file", "nope.py", "--backend-url", "http://127.0.0.1:9/v1"], repo)
     assert missing.returncode != 0 and "nope.py" in missing.stderr and "Traceback" not in missing.stderr
+    lineless = codectx(["ask", "hi", "--line", "5", "--backend-url", "http://127.0.0.1:9/v1"], repo)
+    assert lineless.returncode == 2 and "--line needs --file" in lineless.stderr  # it was ignored
+    both = codectx(["chat", "--list", "--export", "0123456789ab"], repo)
+    assert both.returncode == 2 and "not allowed with" in both.stderr  # it listed, ignoring --export
     helped = codectx(["ask", "--help"], repo)
     assert helped.returncode == 0 and "@file:PATH" in helped.stdout and "--json" in helped.stdout
     # A chat fed questions by a script: a turn with no answer makes the exit status (it was 0).
