@@ -298,12 +298,20 @@ def _status(args: argparse.Namespace) -> int:
         "deleted": deleted,
         "up_to_date": not (changed or new or deleted),
     }
+    # A first run stopped before its end (Ctrl-C, a crash) left files and chunks but no time:
+    # "last indexed: never" next to "up to date" read as a contradiction.
+    finished = stats.last_indexed is not None
     if args.json:
-        print_json({"root": str(root), **stats.as_dict(), "since_last_index": fresh})
+        print_json({"root": str(root), **stats.as_dict(), "finished": finished, "since_last_index": fresh})
         return 0
     print(f"index: {stats.index_dir} (schema {stats.schema_version})")
     print(f"workspace: {root}")
-    print(f"last indexed: {_ago(stats.last_indexed)}")
+    if finished:
+        print(f"last indexed: {_ago(stats.last_indexed)}")
+    else:
+        print(
+            "last indexed: never finished (a run stopped before its end; `codectx index` goes on from there)"
+        )
     print(f"files: {stats.files}, chunks: {stats.chunks}, symbols: {stats.symbols}")
     for lang, n in sorted(stats.chunks_per_language.items(), key=lambda x: -x[1]):
         print(f"  {lang:<12} {stats.files_per_language.get(lang, 0):>6} files {n:>7} chunks")
@@ -312,7 +320,12 @@ def _status(args: argparse.Namespace) -> int:
         f"vectors ({stats.model_id or 'none'}): {stats.vectors_done}/{total} done, "
         f"{stats.vectors_pending} pending"
     )
-    if fresh["up_to_date"]:
+    if fresh["up_to_date"] and stats.vectors_pending and stats.model_id:
+        print(
+            f"files up to date; {stats.vectors_pending} chunk(s) still lack vectors: "
+            "`codectx index` embeds them"
+        )
+    elif fresh["up_to_date"]:
         print("up to date")
     else:
         print(f"since then: {changed} changed, {new} new, {deleted} deleted; run `codectx index` to update")

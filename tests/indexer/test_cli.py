@@ -252,3 +252,22 @@ def test_json_commands_answer_errors_in_json_on_stdout(
     with pytest.raises(SystemExit):
         main(["search", "--limit", "x", "q"])
     assert capsys.readouterr().out == ""
+
+
+def test_status_of_a_first_run_stopped_before_its_end_says_so(
+    tree: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A first `codectx index` stopped by Ctrl-C left files and chunks but no `last_indexed`;
+    status printed "last indexed: never" next to "up to date"."""
+    assert main(["index", str(tree), "--no-embed"]) == 0
+    capsys.readouterr()
+    assert cli_json(capsys, "status", str(tree), "--json")["finished"] is True
+    meta_path = tree / ".codectx" / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    del meta["last_indexed"]  # as a run stopped before `_finish` leaves it
+    meta_path.write_text(json.dumps(meta))
+    assert cli_json(capsys, "status", str(tree), "--json")["finished"] is False
+    assert main(["status", str(tree)]) == 0
+    out = capsys.readouterr().out
+    assert "never finished" in out and "`codectx index` goes on" in out
+    assert "still lack vectors" in out and "\nup to date" not in out
