@@ -152,6 +152,19 @@ def _json_error(message: str, code: int) -> None:
     print_jsonl({"error": message, "exit_code": code})
 
 
+def _takes_json(parser: argparse.ArgumentParser, argv: list[str]) -> bool:
+    """`--json` is on the command line (before any `--`) and the command named there takes it:
+    `codectx lsp --json` must not get JSON on stdout, which is its LSP channel."""
+    words = argv[: argv.index("--")] if "--" in argv else argv
+    if "--json" not in words:
+        return False
+    for word in words:  # down the subcommands named (`audit show`, `backend check`)
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if subs and word in subs[0].choices:
+            parser = subs[0].choices[word]
+    return "--json" in parser._option_string_actions
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The full parser; with `command`, only the package modules up to the one that registers it.
 
@@ -198,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"codectx: error: {problem}", file=sys.stderr)
         return 2
     parser = build_parser(_command_of(argv))
-    wants_json = "--json" in argv[: argv.index("--")] if "--" in argv else "--json" in argv
+    wants_json = _takes_json(parser, argv)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:

@@ -382,11 +382,16 @@ class IndexKeeper:
                     self._covered = taking_in
                     self._changed.notify_all()
                     if not self._dirty:
+                        # Idle in the same hold as the look at `_dirty`: a request between two
+                        # holds saw the keeper busy, set `_dirty`, and was never run.
+                        self._busy = False
+                        self._settle()
                         return
         finally:
             with self._lock:
-                self._busy = False
-                self._settle()
+                if self._busy:  # left by `_closed` or an exception, not by the idle return above
+                    self._busy = False
+                    self._settle()
 
     def _indexed_already(self) -> bool:
         """Whether the folder has an index; False where settings refuse the index folder (a

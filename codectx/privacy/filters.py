@@ -6,10 +6,12 @@ Pure functions over the matched value and the line it sits on; the rule's
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 import re
 from collections import Counter
+from dataclasses import dataclass
 
 # File types whose bare `key = value` / `key: value` is a literal (not a variable reference).
 CONFIG_SUFFIXES = (
@@ -36,6 +38,7 @@ _HEX = re.compile(r"[0-9a-fA-F]+\Z")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
 _SUBSCRIPT = re.compile(r"[A-Za-z_][\w.]*\[[\w.,'\" \[\]|]*\][),:;]*\Z")
 _HEX_0X = re.compile(r"0[xX][0-9a-fA-F]+\Z")
+_REGEX_LIKE = re.compile(r"\[[^\]]*[a-z0-9]-[a-z0-9][^\]]*\]|\{\d+(?:,\d*)?\}|\\[dwsDWSb]")
 _RULE_LIST = re.compile(r"[A-Za-z_]+(?::[\w,.]+)?(?:\|[A-Za-z_]+(?::[\w,.]+)?)+\Z")
 _JWK_MEMBERS = r"n|e|x|y|x5c|x5t|x5t#S256|kid|crv|kty|alg|use|key_ops"
 _JWK_PUBLIC = re.compile(rf"[\"'](?:{_JWK_MEMBERS})[\"']\s*:\s*\[?\s*[\"']$")
@@ -190,6 +193,9 @@ def is_weak_literal(value: str) -> bool:
         return True
     if _RULE_LIST.match(value):
         return True  # validation rules, flags: 'required|confirmed|min:12'
+    if _REGEX_LIKE.search(value):
+        return True  # a pattern: cl_pw = r'([0-9a-f]{64})'
+
     return value.startswith(("/", "./", "../", "~/", "http://", "https://", "file:"))
 
 
@@ -301,16 +307,68 @@ def bare_is_config(line: str, origin: str) -> bool:
     return bool(_ENV_LINE.match(line) or _YAML_LINE.match(line) or _NETRC_LINE.match(line))
 
 
-_COMMENT_START = re.compile(r"#|//|/\*|<!--|--|;|\bREM\b")
-_COMMENT_LINE = re.compile(r"\s*(?:\*|#|//|--|;|%|>)")
+_COMMENT_START = ("#", "//", "/*", "<!--", "--", ";")
+_COMMENT_LINE = re.compile(r"\s*(?:\*|#|//|--|;|%|>|REM\b)")
 
 
-def in_prose(head: str, line: str, origin: str) -> bool:
-    """The text after `head` (the start of `line`) is prose: in a comment, inside a string literal,
-    or in a file of prose or config (Markdown, INI, .env...), where a bare word is text, not code."""
-    if bare_is_config(line, origin) or inside_string(head) or _COMMENT_LINE.match(head):
+@dataclass(frozen=True)
+class LineLayout:
+    """Where a line's comment starts (outside string literals; -1: none) and its string literals'
+    spans, read in one pass, so that asking about each of many hits on a long line stays linear."""
+
+    comment: int
+    strings: tuple[tuple[int, int], ...]
+
+    def in_string(self, col: int) -> bool:
+        """Column `col` is inside a literal opened before it (what `inside_string(line[:col])` says)."""
+        i = bisect.bisect_left(self.strings, (col, -1)) - 1  # the last literal opened before col
+        return i >= 0 and col <= self.strings[i][1]
+
+
+def line_layout(line: str) -> LineLayout:
+    comment = -1
+    spans: list[tuple[int, int]] = []
+    quote, opened, i = "", 0, 0
+    while i < len(line):
+        c = line[i]
+        if quote:
+            if c == "\\":
+                i += 1
+            elif c == quote:
+                spans.append((opened, i))
+                quote = ""
+        elif c in "\"'`":
+            quote, opened = c, i
+        elif comment < 0 and line.startswith(_COMMENT_START, i):
+            comment = i
+        i += 1
+    if quote:
+        spans.append((opened, len(line)))
+    return LineLayout(comment, tuple(spans))
+
+
+_KEY_AT_START = re.compile(r"\s*(?:-\s+|export\s+)?[\"']?[\w.$-]+[\"']?\s*[:=]")
+_PROSE_SUFFIXES = (".md", ".txt", ".rst", ".history", "history")
+
+
+def is_config_value(col: int, layout: LineLayout, line: str, origin: str) -> bool:
+    """The bare value at `col` is a config key's value: a config file that is not prose, the key
+    first on its line, the value outside any string literal."""
+    if layout.in_string(col):
+        return False
+    if origin.lower().endswith(_PROSE_SUFFIXES):
+        return bool(_ENV_LINE.match(line))  # a shell line in a README (`export PW=...`), not prose
+    if not line[:col].strip():
+        return bare_is_config(line, origin)  # alone on its line: its key is on a line above
+    return bare_is_config(line, origin) and bool(_KEY_AT_START.match(line))
+
+
+def in_prose(col: int, layout: LineLayout, line: str, origin: str) -> bool:
+    """Column `col` of `line` is prose: in a comment, inside a string literal, or in a file of
+    prose or config (Markdown, INI, .env...), where a bare word is text, not code."""
+    if bare_is_config(line, origin) or _COMMENT_LINE.match(line):
         return True
-    return any(not inside_string(head[: m.start()]) for m in _COMMENT_START.finditer(head))
+    return (0 <= layout.comment < col) or layout.in_string(col)
 
 
 def shannon(value: str) -> float:

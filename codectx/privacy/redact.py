@@ -79,6 +79,7 @@ class _Lines:
     def __init__(self, text: str) -> None:
         self.text = text
         self._starts: list[int] | None = None
+        self._layouts: dict[int, filters.LineLayout] | None = None
 
     @property
     def starts(self) -> list[int]:
@@ -94,6 +95,15 @@ class _Lines:
         end = self.starts[line + 1] - 1 if line + 1 < len(self.starts) else len(self.text)
         return self.text[start:end]
 
+    def layout(self, line: int) -> filters.LineLayout:
+        """The line's comment and string literals (filters.line_layout), read once per line."""
+        if self._layouts is None:
+            self._layouts = {}
+        found = self._layouts.get(line)
+        if found is None:
+            found = self._layouts[line] = filters.line_layout(self.line_text(line))
+        return found
+
     def window(self, line: int, radius: int) -> str:
         lo = self.starts[max(0, line - radius)]
         hi_line = line + radius + 1
@@ -101,6 +111,7 @@ class _Lines:
         return self.text[lo:hi]
 
 
+PROSE_DIGITS = 1  # is_high_entropy wants a digit: a long word without one stops before its line is read
 CLEAN_CACHE_CHARS = 256  # texts up to this long are remembered as they are once found clean
 CLEAN_CACHE_SIZE = 16384  # at most this many, short and long (then the memory starts over)
 
@@ -220,7 +231,9 @@ class Redactor:
                 raise ScanTimeout("the secret scan ran past its time limit")
             if rule.path is not None and not rule.path.search(origin):
                 continue  # a rule for one kind of file (Terraform, say): only with that file's path
-            for match in rule.regex.finditer(data):
+            for n, match in enumerate(rule.regex.finditer(data), 1):
+                if n % 512 == 0 and deadline is not None and time.monotonic() > deadline:
+                    raise ScanTimeout("the secret scan ran past its time limit")
                 span = _secret_span(match, rule, rule.check == "unquoted")
                 if span is None:
                     continue
@@ -287,11 +300,11 @@ class Redactor:
             if rule.bare and not filters.bare_is_config(lines.line_text(lines.line_of(start)), origin):
                 return False
             if rule.prose:
-                if not any(c.isdigit() for c in value):
-                    return False  # is_high_entropy's first want, checked before the line is read
+                if sum(c.isdigit() for c in value) < PROSE_DIGITS:
+                    return False  # checked before the line is read: most long words have no digit
                 row = lines.line_of(start)
-                line_text = lines.line_text(row)
-                if not filters.in_prose(line_text[: start - lines.starts[row]], line_text, origin):
+                col = start - lines.starts[row]
+                if not filters.in_prose(col, lines.layout(row), lines.line_text(row), origin):
                     return False
             if filters.in_public_block(text, start):
                 return False  # the body of a public key, certificate or PGP public block
@@ -304,6 +317,14 @@ class Redactor:
             return False
         if rule.reject_words and filters.is_weak_literal(value):
             strong = rule.id in _PASSWORD_SLOTS or filters.is_password_name(name)
+            if strong and rule.check == "unquoted":
+                # A bare word counts as a password only as a config key's value: `password:
+                # hunter` in YAML, PW=... in .env; not the word after "pass:" in a docstring,
+                # a log message or Markdown ("Second pass: resolves every import").
+                row = lines.line_of(start)
+                line_text = lines.line_text(row)
+                col = start - lines.starts[row]
+                strong = filters.is_config_value(col, lines.layout(row), line_text, origin)
             if not filters.letters_secret(value, strong):
                 return False
         if rule.check == "unquoted":

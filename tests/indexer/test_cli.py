@@ -252,6 +252,10 @@ def test_json_commands_answer_errors_in_json_on_stdout(
     with pytest.raises(SystemExit):
         main(["search", "--limit", "x", "q"])
     assert capsys.readouterr().out == ""
+    # A command without --json keeps stdout clean: `lsp`'s stdout is the editor's LSP channel.
+    with pytest.raises(SystemExit):
+        main(["lsp", "--json"])
+    assert capsys.readouterr().out == ""
 
 
 def test_status_of_a_first_run_stopped_before_its_end_says_so(

@@ -61,6 +61,13 @@ SECRETS = [
     ("kiosk/config.py", 'ADMIN_PIN = "28333871"\n', "28333871"),
     ("k8s/deploy.yaml", "env:\n  - name: DB_PASSWORD\n    value: troubadourXq\n", "troubadourXq"),
     ("settings.xml", "<server>\n  <password>SparrowBridge</password>\n</server>\n", "SparrowBridge"),
+    # the value alone on the next line (found by this stop's review: `password:` then the value)
+    ("config.yaml", "db:\n  password:\n    Xq7pL2vR9mK4tW8zN3bY\n", "Xq7pL2vR9mK4tW8zN3bY"),
+    ("app.ini", "[db]\npassword:\n\thunter2hunter2\n", "hunter2hunter2"),
+    ("config.yaml", "db:\n  password: |2+\n    Xq7pL2vR9mK4tW8zN3bY\n", "Xq7pL2vR9mK4tW8zN3bY"),
+    ("config.yaml", "db:\n  password: &pw | # rotated\n\n    Xq7pL2vR9mK4tW8zN3bY\n", "Xq7pL2vR9mK4tW8zN3bY"),
+    ("c.toml", 'password = """\n\nXq7pL2vR9mK4tW8zN3bY"""\n', "Xq7pL2vR9mK4tW8zN3bY"),
+    ("README.md", "    export DB_PASSWORD=maple-correct\n", "maple-correct"),
 ]
 
 
@@ -87,6 +94,15 @@ KEPT = [
     ),
     ("schema.yaml", "user:\n  password:\n    type: string\n    description: the password\n"),
     ("gpio.py", "LED_PIN = 17\n"),
+    ("tokenizer.json", '{"model": {"vocab": {"pin":25479, "pine":25480}}}\n'),
+    # the word after "pass:" or "password:" in prose, strings and Markdown (this stop's review)
+    ("walker.py", 'def walk(tree):\n    """Second pass: resolves every import, then links."""\n'),
+    ("walker.py", 'log.info("first pass: collecting names")\n'),
+    ("app.py", 'print("Password: incorrect")\n'),
+    ("NOTES.md", "The compiler makes two passes. Second pass: optimizes the tree.\n"),
+    ("compare.py", "cl_pw = r'([0-9a-f]{64})'\n"),
+    ("wav.py", "# fixture: 'test-44100Hz-2ch-32bit-float-be.wav'\n"),
+    ("init.py", "# see THPModule_allowTF32OneDNN and pytorch_CycleGAN_and_pix2pix\n"),
     # random-looking words in code are expressions (strict tier only); digests and encoded text
     ("model.py", "x = q8Rz2LmN4vXw7TyB1cKd9FhJ\n"),
     ("CHANGES.md", "Fixed in 3f5a9c1e2b7d4a6f8e0c1b3d5f7a9c1e2b4d6f80 (see #123).\n"),
