@@ -248,7 +248,8 @@ class Redactor:
         return hits
 
     def _view_hits(self, text: str, origin: str, deadline: float | None) -> list[_Hit]:
-        """Secrets split by concatenation (joined view) or base64-encoded (decoded view)."""
+        """Secrets split by concatenation (joined view), base64-encoded (decoded view) or spelled
+        with percent or character escapes (unescaped view)."""
         out: list[_Hit] = []
         for lo, hi in views.junction_regions(text, origin):
             view = views.joined(text[lo:hi], origin)
@@ -262,6 +263,11 @@ class Redactor:
             if views.is_credential_pair(decoded):
                 out.append(_Hit(s, e, len(self.rules.rules), "encoded-credentials"))
                 continue
+            inner = [h for h in self._hits(decoded, origin, deadline) if h.rule != "high-entropy"]
+            if inner:
+                best = min(inner, key=lambda h: h.priority)
+                out.append(_Hit(s, e, best.priority, best.rule))
+        for s, e, decoded in views.unescaped_runs(text):
             inner = [h for h in self._hits(decoded, origin, deadline) if h.rule != "high-entropy"]
             if inner:
                 best = min(inner, key=lambda h: h.priority)

@@ -8,6 +8,9 @@
 - `decoded`: base64 runs that decode to printable text (a provider token or a
   `user:password` pair stored base64-encoded) read as that text; a finding in
   it redacts the whole run.
+- `unescaped`: runs of percent-encoding and `\\xNN`/`\\uNNNN` escapes (a token in a
+  URL's query as `sk%5Flive%5F...`, one spelled `"\\u0067\\u0068\\u0070_..."`) read as
+  the characters they stand for; a finding in it redacts the whole run.
 
 Pure functions: the redactor scans each view with the same rules.
 """
@@ -169,6 +172,26 @@ def _decode(run: str) -> str | None:
     if len(raw) < 12 or any(b not in _PRINTABLE for b in raw):
         return None
     return raw.decode("ascii")
+
+
+_ESCAPED_RUN = re.compile(r"(?:[A-Za-z0-9_.~+/=-]|%[0-9A-Fa-f]{2}|\\x[0-9A-Fa-f]{2}|\\u[0-9A-Fa-f]{4}){12,}")
+_ONE_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})|\\x([0-9A-Fa-f]{2})|\\u([0-9A-Fa-f]{4})")
+
+
+def unescaped_runs(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, decoded) of runs holding two or more percent or `\\x`/`\\u` escapes, each read
+    as the printable ASCII it stands for (a run that decodes to anything else is left alone)."""
+    if "%" not in text and "\\x" not in text and "\\u" not in text:
+        return []
+    out = []
+    for m in _ESCAPED_RUN.finditer(text):
+        run = m.group(0)
+        if len(_ONE_ESCAPE.findall(run)) < 2:
+            continue
+        decoded = _ONE_ESCAPE.sub(lambda e: chr(int(e.group(1) or e.group(2) or e.group(3), 16)), run)
+        if all(32 < ord(c) < 127 for c in decoded):
+            out.append((m.start(), m.end(), decoded))
+    return out
 
 
 # What an escape in a JSON or C-like string stands for, two characters for two (offsets are kept).

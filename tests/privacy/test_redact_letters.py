@@ -68,6 +68,17 @@ SECRETS = [
     ("config.yaml", "db:\n  password: &pw | # rotated\n\n    Xq7pL2vR9mK4tW8zN3bY\n", "Xq7pL2vR9mK4tW8zN3bY"),
     ("c.toml", 'password = """\n\nXq7pL2vR9mK4tW8zN3bY"""\n', "Xq7pL2vR9mK4tW8zN3bY"),
     ("README.md", "    export DB_PASSWORD=maple-correct\n", "maple-correct"),
+    # spelled with escapes: percent-encoding in a URL, \\u escapes in a literal
+    (
+        "app/hooks.py",
+        'WEBHOOK = "https://x.example/?k=sk%5Flive%5F4IKCzi2Eg3h0p54qGzTYdXt5"\n',
+        "4IKCzi2Eg3h0p54qGzTYdXt5",
+    ),
+    (
+        "app/uni.py",
+        'UNI = "' + "".join(f"\\u{ord(c):04x}" for c in "ghp_jQ05OI43qHdKCRGD4fc2jDmt9qrnRBBtGapr") + '"\n',
+        "\\u0067\\u0068\\u0070\\u005f",
+    ),
 ]
 
 
@@ -94,6 +105,7 @@ KEPT = [
     ),
     ("schema.yaml", "user:\n  password:\n    type: string\n    description: the password\n"),
     ("gpio.py", "LED_PIN = 17\n"),
+    ("search.py", 'URL = "https://example.com/search?q=hello%20world%20and%20more%21"\n'),
     ("tokenizer.json", '{"model": {"vocab": {"pin":25479, "pine":25480}}}\n'),
     # the word after "pass:" or "password:" in prose, strings and Markdown (this stop's review)
     ("walker.py", 'def walk(tree):\n    """Second pass: resolves every import, then links."""\n'),
