@@ -26,7 +26,6 @@ CONVENTION = (
     "does (FILE:FIRST-LAST, the lines `search` prints, is line FIRST). --json output is 0-based, "
     'like LSP, and says so: "positions": "0-based".'
 )
-_LOCATION = re.compile(r"(.+?):([^:/]*)(?::([^:/]*))?")
 _NUMBER = re.compile(r"-?\d+")
 # `search` prints FILE:FIRST-LAST; given back, it is line FIRST (the README's round trip).
 _RANGE = re.compile(r"\s*(\d+)-(\d+)\s*")
@@ -65,17 +64,19 @@ def split_location(arg: str) -> tuple[str, str | None, str | None]:
     bad number is reported, not taken for part of the name)."""
     if Path(arg).expanduser().exists():
         return arg, None, None
-    match = _LOCATION.fullmatch(arg)
-    if match is None:
-        return arg, None, None
-    path, line, column = match.groups()
-    lines = _RANGE.fullmatch(line)
-    numeric = (_NUMBER.fullmatch(line) or lines) and (column is None or _NUMBER.fullmatch(column))
-    if not (numeric or Path(path).expanduser().exists()):
-        return arg, None, None
-    if lines is not None and int(lines.group(1)) <= int(lines.group(2)):
-        line = lines.group(1)  # a backwards range stays as typed: `_number` says what is wrong
-    return path, line, column
+    # From the right: `a:b.py:3` is line 3 of `a:b.py` (splitting at the first colon never was).
+    for parts in (arg.rsplit(":", 2), arg.rsplit(":", 1)):
+        if len(parts) < 2 or not parts[0] or any("/" in part for part in parts[1:]):
+            continue
+        path, line, column = parts[0], parts[1], (parts[2] if len(parts) == 3 else None)
+        lines = _RANGE.fullmatch(line)
+        numeric = (_NUMBER.fullmatch(line) or lines) and (column is None or _NUMBER.fullmatch(column))
+        if not (numeric or Path(path).expanduser().exists()):
+            continue
+        if lines is not None and int(lines.group(1)) <= int(lines.group(2)):
+            line = lines.group(1)  # a backwards range stays as typed: `_number` says what is wrong
+        return path, line, column
+    return arg, None, None
 
 
 def _number(raw: str, what: str) -> int:

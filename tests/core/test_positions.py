@@ -20,6 +20,8 @@ def test_split_location(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     assert split_location("a.py:3:9") == ("a.py", "3", "9")
     assert split_location("odd:name.py") == ("odd:name.py", None, None)  # an existing name is itself
     assert split_location("odd:name.py:2:1") == ("odd:name.py", "2", "1")
+    assert split_location("odd:name.py:2") == ("odd:name.py", "2", None)  # was the name, whole
+    assert split_location("odd:name.py:2-5") == ("odd:name.py", "2", None)
     assert split_location("dir:1/b.py:4") == ("dir:1/b.py", "4", None)
     assert split_location("a.py:x") == ("a.py", "x", None)  # a.py exists: a bad number, reported later
     assert split_location("missing.py:x") == ("missing.py:x", None, None)  # just a name
