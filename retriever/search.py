@@ -94,6 +94,7 @@ class SearchResult:
             "start_line": self.start_line,
             "end_line": self.end_line,
             "symbol": self.symbol,
+            "qualname": self.qualname or self.symbol,  # `Order.total`, as the text output shows it
             "kind": self.kind,
             "language": self.language,
             "score": round(self.score, 6),

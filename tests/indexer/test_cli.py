@@ -194,6 +194,8 @@ def test_paths_search_prints_work_from_a_subfolder(
     monkeypatch.chdir(tree / "src")
     hit = cli_json(capsys, "search", "start_server", "--lexical", "--json")["results"][0]
     assert hit["path"] == "src/server.py"
+    method = cli_json(capsys, "search", "full_name", "--lexical", "--json")["results"][0]
+    assert (method["symbol"], method["qualname"]) == ("full_name", "User.full_name")  # as text shows it
     context = cli_json(capsys, "context", f"{hit['path']}:5", "--lexical", "--json")
     assert context["path"] == "src/server.py"
     assert main(["context", "server.py:5", "--lexical", "--json"]) == 0  # relative to here, as before
