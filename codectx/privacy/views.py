@@ -184,13 +184,20 @@ def unescaped_runs(text: str) -> list[tuple[int, int, str]]:
     if "%" not in text and "\\x" not in text and "\\u" not in text:
         return []
     out = []
-    for m in _ESCAPED_RUN.finditer(text):
-        run = m.group(0)
-        if len(_ONE_ESCAPE.findall(run)) < 2:
+    done = -1  # the end of the last line read: only lines holding an escape are (most have none)
+    for hit in _ONE_ESCAPE.finditer(text):
+        if hit.start() < done:
             continue
-        decoded = _ONE_ESCAPE.sub(lambda e: chr(int(e.group(1) or e.group(2) or e.group(3), 16)), run)
-        if all(32 < ord(c) < 127 for c in decoded):
-            out.append((m.start(), m.end(), decoded))
+        lo = text.rfind("\n", 0, hit.start()) + 1
+        done = text.find("\n", hit.end())
+        done = len(text) if done == -1 else done
+        for m in _ESCAPED_RUN.finditer(text, lo, done):
+            run = m.group(0)
+            if len(_ONE_ESCAPE.findall(run)) < 2:
+                continue
+            decoded = _ONE_ESCAPE.sub(lambda e: chr(int(e.group(1) or e.group(2) or e.group(3), 16)), run)
+            if all(32 < ord(c) < 127 for c in decoded):
+                out.append((m.start(), m.end(), decoded))
     return out
 
 
