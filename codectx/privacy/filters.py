@@ -13,6 +13,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from codectx.privacy.views import decode_base64
+
 # File types whose bare `key = value` / `key: value` is a literal (not a variable reference).
 CONFIG_SUFFIXES = (
     ".env", ".ini", ".cfg", ".conf", ".config", ".properties", ".yaml", ".yml", ".toml",
@@ -429,23 +431,12 @@ def is_high_entropy(value: str, before: str, bits: float = 4.0, shortest: int = 
 
 def encodes_text(value: str) -> bool:
     """`value` is base64 of readable text: words with spaces, or JSON. A key or a token decodes to
-    random bytes; encoded secrets that decode to text (Basic auth, Kubernetes data) have rules."""
-    import base64
-    import binascii
-
-    if len(value) < 24 or not re.fullmatch(r"[A-Za-z0-9+/_-]+=*", value):
+    random bytes; encoded secrets that decode to text (Basic auth, Kubernetes data) have rules.
+    Decoded as the redactor's base64 view decodes a run (views.decode_base64)."""
+    if len(value) < 24:
         return False
-    body = value.rstrip("=")
-    try:
-        raw = base64.b64decode(
-            body + "=" * (-len(body) % 4), altchars=b"-_" if "-" in value or "_" in value else None
-        )
-    except (binascii.Error, ValueError):
-        return False
-    if len(raw) < 16:
-        return False
-    printable = sum(32 <= b < 127 for b in raw[: len(raw) - 2])  # the cut tail may be a partial byte
-    return printable >= 0.97 * (len(raw) - 2) and (b" " in raw or b'"' in raw)
+    decoded = decode_base64(value)
+    return decoded is not None and (" " in decoded or '"' in decoded)
 
 
 def _three_classes(value: str) -> bool:

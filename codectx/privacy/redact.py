@@ -95,6 +95,11 @@ class _Lines:
         end = self.starts[line + 1] - 1 if line + 1 < len(self.starts) else len(self.text)
         return self.text[start:end]
 
+    def at(self, offset: int) -> tuple[int, int, str]:
+        """(line, column, the line's text) of an offset."""
+        row = self.line_of(offset)
+        return row, offset - self.starts[row], self.line_text(row)
+
     def layout(self, line: int) -> filters.LineLayout:
         """The line's comment and string literals (filters.line_layout), read once per line."""
         if self._layouts is None:
@@ -263,21 +268,24 @@ class Redactor:
             if views.is_credential_pair(decoded):
                 out.append(_Hit(s, e, len(self.rules.rules), "encoded-credentials"))
                 continue
-            inner = [h for h in self._hits(decoded, origin, deadline) if h.rule != "high-entropy"]
-            if inner:
-                best = min(inner, key=lambda h: h.priority)
-                out.append(_Hit(s, e, best.priority, best.rule))
+            out += self._run_hit(s, e, decoded, origin, deadline)
         for s, e, decoded in views.unescaped_runs(text):
-            inner = [h for h in self._hits(decoded, origin, deadline) if h.rule != "high-entropy"]
-            if inner:
-                best = min(inner, key=lambda h: h.priority)
-                out.append(_Hit(s, e, best.priority, best.rule))
+            out += self._run_hit(s, e, decoded, origin, deadline)
         for lo, _hi, plain in views.escaped_regions(text):
             out += [
                 _Hit(lo + h.start, lo + h.end, h.priority, h.rule)
                 for h in self._hits(plain, origin, deadline)
             ]
         return out
+
+    def _run_hit(self, start: int, end: int, decoded: str, origin: str, deadline: float | None) -> list[_Hit]:
+        """A decoded run (base64, escapes) holding a secret is redacted whole, under the rule that
+        found it (its randomness alone does not count: decoding makes any run look random)."""
+        inner = [h for h in self._hits(decoded, origin, deadline) if h.rule != "high-entropy"]
+        if not inner:
+            return []
+        best = min(inner, key=lambda h: h.priority)
+        return [_Hit(start, end, best.priority, best.rule)]
 
     def _keep(
         self, rule: Rule, name: str | None, text: str, start: int, end: int, lines: _Lines, origin: str
@@ -308,9 +316,8 @@ class Redactor:
             if rule.prose:
                 if sum(c.isdigit() for c in value) < PROSE_DIGITS:
                     return False  # checked before the line is read: most long words have no digit
-                row = lines.line_of(start)
-                col = start - lines.starts[row]
-                if not filters.in_prose(col, lines.layout(row), lines.line_text(row), origin):
+                row, col, line_text = lines.at(start)
+                if not filters.in_prose(col, lines.layout(row), line_text, origin):
                     return False
             if filters.in_public_block(text, start):
                 return False  # the body of a public key, certificate or PGP public block
@@ -327,16 +334,13 @@ class Redactor:
                 # A bare word counts as a password only as a config key's value: `password:
                 # hunter` in YAML, PW=... in .env; not the word after "pass:" in a docstring,
                 # a log message or Markdown ("Second pass: resolves every import").
-                row = lines.line_of(start)
-                line_text = lines.line_text(row)
-                col = start - lines.starts[row]
+                row, col, line_text = lines.at(start)
                 strong = filters.is_config_value(col, lines.layout(row), line_text, origin)
             if not filters.letters_secret(value, strong):
                 return False
         if rule.check == "unquoted":
-            row = lines.line_of(start)
-            line_text = lines.line_text(row)
-            if filters.inside_string(line_text[: start - lines.starts[row]]):
+            _row, col, line_text = lines.at(start)
+            if filters.inside_string(line_text[:col]):
                 return True  # `"host=db password=hunter2x"`: inside a string literal, a bare value is text
             return filters.bare_value_is_literal(value, line_text, origin)
         return True

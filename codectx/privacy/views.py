@@ -152,13 +152,15 @@ def encoded_runs(text: str) -> list[tuple[int, int, str]]:
             continue  # a short run is decoded only when it has base64's shape (padding or whole quads)
         if not (any(c.isupper() for c in run) and any(c.islower() for c in run)):
             continue
-        decoded = _decode(run)
+        decoded = decode_base64(run)
         if decoded is not None:
             out.append((start, end, decoded))
     return out
 
 
-def _decode(run: str) -> str | None:
+def decode_base64(run: str) -> str | None:
+    """A base64 run (standard or URL-safe alphabet, padding optional) as the printable ASCII it
+    encodes; None when it is not valid base64 or decodes to anything else (a key's random bytes)."""
     body = run.rstrip("=")
     if len(body) % 4 == 1:
         return None
