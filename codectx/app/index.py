@@ -17,8 +17,10 @@ re-exported here; the lookups for tool clients (MCP) are this module's last sect
 from __future__ import annotations
 
 import importlib
+import io
 import logging
 import re
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -159,9 +161,6 @@ def read_document(path: Path) -> str:
 def read_stdin_document(shown: str) -> str:
     """The text of an unsaved document piped on stdin (`--stdin`), handled as `read_document`
     handles a file: the same size limit, binary refused, undecodable bytes replaced."""
-    import io
-    import sys
-
     from codectx.retriever.opening import read_stream_document
 
     stream = getattr(sys.stdin, "buffer", None)

@@ -33,11 +33,15 @@ class Limits:
     max_k: int = 50  # search results
     max_text_chars: int = 4000  # of one result's text (a long function is cut, and says so)
     max_read_lines: int = 400  # read_code per call (ask again from the next line)
-    max_read_chars: int = 75_000  # read_code's text per call: whole lines (half the answer limit)
     max_definitions: int = 20
     max_definition_lines: int = 150
     max_references: int = 200
     max_answer_chars: int = 150_000  # whole answer (privacy.max_request_bytes still applies)
+
+    @property
+    def max_read_chars(self) -> int:
+        """read_code's text per call, in whole lines: half the answer limit (the rest is JSON)."""
+        return self.max_answer_chars // 2
 
 
 class ToolFailed(CodectxError):
