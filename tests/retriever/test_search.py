@@ -135,7 +135,17 @@ def test_search_cli_json_fields_and_errors(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     first = data["results"][0]
-    assert set(first) == {"path", "start_line", "end_line", "symbol", "qualname", "kind", "language", "score", "text"}
+    assert set(first) == {
+        "path",
+        "start_line",
+        "end_line",
+        "symbol",
+        "qualname",
+        "kind",
+        "language",
+        "score",
+        "text",
+    }
     assert first["path"] == "pkg/util/helpers.py" and first["start_line"] <= first["end_line"]
     assert "def parse_port" in first["text"]
     missing = codectx("search", "x", str(tmp_path / "nowhere"), cwd=tmp_path)
