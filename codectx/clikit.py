@@ -99,13 +99,23 @@ def settings_for(
     return settings
 
 
+def json_text(data: Any, indent: int | None = None) -> str:
+    """`data` as JSON that is valid UTF-8: non-ASCII text as is, unless it holds a lone surrogate
+    (a client's `\\ud800` echoed back, argv bytes that are not UTF-8), then all of it escaped."""
+    text = json.dumps(data, indent=indent, ensure_ascii=False, default=str)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(data, indent=indent, ensure_ascii=True, default=str)
+    return text
+
+
 def print_json(data: Any) -> None:
-    json.dump(data, sys.stdout, indent=2, ensure_ascii=False, default=str)
-    sys.stdout.write("\n")
+    sys.stdout.write(json_text(data, indent=2) + "\n")
 
 
 def print_jsonl(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.write(json_text(data) + "\n")
     sys.stdout.flush()
 
 

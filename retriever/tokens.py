@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 
 @runtime_checkable
@@ -68,14 +68,20 @@ class LocalTokenCounter:
         if cached is not None:
             self._cache.move_to_end(text)
             return cached
-        if self._additive:
-            value = self._count_words([text])[0]
-        else:
-            value = len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+        value = self._count_words([text])[0] if self._additive else len(self._encode([text])[0].ids)
         self._cache[text] = value
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
         return value
+
+    def _encode(self, texts: list[str]) -> list[Any]:
+        try:
+            encoded: list[Any] = self._tokenizer.encode_batch(texts, add_special_tokens=False)
+        except TypeError:  # a lone surrogate (from a client's JSON or argv): counted as U+FFFD
+            from codectx.indexer.walk.content import well_formed
+
+            encoded = self._tokenizer.encode_batch([well_formed(t) for t in texts], add_special_tokens=False)
+        return encoded
 
     def _count_words(self, texts: list[str]) -> list[int]:
         words = self._words
@@ -84,9 +90,7 @@ class LocalTokenCounter:
         if missing:
             if len(words) > WORD_CACHE:
                 words.clear()
-            for word, enc in zip(
-                missing, self._tokenizer.encode_batch(missing, add_special_tokens=False), strict=True
-            ):
+            for word, enc in zip(missing, self._encode(missing), strict=True):
                 words[word] = len(enc.ids)
         return [sum(words[w] for w in ws) for ws in split]
 
@@ -96,7 +100,7 @@ class LocalTokenCounter:
             if self._additive:
                 counts = self._count_words(missing)
             else:
-                encoded = self._tokenizer.encode_batch(missing, add_special_tokens=False)
+                encoded = self._encode(missing)
                 counts = [len(enc.ids) for enc in encoded]
             for text, value in zip(missing, counts, strict=True):
                 self._cache[text] = value

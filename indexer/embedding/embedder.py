@@ -60,6 +60,7 @@ from codectx.indexer.embedding.onnxbuild import MODEL_FILE, requantize_int8
 from codectx.indexer.errors import EmbedderError
 from codectx.indexer.model import Chunk
 from codectx.indexer.parsing.identifiers import split_identifier
+from codectx.indexer.walk.content import well_formed
 
 # Characters kept per text before tokenizing: far more than 256 tokens of code, far less than a big chunk.
 MAX_CHARS = 3000
@@ -304,4 +305,5 @@ class Embedder:
         with length (~10 ms per 64 tokens here), and a query's head says what it is about."""
         impl = self._load()
         self.calls += 1
-        return impl.encode([text[:MAX_CHARS]], max_tokens)[0]
+        # A query comes from a client (argv, JSON): a lone surrogate would make the tokenizer raise.
+        return impl.encode([well_formed(text[:MAX_CHARS])], max_tokens)[0]

@@ -9,6 +9,7 @@ generated and minified files (the patterns and limits are walk/skiprules.py's).
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 
 import pathspec
@@ -52,6 +53,23 @@ def decode_source(data: bytes) -> str:
         return data.decode("utf-8", errors="replace")
     codec, skip = found
     return data[skip:].decode(codec, errors="replace")
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def well_formed(text: str) -> str:
+    """`text` with lone surrogates replaced by U+FFFD, as `decode_source` replaces bad bytes.
+
+    A client can send them (a JSON escape such as `\\ud800` in a batch record, an LSP or MCP
+    message; argv's undecodable bytes): tokenizers refuse such strings with a TypeError, and
+    no valid text holds one, so the check costs one C-level encode on the usual path.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _LONE_SURROGATE.sub("\ufffd", text)
+    return text
 
 
 def text_head(head: bytes) -> bytes:

@@ -186,6 +186,30 @@ def test_search_batch_mode(tmp_path: Path) -> None:
     assert broken.returncode == 2 and "not valid JSON" in broken.stderr
 
 
+def test_lone_surrogates_from_a_client_are_read_as_replacement_characters(tmp_path: Path) -> None:
+    """A JSON escape such as \\ud800, or argv bytes that are not UTF-8, made the tokenizer raise:
+    the whole batch stopped with a traceback. They are read as U+FFFD, as bad bytes in a file are."""
+    root = copy_repo("python", tmp_path)
+    build_index(root)
+    records = [
+        json.dumps(
+            {"id": 1, "path": "app/main.py", "text": "def f\ud800():\n    fmt(", "line": 1, "character": 8}
+        ),
+        json.dumps({"id": 2, "path": "app/main.py", "line": 12, "character": 20}),
+    ]
+    done = codectx("context", "--batch", "-", ".", "--lexical", cwd=root, stdin="\n".join(records) + "\n")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    out = [json.loads(x) for x in done.stdout.splitlines()]
+    assert [o["id"] for o in out] == [1, 2] and all("budget" in o for o in out)
+    query = json.dumps({"id": "q", "query": "parse_port\ud800"})
+    found = codectx("search", "--batch", "-", ".", cwd=root, stdin=query + "\n")
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout)["results"][0]["symbol"] == "parse_port"
+    argv = codectx("search", "--json", "parse_port\udced\udca0\udc80", ".", cwd=root)  # bytes ED A0 80
+    assert argv.returncode == 0, argv.stderr
+    assert json.loads(argv.stdout)["results"][0]["symbol"] == "parse_port"
+
+
 def test_context_cli_explain_json_stdin_and_batch(tmp_path: Path) -> None:
     root = copy_repo("python", tmp_path)
     build_index(root)
