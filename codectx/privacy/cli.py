@@ -205,14 +205,21 @@ def _add_log(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log", metavar="FILE", help="audit log (default: <state dir>/codectx/audit.jsonl)")
 
 
-def _log(args: argparse.Namespace) -> AuditLog:
-    return AuditLog(Path(args.log).expanduser() if args.log else None)
+def _log(args: argparse.Namespace, named_must_exist: bool = False) -> AuditLog:
+    """The audit log the command reads. A `--log` that names nothing is a usage error when
+    `named_must_exist`: read as an empty log, a typo looked like "no requests logged yet" or a
+    clean chain. The default log not existing yet is a fresh install; a log gone beside its head
+    record is for verify to report as a break."""
+    log = AuditLog(Path(args.log).expanduser() if args.log else None)
+    if named_must_exist and args.log and not log.path.exists() and not head_path(log.path).exists():
+        raise UsageError(f"--log {args.log}: no such audit log ({log.path} does not exist)")
+    return log
 
 
 def _audit_show(args: argparse.Namespace) -> int:
     if args.last < 1:
         raise UsageError("--last must be at least 1")
-    log = _log(args)
+    log = _log(args, named_must_exist=True)
     entries = log.last(args.last)
     if args.json:
         for entry in entries:
@@ -248,12 +255,7 @@ def _summary(entry: dict[str, Any]) -> str:
 
 
 def _audit_verify(args: argparse.Namespace) -> int:
-    log = _log(args)
-    # A --log that names nothing verified as "0 entries, ok": a typo looked like a clean log. The
-    # default log not existing yet is a fresh install; a log gone beside its head record is for
-    # verify to report as a break.
-    if args.log and not log.path.exists() and not head_path(log.path).exists():
-        raise UsageError(f"--log {args.log}: no such audit log ({log.path} does not exist)")
+    log = _log(args, named_must_exist=True)
     verdict = log.verify()
     if args.json:
         print_json(verdict.as_dict())
@@ -281,7 +283,7 @@ def _audit_rotate(args: argparse.Namespace) -> int:
 
 
 def _audit_payload(args: argparse.Namespace) -> int:
-    data = _log(args).payload(args.id)
+    data = _log(args, named_must_exist=True).payload(args.id)
     sys.stdout.buffer.write(data + (b"" if data.endswith(b"\n") else b"\n"))
     sys.stdout.flush()
     return 0

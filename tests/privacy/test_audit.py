@@ -128,9 +128,21 @@ def test_show_and_payload_via_cli(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 
 def test_empty_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["audit", "show", "--log", str(tmp_path / "none.jsonl")]) == 0
+    (tmp_path / "empty.jsonl").write_text("")
+    assert main(["audit", "show", "--log", str(tmp_path / "empty.jsonl")]) == 0
     assert "no requests logged yet" in capsys.readouterr().out
     assert AuditLog(tmp_path / "none.jsonl").verify().ok
+
+
+def test_show_and_payload_of_a_named_log_that_does_not_exist_are_usage_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`audit show --log /typo` said "no requests logged yet", as if the log were empty."""
+    typo = str(tmp_path / "typo.jsonl")
+    assert main(["audit", "show", "--log", typo]) == 2
+    assert "no such audit log" in capsys.readouterr().err
+    assert main(["audit", "payload", "20260101T000000Z-00000000", "--log", typo]) == 2
+    assert "no such audit log" in capsys.readouterr().err
 
 
 def test_verify_of_a_named_log_that_does_not_exist_is_a_usage_error(
