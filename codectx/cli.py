@@ -240,6 +240,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
 
+INTERNAL_ERROR = 70  # sysexits.h EX_SOFTWARE: scripts tell a crash from "no index" (1)
+
+
 def entry() -> None:
     """The console script: `main`, then the process ends through `exit_process`, also when
     something raised SystemExit (argparse's usage errors and `--help`, a library's `sys.exit`) or
@@ -248,9 +251,13 @@ def entry() -> None:
         code = main()
     except SystemExit as exc:
         code = status_of(exc.code)
-    except Exception:  # a bug: its traceback, status 1, as the interpreter would report it
+    except Exception:  # a bug: its traceback, and a status of its own (EX_SOFTWARE), not 1 = "no index"
         sys.excepthook(*sys.exc_info())
-        code = 1
+        print(
+            f"codectx: internal error (a bug in codectx {__version__}; the traceback above says where)",
+            file=sys.stderr,
+        )
+        code = INTERNAL_ERROR
     exit_process(code)
 
 

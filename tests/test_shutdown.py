@@ -59,12 +59,16 @@ def test_a_process_without_lancedb_exits_the_ordinary_way(tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize(
-    ("raised", "shown"),
-    [("SystemExit('server stopped early')", "server stopped early"), ("RuntimeError('a bug')", "Traceback")],
+    ("raised", "shown", "status"),
+    [
+        ("SystemExit('server stopped early')", "server stopped early", 1),
+        ("RuntimeError('a bug')", "internal error (a bug in codectx", 70),
+    ],
 )
-def test_the_console_entry_ends_by_hand_after_an_exception(raised: str, shown: str) -> None:
+def test_the_console_entry_ends_by_hand_after_an_exception(raised: str, shown: str, status: int) -> None:
     # A library's sys.exit, argparse's, or a bug escaping `main` must not bring back the
-    # finalization skipped here; the status is the interpreter's (1 for both).
+    # finalization skipped here. SystemExit's status is the interpreter's (1 for a message); a bug
+    # has its own (70), so that a script tells it from "no index" (1).
     probe = (
         "import lancedb, sys, codectx.cli\n"
         # Interpreter finalization would call this (the step a hand exit skips).
@@ -76,8 +80,9 @@ def test_the_console_entry_ends_by_hand_after_an_exception(raised: str, shown: s
         "print('not reached')\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 1 and "not reached" not in done.stdout
+    assert done.returncode == status and "not reached" not in done.stdout
     assert shown in done.stderr and "FINALIZED" not in done.stderr
+    assert ("Traceback" in done.stderr) == (status == 70)
 
 
 def test_closed_standard_streams_keep_the_status() -> None:
