@@ -34,7 +34,7 @@ from codectx.indexer.errors import EmbedderError
 from codectx.runtime import no_onnx_telemetry
 
 MODEL_FILE = "model-int8.onnx"
-TORCH_EXTRA = "pip install 'codectx-local[torch]'"
+TORCH_EXTRA = "pip install './codectx[torch]' (in codectx's environment, from its checkout)"
 
 
 @contextmanager

@@ -33,7 +33,7 @@ local function check_command()
   local exe = vim.fn.exepath(cmd[1])
   if exe == "" then
     health.error(("server command not found: %s"):format(cmd[1]), {
-      "Install codectx: pipx install codectx-local (or uv tool install codectx-local)",
+      "Install codectx from a checkout (it is not on PyPI yet): pipx install ./codectx (or uv tool install ./codectx)",
       'Or point the plugin at it: require("codectx").setup({ cmd = { "/path/to/codectx", "lsp" } })',
     })
     return
@@ -49,7 +49,7 @@ local function check_command()
   else
     health.error(
       ("`%s` did not report a codectx version"):format(table.concat(cli, " ")),
-      { "Is another program called codectx first on PATH? The PyPI package is codectx-local." }
+      { "Is another program called codectx first on PATH? `codectx` on PyPI is an unrelated project; install this one from a checkout." }
     )
   end
 end

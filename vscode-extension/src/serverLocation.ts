@@ -9,7 +9,8 @@
  */
 import { type ExtensionSettings, resolveServerCommand, type ServerCommand } from "./settings";
 
-export const INSTALL_HINT = "pipx install codectx-local (or: uv tool install codectx-local)";
+export const INSTALL_HINT =
+  "pipx install ./codectx from a checkout of codectx (or: uv tool install ./codectx); it is not on PyPI yet";
 
 export type ServerSource = "command" | "interpreter" | "python-extension" | "path";
 
@@ -50,7 +51,7 @@ export function notFoundMessage(tried: string[]): string {
   return (
     `codectx: the codectx language server was not found (looked at ${tried.join("; ")}). ` +
     `Install it with ${INSTALL_HINT}, or into the selected Python environment with ` +
-    "pip install codectx-local; or set codectx.server.interpreter or codectx.server.command."
+    "pip install ./codectx; or set codectx.server.interpreter or codectx.server.command."
   );
 }
 

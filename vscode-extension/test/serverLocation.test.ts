@@ -47,7 +47,7 @@ describe("locateServer", () => {
     expect(isNotFound(found)).toBe(true);
     if (!isNotFound(found)) return;
     expect(found.tried).toEqual(["the Python extension's interpreter /usr/bin/python3 (no codectx there)", "`codectx` on PATH (not found)"]);
-    expect(found.message).toContain("pipx install codectx-local");
+    expect(found.message).toContain("pipx install ./codectx");
     expect(found.message).toContain("codectx.server.interpreter");
   });
 
