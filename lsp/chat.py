@@ -253,7 +253,7 @@ def register(server: CodectxServer) -> None:
         index = args.get("blockIndex")
         if not isinstance(index, int) or isinstance(index, bool):
             raise InvalidParams("codectx/chat/applyBlock needs blockIndex: number")
-        _folder, _path, rel, text = ls.document(uri)
+        folder, _path, rel, text = ls.document(uri)
         lines = split_lines(text)
         selection = None
         rng = args.get("range")
@@ -263,7 +263,8 @@ def register(server: CodectxServer) -> None:
                 raise LspError("range needs {start, end} positions")
             codec = Codec.of(ls.workspace.position_encoding)
             selection = (*clamp(lines, a, codec), *clamp(lines, b, codec))
-        new, warnings = chat.apply(cid, turn_id, index, rel, text, selection)
+        shown = ls.session(folder).redaction.shown(rel)
+        new, warnings = chat.apply(cid, turn_id, index, rel, text, selection, shown)
         edit = {
             "changes": {
                 uri: [{"range": {"start": {"line": 0, "character": 0}, "end": _end(text)}, "newText": new}]

@@ -20,7 +20,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from codectx.app import chat_prompt as prompt
@@ -40,7 +40,7 @@ from codectx.app.chat_store import ChatStore, UnknownConversation
 from codectx.app.chat_stream import OnDelta, Running, answer_tokens, context_budget, record_of, stream_answer
 from codectx.app.documents import DocumentCache
 from codectx.app.model import source_span
-from codectx.app.restore import restore_prose
+from codectx.app.restore import placeholders_between, restore_prose, unprotected
 from codectx.app.session import WorkspaceSession
 from codectx.backend.errors import BackendError
 from codectx.errors import CodectxError, UsageError
@@ -77,6 +77,7 @@ class ChatService:
         # the estimate from characters per token is low on text unlike code.
         self.token_factor: dict[str, float] = {}
         self.documents = DocumentCache()  # workspace files' texts, kept across turns
+        self._redactor: Any = None  # for exports, made on first use
 
     # ---- conversations ----------------------------------------------------------------------
 
@@ -94,7 +95,18 @@ class ChatService:
         return self.store.delete(conversation_id)
 
     def export(self, conversation_id: object) -> str:
-        return markdown(self.store.get(conversation_id))
+        """The conversation as Markdown to share (chat_model.markdown): answers with their
+        placeholders, the user's lines redacted with the user's settings."""
+        return markdown(self.store.get(conversation_id), self._redacted)
+
+    def _redacted(self, text: str) -> str:
+        if self._redactor is None:
+            from codectx.privacy.redact import Redactor
+            from codectx.settings import load_settings
+
+            self._redactor = Redactor(load_settings(None, {}))
+        shown: str = self._redactor.redact(text, "").text
+        return shown
 
     def record(self, conversation_id: object, turn_id: str) -> dict[str, Any]:
         """What a turn sent (the fields of the language server's request record)."""
@@ -121,13 +133,35 @@ class ChatService:
         path: str,
         text: str,
         selection: tuple[int, int, int, int] | None,
+        shown: Callable[[str], str] | None = None,
     ) -> tuple[str, list[str]]:
         """(the whole file after applying block `index` of an answer, warnings); EditRefused when the
-        result does not parse."""
+        result does not parse. `shown` (text -> as a request would send it; None: redaction is off)
+        checks the secrets the block puts back: one the model moved where no rule finds it keeps
+        its placeholder in the block, and a warning says so (restore.py)."""
         turn = self.store.get(conversation_id).turn(turn_id)
         if turn is None or turn.role != "assistant" or not 0 <= index < len(turn.blocks):
             raise CodectxError(f"turn {turn_id!r} has no code block {index!r}")
-        return apply_block(turn.blocks[index], path, text, selection)
+        block = turn.blocks[index]
+        new, warnings = apply_block(block, path, text, selection)
+        raw_blocks = blocks_of(turn.sent) if turn.sent else []
+        if shown is None or len(raw_blocks) != len(turn.blocks):
+            return new, warnings
+        put_back = placeholders_between(raw_blocks[index].text, block.text).originals
+        exposed = unprotected(text, new, put_back.values(), shown)
+        if not exposed:
+            return new, warnings
+        kept = block.text
+        for token, original in put_back.items():
+            if original in exposed:
+                kept = kept.replace(original, token)
+        new, warnings = apply_block(replace(block, text=kept), path, text, selection)
+        warnings.append(
+            f"{len(exposed)} redacted secret(s) were left as placeholders: the answer moved them "
+            "where codectx would not recognise them as secrets, and the next request would send "
+            "them in cleartext; put the value in yourself (an environment variable, a secrets file)"
+        )
+        return new, warnings
 
     # ---- a turn ---------------------------------------------------------------------------------
 
@@ -260,7 +294,11 @@ class ChatService:
         answer.record = record_of(turn, uri, answer, outcome, fitted.pieces, budget, tokens, served)
         answer.record["timings"] = {"context_ms": round(context_ms, 1), **outcome.timings}
         if n == 1 and conv.title == UNTITLED:
-            conv.title = turn.message.strip().split("\n", 1)[0][:60]
+            # As the request had it: a token pasted into the question is masked (then cut, so that
+            # no secret is cut where its rule would no longer see it).
+            first = turn.message.strip().split("\n", 1)[0]
+            pieces = session.redaction.pieces()
+            conv.title = (pieces.text(first, "") if pieces is not None else first)[:60]
         conv.turns += [user, answer]
         conv.updated_at = now()
         self.store.save(conv)

@@ -10,6 +10,7 @@ prefix cache hits), also after a restart.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
@@ -208,16 +209,18 @@ class Conversation:
         return Conversation(**fields, turns=turns)
 
 
-def markdown(conv: Conversation) -> str:
+def markdown(conv: Conversation, redact: Callable[[str], str] = lambda text: text) -> str:
     """A conversation as Markdown: each turn under its speaker, citations listed (1-based lines).
 
     Answers as the model wrote them, placeholders and all: an export is a file to share (saved in
     the current folder, perhaps the workspace, perhaps committed), and the answer the user saw has
-    the redacted secrets put back. The conversation store keeps that text in the user's state
-    folder, readable by the user only."""
-    out = [f"# {conv.title}", ""]
+    the redacted secrets put back. The user's own lines and the title are passed through `redact`
+    (a token pasted into a question was masked in the request, and stays masked here). The
+    conversation store keeps the text as typed and seen in the user's state folder, readable by
+    the user only."""
+    out = [f"# {redact(conv.title)}", ""]
     for t in conv.turns:
-        shown = (t.sent or t.text) if t.role == "assistant" else t.text
+        shown = (t.sent or t.text) if t.role == "assistant" else redact(t.text)
         out += [f"## {'You' if t.role == 'user' else 'codectx'}", "", shown.rstrip(), ""]
         out += [f"- {c.path}:{c.start_line + 1}-{c.end_line + 1} ({c.reason})" for c in t.citations]
         if t.citations:

@@ -20,7 +20,7 @@ from rich.markdown import Markdown
 
 from codectx.app.chat import ChatService
 from codectx.app.chat_cli import HELP, run_turn
-from codectx.app.chat_model import TurnResult, listed_citations, markdown
+from codectx.app.chat_model import TurnResult, listed_citations
 from codectx.errors import CodectxError
 from codectx.positions import split_location
 
@@ -140,7 +140,7 @@ class Shell:
                 self.set_file(rest)
             elif name == "/save":
                 target = Path(rest or f"codectx-chat-{self.cid}.md").expanduser()
-                target.write_text(markdown(self.chat.get(self.cid)) + "\n", encoding="utf-8")
+                target.write_text(self.chat.export(self.cid) + "\n", encoding="utf-8")
                 self.err.print(f"saved to {target}")
             else:
                 self.err.print(f"unknown command {name}; /help lists them")

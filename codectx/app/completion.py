@@ -19,8 +19,8 @@ from typing import Any
 
 from codectx.app.index import AssembledContext, RankedPiece
 from codectx.app.model import ServedModel, source_span
-from codectx.app.redaction import RequestRedaction, redact_around_cursor, redact_items
-from codectx.app.restore import restore_completion
+from codectx.app.redaction import RequestRedaction, cursor_offset, redact_around_cursor, redact_items
+from codectx.app.restore import restore_completion, restored_values, unprotected
 from codectx.app.results import Completion, DryRun, SentRequest
 from codectx.backend.errors import BackendOffline, BackendRejected, BackendTimeout, BackendUnavailable
 from codectx.backend.families import Family, detect_family, get_family
@@ -222,6 +222,21 @@ class Completer:
             on_sent(sent)
         return DryRun(prepared.content, prepared.endpoint, audit_id, built.prompt, note)
 
+    def _guard(
+        self, ask: CompletionAsk, raw: str, placeholders: Placeholders
+    ) -> Callable[[str], set[str]] | None:
+        """restored completion -> the secrets it would put where no rule finds them (restore.py)."""
+        shown = self.redaction.shown(ask.path)
+        if shown is None or "[REDACTED:" not in raw:
+            return None
+        at = cursor_offset(ask.text, ask.line, ask.character)
+        values = restored_values(raw, placeholders).values()
+
+        def exposed(restored: str) -> set[str]:
+            return unprotected(ask.text, ask.text[:at] + restored + ask.text[at:], values, shown)
+
+        return exposed
+
     async def complete(
         self,
         path: str,
@@ -297,7 +312,7 @@ class Completer:
                 if on_sent is not None:
                     on_sent(sent)
         final = postprocess(stream.text, prefix=prefix, suffix=suffix, mode=mode, special=family.special)
-        final = restore_completion(final, built.placeholders)
+        final = restore_completion(final, built.placeholders, self._guard(ask, final, built.placeholders))
         usage = stream.usage
         return Completion(
             text=final,

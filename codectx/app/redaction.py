@@ -129,6 +129,18 @@ class RequestRedaction:
             pieces.deadline = time.monotonic() + self.settings.privacy.scan_timeout_s
         return pieces
 
+    def shown(self, path: str) -> Callable[[str], str] | None:
+        """text -> that text of `path` as a request would send it (a fresh piece redactor per call,
+        so that one text's secrets do not mask another's); None when privacy.redact is off."""
+        if not self.settings.privacy.redact:
+            return None
+
+        def shown(text: str) -> str:
+            pieces = self.pieces()
+            return text if pieces is None else pieces.text(text, path)
+
+        return shown
+
     def reader(self, path: str, text: str) -> SourceReader:
         """path -> that file's text now, to scan around a retrieved chunk: the request's own document,
         an open buffer, else the file on disk (inside the workspace only)."""

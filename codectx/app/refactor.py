@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from codectx.app.index import (
@@ -25,7 +25,7 @@ from codectx.app.index import (
 )
 from codectx.app.model import ServedModel, source_span
 from codectx.app.redaction import RequestRedaction, redact_items
-from codectx.app.restore import restore_edit
+from codectx.app.restore import restore_edit, restored_values, unprotected
 from codectx.app.results import RefactorEdit, SentRequest
 from codectx.backend.errors import BackendProtocolError
 from codectx.backend.prompts import Snippet, document_lines, origin_label
@@ -267,15 +267,46 @@ async def refactor_edit(model: ServedModel, redaction: RequestRedaction, ask: Re
     answer, sent = await model.chat(
         "refactor", path, build_messages(request, items), sources, summaries, served
     )
-    code = parse_answer(answer, request.selection)
-    code, notes = restore_edit(code, request.selection, original, placeholders)
+    raw = parse_answer(answer, request.selection)
+    code, notes = restore_edit(raw, request.selection, original, placeholders)
     _, _, _, (a, b) = select_span(path, text, ask.selection)
+    shown = redaction.shown(path)
+    if shown is not None:
+        code, notes = _keep_protected(
+            raw, code, notes, (request.selection, original), placeholders, shown, ask
+        )
     try:
         check_parses(text, text[:a] + code + text[b:], language_for(path))
     except EditRefused as exc:
         exc.sent = sent
         raise
     return RefactorEdit(code, notes, sent)
+
+
+def _keep_protected(
+    raw: str,
+    code: str,
+    notes: list[str],
+    selection: tuple[str, str],
+    placeholders: Placeholders,
+    shown: Callable[[str], str],
+    ask: RefactorAsk,
+) -> tuple[str, list[str]]:
+    """`code` again without the secrets the model moved where no rule finds them (restore.py)."""
+    text = ask.text
+    _, _, _, (a, b) = select_span(ask.path, text, ask.selection)
+    values = restored_values(raw, placeholders)
+    exposed = unprotected(text, text[:a] + code + text[b:], values.values(), shown)
+    if not exposed:
+        return code, notes
+    refused = {t for t, v in values.items() if v in exposed}
+    code, notes = restore_edit(raw, selection[0], selection[1], placeholders, refused)
+    if unprotected(text, text[:a] + code + text[b:], values.values(), shown):
+        raise EditRefused(
+            "codectx refused the suggested edit: it moves a secret where codectx would not recognise "
+            "it as one, and the next request would send it; nothing was changed"
+        )
+    return code, notes
 
 
 def check_parses(before: str, after: str, language: str | None) -> None:

@@ -7,12 +7,22 @@ dropped, invented or garbled cannot be put back safely, so the lines involved
 are taken from the original selection instead, and a note says which.
 Completions get the same treatment, more simply: known placeholders are
 restored and a suggestion is cut before anything that only looks like one.
+
+A secret is put back only where codectx would still find it. Some are found by where they sit
+(`db_password = "Parsnipcrumble"`: letters only, a secret by its name); a model that moves the
+placeholder (`WELCOME = "[REDACTED:...]"`, into a tuple, into another file) would have the value
+written where no rule sees it, and the next request would send it in cleartext.
+`unprotected` finds such values: the edited lines (and a few around them) are redacted with and
+without the edit, and a value that shows more often in the redacted text afterwards would leave.
+Refactors then keep the lines of the file that held it; applied code blocks keep the placeholder
+there, with a warning; completions are cut before it.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable, Collection, Iterable
 
 from codectx.privacy.pieces import Placeholders
 
@@ -21,13 +31,76 @@ _TOKEN = re.compile(r"\[REDACTED:[a-z0-9-]+:[0-9a-f]{8}\]")
 _GARBLED = re.compile(r"REDACTED", re.IGNORECASE)
 
 
-def restore_completion(text: str, placeholders: Placeholders) -> str:
-    """A completion with known placeholders restored, cut before an unknown or garbled one."""
+Redact = Callable[[str], str]  # text -> that text as a request would send it (redacted)
+# Lines around an edit that are redacted with it: the context a rule reads (at most 4 lines around
+# a value). A request redacts a piece with 6 lines around it (privacy/pieces.py), so a secret whose
+# original stays within this window of its copy is masked there too, as the copy is here.
+WINDOW_LINES = 4
+
+
+def edit_window(before: str, after: str, pad: int = WINDOW_LINES) -> tuple[str, str]:
+    """The lines an edit changed, and `pad` lines around them, before and after the edit."""
+    a, b = before.split("\n"), after.split("\n")
+    head = 0
+    while head < min(len(a), len(b)) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - head and a[len(a) - 1 - tail] == b[len(b) - 1 - tail]:
+        tail += 1
+    first = max(0, head - pad)
+    return "\n".join(a[first : len(a) - max(0, tail - pad)]), "\n".join(
+        b[first : len(b) - max(0, tail - pad)]
+    )
+
+
+def unprotected(before: str, after: str, values: Iterable[str], redact: Redact) -> set[str]:
+    """The `values` (secrets put back by an edit) that `redact` leaves visible in `after` more often
+    than in `before`: the edit moved them where no rule finds them, and a request would send them."""
+    wanted = {v for v in values if v.strip()}
+    if not wanted:
+        return set()
+    old, new = edit_window(before, after)
+    shown_after = redact(new)
+    shown_before = redact(old)
+    return {v for v in wanted if shown_after.count(v) > shown_before.count(v)}
+
+
+def restored_values(raw: str, placeholders: Placeholders) -> dict[str, str]:
+    """token -> original, for the known placeholders in a model's `raw` text."""
+    return {t: placeholders.originals[t] for t in _TOKEN.findall(raw) if t in placeholders.originals}
+
+
+def placeholders_between(raw: str, restored: str) -> Placeholders:
+    """The placeholders that turned `raw` into `restored` (a stored answer, after a restart has lost
+    the mapping): the text between the tokens is the same in both."""
+    found = Placeholders()
+    tokens = _TOKEN.findall(raw)
+    if not tokens:
+        return found
+    pattern = "(.*?)".join(re.escape(part) for part in _TOKEN.split(raw))
+    m = re.fullmatch(pattern, restored, re.DOTALL)
+    if m is not None:
+        for token, original in zip(tokens, m.groups(), strict=True):
+            if original != token:
+                found.add(token, original)
+    return found
+
+
+def restore_completion(
+    text: str, placeholders: Placeholders, guard: Callable[[str], Collection[str]] | None = None
+) -> str:
+    """A completion with known placeholders restored, cut before an unknown or garbled one, and
+    before one whose secret `guard` (restored completion -> unprotected values) says would leave."""
     if not _GARBLED.search(text):
         return text
     for m in _TOKEN.finditer(text):
         if m.group(0) not in placeholders.originals:
             return _restore_tokens(_cut_before(text, m.start()), placeholders)
+    if guard is not None:
+        exposed = guard(_restore_tokens(text, placeholders))
+        for m in _TOKEN.finditer(text):
+            if placeholders.originals[m.group(0)] in exposed:
+                return _restore_tokens(_cut_before(text, m.start()), placeholders)
     rest = _TOKEN.sub("", text)
     if _GARBLED.search(rest):
         return _restore_tokens(_cut_before(text, _first_garbled(text, placeholders)), placeholders)
@@ -54,12 +127,18 @@ def restore_prose(text: str, placeholders: Placeholders) -> str:
     return _restore_tokens(text, placeholders)
 
 
-def restore_edit(code: str, sent: str, original: str, placeholders: Placeholders) -> tuple[str, list[str]]:
+def restore_edit(
+    code: str, sent: str, original: str, placeholders: Placeholders, refused: Collection[str] = ()
+) -> tuple[str, list[str]]:
     """(the edit with placeholders restored, notes on what could not be restored and what was kept).
 
     `sent` is the selection as the model saw it, `original` the same selection in the file; they
-    have the same lines (a token keeps the line breaks of what it replaced).
+    have the same lines (a token keeps the line breaks of what it replaced). `refused` tokens are
+    not put back (`unprotected` said their secret would leave from where the model put them): an
+    answer row holding one is handled as a garbled one, and selection lines holding one are kept.
     """
+    if refused:
+        placeholders = Placeholders({t: o for t, o in placeholders.originals.items() if t not in refused})
     sent_lines = sent.split("\n")
     orig_lines = original.split("\n")
     if len(sent_lines) != len(orig_lines):
@@ -68,7 +147,9 @@ def restore_edit(code: str, sent: str, original: str, placeholders: Placeholders
     bad = [_row_is_bad(row, placeholders) for row in rows]
     sent_tokens = _token_counts(sent, placeholders)
     answer_tokens = _token_counts(code, placeholders)
-    dropped = {t for t, n in sent_tokens.items() if answer_tokens.get(t, 0) < n}
+    dropped = {t for t, n in sent_tokens.items() if answer_tokens.get(t, 0) < n} | {
+        t for t in refused if t in sent
+    }
     notes: list[str] = []
     if not any(bad) and not dropped:
         return _restore_tokens(code, placeholders), notes
@@ -112,6 +193,11 @@ def restore_edit(code: str, sent: str, original: str, placeholders: Placeholders
         notes.append(
             f"the model dropped or changed a redacted secret; line(s) {shown} of the selection were kept "
             "as they are in the file"
+        )
+    if refused:
+        notes.append(
+            "the model moved a redacted secret where codectx would not recognise it as one (it would "
+            "be sent in cleartext next time); it was not put there"
         )
     if removed:
         notes.append(

@@ -143,3 +143,49 @@ def test_an_export_keeps_the_placeholders_the_model_saw_not_the_secrets_put_back
     text = markdown(conv)
     assert token in text and secret not in text
     assert "Why does connect fail?" in text
+
+
+def test_an_export_masks_a_token_the_user_pasted_into_a_question_and_the_title(tmp_path: Path) -> None:
+    """Red team 2: the question's token was masked in the request, and written whole into the
+    export (and the title made of it): exports are made to be shared."""
+    from codectx.app.chat import ChatService
+
+    pasted = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+    store = ChatStore(tmp_path / "chats")
+    conv = store.create(f"why does {pasted} get 401?")
+    conv.turns += [Turn("t1", "user", f"why does {pasted} get 401?"), Turn("t2", "assistant", "It expired.")]
+    store.save(conv)
+    text = ChatService(ChatStore(tmp_path / "chats")).export(conv.conversation_id)
+    assert pasted not in text and text.count("[REDACTED:github-token:") == 2
+    assert "get 401?" in text and "It expired." in text
+
+
+def test_apply_keeps_the_placeholder_of_a_secret_the_answer_moved_out_of_sight(tmp_path: Path) -> None:
+    """Red team 2: an answer put `WELCOME = "[REDACTED:...]"` (a password's placeholder) in a block;
+    applied, the restored `Parsnipcrumble` sat where no rule finds it, and the next request sent it.
+    The stored answer (after a restart: no mapping in memory) still tells what was put back."""
+    from codectx.app.chat import ChatService
+    from codectx.privacy.redact import Redactor
+    from codectx.settings import load_settings
+
+    redactor = Redactor(load_settings(None, {}, environ={}, user_config=tmp_path / "none.toml"))
+
+    def shown(text: str) -> str:
+        return redactor.redact(text, "app/greeting.py").text
+
+    token = "[REDACTED:keyword-assignment:0a1b2c3d]"
+    sent = f'Set it:\n```python\nWELCOME = "{token}"\n```\nand\n```python\ndb_password = "{token}"\n```\n'
+    text = sent.replace(token, "Parsnipcrumble")
+    store = ChatStore(tmp_path / "chats")
+    conv = store.create("t")
+    conv.turns += [Turn("u1", "user", "q"), Turn("a1", "assistant", text, blocks=blocks_of(text), sent=sent)]
+    store.save(conv)
+    chat = ChatService(ChatStore(tmp_path / "chats"))
+    source = "def greet():\n    return 1\n"
+    moved, warnings = chat.apply(conv.conversation_id, "a1", 0, "app/greeting.py", source, None, shown)
+    assert "Parsnipcrumble" not in moved and f'WELCOME = "{token}"' in moved
+    assert any("left as placeholders" in w for w in warnings)
+    kept, warnings = chat.apply(conv.conversation_id, "a1", 1, "app/greeting.py", source, None, shown)
+    assert 'db_password = "Parsnipcrumble"' in kept and not warnings
+    unchecked, _ = chat.apply(conv.conversation_id, "a1", 0, "app/greeting.py", source, None, None)
+    assert 'WELCOME = "Parsnipcrumble"' in unchecked  # privacy.redact off: nothing to keep it from

@@ -155,3 +155,86 @@ def test_a_completion_is_cut_before_a_placeholder_it_cannot_restore() -> None:
     assert restore_completion('x = 1\nt = "[REDACTED:github-token:99999999]"', ph) == "x = 1"
     assert restore_completion("x = 1\ny = REDACTED", ph) == "x = 1"
     assert restore_completion("plain", ph) == "plain"
+
+
+LETTERS = "Parsnipcrumble"  # a secret only by where it sits: letters only, under a password name
+SETTINGS_DOC = f'''def get_db_settings():
+    db_password = "{LETTERS}"
+    return {{"user": "app", "password": db_password}}
+'''
+
+
+async def test_a_secret_the_model_moves_out_of_sight_is_not_put_there(
+    tmp_path: Path, server: fs.FaultServer
+) -> None:
+    """Red team 2: the model answered `creds = ("app", "[REDACTED:...]")` and dropped the assignment;
+    put back, `Parsnipcrumble` sat where no rule finds it, and the next request sent it."""
+
+    def move(code: str) -> str:
+        token = re.findall(r"\[REDACTED:[a-z-]+:[0-9a-f]{8}\]", code)[0]
+        return f'def get_db_settings():\n    creds = ("app", "{token}")\n    return creds'
+
+    server.routes["/v1/chat/completions"] = model(move)
+    s = settings(tmp_path, server.url)
+    async with BackendClient(s) as client:
+        edit = await session(s, client).refactor_edit("db.py", SETTINGS_DOC, (0, 0, 3, 0), "tuple")
+    assert LETTERS not in server.requests[-1].body.decode()
+    assert f'("app", "{LETTERS}")' not in edit.code and "REDACTED" not in edit.code
+    assert f'    db_password = "{LETTERS}"' in edit.code  # the file's own line is kept
+    assert any("would not recognise it" in n for n in edit.notes)
+
+
+async def test_a_secret_kept_where_a_rule_finds_it_is_put_back(
+    tmp_path: Path, server: fs.FaultServer
+) -> None:
+    def rename(code: str) -> str:
+        return code.replace("db_password", "database_password")
+
+    server.routes["/v1/chat/completions"] = model(rename)
+    s = settings(tmp_path, server.url)
+    async with BackendClient(s) as client:
+        edit = await session(s, client).refactor_edit("db.py", SETTINGS_DOC, (0, 0, 3, 0), "rename")
+    assert edit.code == SETTINGS_DOC.replace("db_password", "database_password") and edit.notes == []
+
+
+def test_unprotected_compares_what_a_request_would_show_before_and_after_an_edit(tmp_path: Path) -> None:
+    from codectx.app.restore import unprotected
+    from codectx.privacy.redact import Redactor
+
+    redactor = Redactor(settings(tmp_path, "http://127.0.0.1:9/v1"))
+
+    def shown(text: str) -> str:
+        return redactor.redact(text, "app/x.py").text
+
+    before = SETTINGS_DOC + "\n" * 12 + "WELCOME = ''\n"  # out of reach of the assignment's line
+    moved = before.replace("WELCOME = ''", f'WELCOME = "{LETTERS}"')
+    assert unprotected(before, moved, [LETTERS], shown) == {LETTERS}
+    kept = before.replace("WELCOME = ''", f'admin_password = "{LETTERS}"')
+    assert unprotected(before, kept, [LETTERS], shown) == set()
+    # A value already visible before the edit is not the edit's doing.
+    assert unprotected(moved, moved + "\n", [LETTERS], shown) == set()
+
+
+def test_a_completion_is_cut_before_a_secret_it_would_move_out_of_sight() -> None:
+    ph = Placeholders({"[REDACTED:keyword-assignment:0123abcd]": LETTERS})
+
+    def guard(restored: str) -> set[str]:
+        return {LETTERS} if f'WELCOME = "{LETTERS}"' in restored else set()
+
+    moved = 'x = 1\nWELCOME = "[REDACTED:keyword-assignment:0123abcd]"'
+    assert restore_completion(moved, ph, guard) == "x = 1"
+    kept = 'x = 1\ndb_password = "[REDACTED:keyword-assignment:0123abcd]"'
+    assert restore_completion(kept, ph, guard) == f'x = 1\ndb_password = "{LETTERS}"'
+
+
+def test_placeholders_between_recovers_what_a_stored_answer_put_back() -> None:
+    from codectx.app.restore import placeholders_between
+
+    raw = 'a = "[REDACTED:github-token:0123abcd]"\nb = "[REDACTED:keyword-assignment:89abcdef]"'
+    restored = f'a = "{GH}"\nb = "{LETTERS}"'
+    assert placeholders_between(raw, restored).originals == {
+        "[REDACTED:github-token:0123abcd]": GH,
+        "[REDACTED:keyword-assignment:89abcdef]": LETTERS,
+    }
+    assert placeholders_between("no tokens", "no tokens").originals == {}
+    assert placeholders_between('a = "[REDACTED:github-token:0123abcd]"', "something else").originals == {}

@@ -293,3 +293,18 @@ async def test_implicit_context_params_and_titles(tmp_path: Path, repo: Path) ->
             "items"
         ]
         assert items[0]["value"] == "calc/report.py"
+
+
+async def test_a_title_made_of_the_first_question_is_as_the_request_had_it(
+    tmp_path: Path, repo: Path
+) -> None:
+    """Red team 2: a token pasted into the first question was masked in the request and kept whole
+    as the conversation's title, shown by chat/list and chat/get."""
+    pasted = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+    async with chat_session(tmp_path, repo) as lsp:
+        cid = (await call(lsp, "codectx/chat/start", {}))["conversationId"]
+        await call(lsp, "codectx/chat/send", {"conversationId": cid, "message": f"why does {pasted} fail?"})
+        (listed,) = (await call(lsp, "codectx/chat/list", {}))["conversations"]
+        assert pasted not in listed["title"] and listed["title"].startswith(
+            "why does [REDACTED:github-token:"
+        )
