@@ -6,7 +6,8 @@ document's text). The filter replaces each argument of a library's record
 below WARNING with its size and sha256 (short identifiers such as method
 names stay readable), and scrubs every record, codectx's own included, of
 the API keys it has been told about, bearer tokens, authorization headers,
-`api_key` fields and passwords in URLs. Log files are created mode 0600 (an
+`api_key` fields, passwords in URLs and tokens known by their prefix
+(`ghp_`, `glpat-`, `sk_live_`, `AKIA`, JWTs...). Log files are created mode 0600 (an
 existing one is made 0600).
 """
 
@@ -25,6 +26,16 @@ _PATTERNS = (
     re.compile(r"(?i)(authorization['\"]?\s*[:=]\s*['\"]?)(?!bearer\b)[^\s'\",}]+"),
     re.compile(r"(?i)(['\"]?api[_-]?key['\"]?\s*[:=]\s*['\"]?)[^\s'\",}]+"),
     re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^/\s:@]+:)[^@\s/]+(?=@)"),
+    # Tokens by their providers' prefixes, wherever they come from: a client can put one in any
+    # request parameter (`no conversation 'ghp_...'`), and codectx's own messages quote those.
+    re.compile(
+        r"()\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|"
+        r"gl(?:pat|dt|rt|ptt|cbt|ft|imt|oas)-[A-Za-z0-9_.-]{20,}|xox[abposre]-[0-9A-Za-z.-]{10,}|"
+        r"(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}|sk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}|"
+        r"npm_[A-Za-z0-9]{36}|pypi-AgE[A-Za-z0-9_-]{20,}|(?:AKIA|ASIA)[A-Z2-7]{16}|AIza[0-9A-Za-z_-]{35}|"
+        r"hv[sbr]\.[A-Za-z0-9_-]{20,}|whsec_[A-Za-z0-9+/=]{20,}|ya29\.[0-9A-Za-z_-]{20,}|"
+        r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})"
+    ),
 )
 _secrets: set[str] = set()
 _lock = threading.Lock()

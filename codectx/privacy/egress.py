@@ -49,6 +49,7 @@ class EgressGate:
         self._audit = audit
         self.redactor = redactor or Redactor(settings)
         self._root_seen: tuple[str, int, int, str] | None = None  # (root, st_dev, st_ino, real path)
+        self._paths_shown: dict[str, str] = {}  # path -> as the audit log holds it (_path_shown)
         # Long strings this gate already walked clean (a conversation's history, resent each turn).
         self._clean = CleanMemo()
 
@@ -227,23 +228,43 @@ class EgressGate:
         sources = []
         for span in prepared.sources:
             item = span.as_dict()
-            item["real"] = self._real(span.path)[0] if root is not None else None
+            item["path"] = self._path_shown(span.path)
+            item["real"] = self._path_shown(self._real(span.path)[0]) if root is not None else None
             sources.append(item)
+        redactions = []
+        for event in prepared.findings:
+            item = event.as_dict()
+            if isinstance(item.get("file"), str):
+                item["file"] = self._path_shown(item["file"])
+            redactions.append(item)
         entry: dict[str, Any] = {
             "method": getattr(prepared, "method", "POST"),
             "endpoint": prepared.endpoint,
             "bytes": len(prepared.content),
             "sha256": prepared.sha256,
-            "root": self.root_real() if root is not None else None,
+            "root": self._path_shown(self.root_real()) if root is not None else None,
             "sources": sources,
-            "redactions": [e.as_dict() for e in prepared.findings],
+            "redactions": redactions,
             "stripped_chars": prepared.stripped_chars,
             "ruleset": prepared.ruleset,
             "offline": self.offline,
         }
         if prepared.aliases:
-            entry["aliases"] = prepared.aliases
+            entry["aliases"] = {self._path_shown(p): alias for p, alias in prepared.aliases.items()}
         return entry
+
+    def _path_shown(self, path: str) -> str:
+        """A path as the audit log may hold it: a secret in a file's name (`cache/glpat-....json`)
+        is masked as in the request body, since the log holds "never a value"."""
+        if not self.settings.privacy.redact:
+            return path
+        shown = self._paths_shown.get(path)
+        if shown is None:
+            shown = self.redactor.redact(path, "").text
+            if len(self._paths_shown) > 4096:
+                self._paths_shown.clear()
+            self._paths_shown[path] = shown
+        return shown
 
     def _append(self, entry: dict[str, Any], prepared: PreparedRequest, sync: bool = True) -> dict[str, Any]:
         keep = self.settings.privacy.keep_payloads and prepared.content

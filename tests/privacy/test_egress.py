@@ -208,6 +208,20 @@ def test_a_piece_masked_before_the_prompt_keeps_its_length_in_the_audit_entry(tm
     assert event["length"] == len(GH)
 
 
+def test_a_secret_in_a_file_name_is_masked_in_the_audit_entry(tmp_path: Path) -> None:
+    """Red team 2: `cache/glpat-....json` was masked in the body and kept whole in the audit
+    entry's sources and in the very redaction event that masked it."""
+    token = "glpat-" + "Iz0Wiw8SE7diV3TMXVjM"
+    path = f"cache/{token}.json"
+    gate = _gate(tmp_path)
+    prepared = gate.prepare(ENDPOINT, _body(f"# file {path}\n{{}}\n"), [SourceSpan(path, 0, 1)])
+    assert token not in prepared.content.decode()
+    gate.record(prepared, True, "200")
+    (entry,) = list(gate.audit.entries())
+    assert entry["sources"][0]["path"].startswith("cache/[REDACTED:gitlab-token:")
+    assert entry["redactions"] and token not in (tmp_path / "audit.jsonl").read_text()
+
+
 def test_offline_mode_prepares_and_records_unsent(tmp_path: Path) -> None:
     gate = _gate(tmp_path, offline=True)
     assert gate.offline

@@ -170,6 +170,8 @@ def test_filter_scrubs_every_level_and_private_file_mode(tmp_path: Path) -> None
         logger.debug("message %s", json.dumps({"text": DOC}))
         logger.error("headers %s", {"Authorization": "Bearer abc.def.ghi"})
         mine.warning("url http://user:pa55word@host/v1 key sk-registered-abcdef api_key=xyz123")
+        # Red team 2: a token a client sent as a request parameter, quoted back by codectx's error.
+        mine.warning("no conversation %r", "ghp_" + "R3dT3amT0kenInAParam0000000000000000")
         try:
             raise ValueError(f"failed with Bearer {API_KEY}")
         except ValueError:
@@ -181,6 +183,7 @@ def test_filter_scrubs_every_level_and_private_file_mode(tmp_path: Path) -> None
     text = path.read_text()
     for needle in (SECRET, MARKER_TEXT, "abc.def.ghi", "pa55word", "sk-registered-abcdef", "xyz123", API_KEY):
         assert needle not in text, needle
+    assert "R3dT3amT0ken" not in text and "no conversation '[REDACTED]'" in text
     assert "sha256" in text and "boom" in text and "ValueError" in text
     assert path.stat().st_mode & 0o777 == 0o600
 
