@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+from collections.abc import Callable
 from pathlib import Path
 
 from codectx.lsp import observe
@@ -37,7 +39,27 @@ def _client_supports_configuration(server: CodectxServer) -> bool:
     return bool(caps and caps.workspace and caps.workspace.configuration)
 
 
-def _initial_folders(params: types.InitializeParams) -> list[Path]:
+def too_broad(root: Path) -> str | None:
+    """Why a folder the editor names is no workspace (the disk's root, the home folder), or None.
+
+    The command line never takes these by default (README); an editor opened on `~` or `/` made the
+    server index the whole home (codectx's own state folder with it) or disk, and count every path
+    on the machine as inside the workspace."""
+    real = root.resolve()
+    home = Path(os.path.expanduser("~")).resolve()
+    if real == Path(real.anchor):
+        what = "the root of the disk"
+    elif real == home:
+        what = "your home folder"
+    else:
+        return None
+    return (
+        f"codectx does not index {real} ({what}) as a workspace: open a project folder "
+        "(one holding .git, say) or add one to the workspace"
+    )
+
+
+def _initial_folders(params: types.InitializeParams, refuse: Callable[[str], object]) -> list[Path]:
     roots: list[Path] = []
     uris = [f.uri for f in params.workspace_folders or []]
     if not uris and params.root_uri:
@@ -49,7 +71,14 @@ def _initial_folders(params: types.InitializeParams) -> list[Path]:
             roots.append(uri_to_path(uri))
         except UriRefused as exc:
             log.warning("workspace folder refused: %s", exc)
-    return [r for r in roots if r.is_dir()]
+    kept = []
+    for root in roots:
+        why = too_broad(root) if root.is_dir() else "not a folder"
+        if why is None:
+            kept.append(root)
+        elif root.is_dir():
+            refuse(why)
+    return kept
 
 
 def register(server: CodectxServer) -> None:
@@ -59,7 +88,7 @@ def register(server: CodectxServer) -> None:
         if ls.log_bridge is not None:
             ls.log_bridge.attach(ls, asyncio.get_running_loop())
         ls.editor_settings = params.initialization_options
-        for root in _initial_folders(params):
+        for root in _initial_folders(params, ls.notices.once_ever):
             ls.workspaces.set_folder(root, ls.settings_for_root(root.resolve()))
         ls.default_settings = ls.settings_for_root(None)
         for folder in list(ls.workspaces.folders.values()):
@@ -168,7 +197,10 @@ def register(server: CodectxServer) -> None:
                 root = uri_to_path(added.uri).resolve()
             except UriRefused:
                 continue
-            if root.is_dir():
+            why = too_broad(root)
+            if why is not None:
+                ls.notices.once_ever(why)
+            elif root.is_dir():
                 folder = ls.workspaces.set_folder(root, ls.settings_for_root(root))
                 if folder.settings.lsp.index_on_open:
                     ls.workspaces.request_reindex(folder)

@@ -239,3 +239,32 @@ def test_tcp_argument_errors_are_clear() -> None:
     done = subprocess.run([*SERVER_COMMAND, "--tcp", "nonsense"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert "codectx: error: --tcp expects HOST:PORT" in done.stderr and "Traceback" not in done.stderr
+
+
+async def test_the_home_folder_and_the_disk_root_are_no_workspace_folders(tmp_path: Path, repo: Path) -> None:
+    """Red team 2: an editor opened on `~` (or `/`) made the server index the whole home (its own
+    state folder with it) or the disk, and take every path on the machine for a workspace file.
+    The command line never takes them; nor does the server now: it says why, and serves the rest."""
+    home = tmp_path / "_home"  # the server's HOME (server_env)
+    home.mkdir()
+    (home / "notes.py").write_text("def secret_notes():\n    return 1\n")
+    async with lsp_session(tmp_path, home, wait_warm=False) as lsp:
+        await wait_for(lambda: any("does not index" in m.message for m in lsp.messages), timeout=60)
+        assert any("your home folder" in m.message for m in lsp.messages)
+        lsp.workspace_did_change_workspace_folders(
+            types.DidChangeWorkspaceFoldersParams(
+                event=types.WorkspaceFoldersChangeEvent(
+                    added=[
+                        types.WorkspaceFolder(uri="file:///", name="root"),
+                        types.WorkspaceFolder(uri=repo.as_uri(), name="repo"),
+                    ],
+                    removed=[],
+                )
+            )
+        )
+        await wait_for(lambda: any("the root of the disk" in m.message for m in lsp.messages), timeout=60)
+        status = await lsp.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="codectx.status")
+        )
+        assert [f["root"] for f in status["folders"]] == [str(repo.resolve())]
+    assert not (home / ".codectx").exists() and not Path("/.codectx").exists()

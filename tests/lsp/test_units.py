@@ -62,7 +62,17 @@ def test_broken_workspace_toml_is_reported_not_fatal(tmp_path: Path) -> None:
     assert any("invalid TOML" in p for p in result.problems)
 
 
-@pytest.mark.parametrize("uri", ["untitled:x", "vscode-notebook-cell:/a", "file://host/a.py", "ftp://x/a.py"])
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "untitled:x",
+        "vscode-notebook-cell:/a",
+        "file://host/a.py",
+        "ftp://x/a.py",
+        "file:///ws/.env?x=1",  # red team 2: read as `.env`, judged apart from it in places
+        "file:///ws/.env#L1",
+    ],
+)
 def test_non_local_uris_refused(uri: str) -> None:
     with pytest.raises(UriRefused):
         uri_to_path(uri)
