@@ -44,13 +44,15 @@ def too_broad(root: Path) -> str | None:
 
     The command line never takes these by default (README); an editor opened on `~` or `/` made the
     server index the whole home (codectx's own state folder with it) or disk, and count every path
-    on the machine as inside the workspace."""
+    on the machine as inside the workspace. A folder above the home (`/home`) holds it too."""
     real = root.resolve()
     home = Path(os.path.expanduser("~")).resolve()
     if real == Path(real.anchor):
         what = "the root of the disk"
     elif real == home:
         what = "your home folder"
+    elif home.is_relative_to(real):
+        what = "a folder holding your home folder"
     else:
         return None
     return (

@@ -25,7 +25,8 @@ def uri_to_path(uri: str) -> Path:
     if parsed.query or parsed.fragment:
         # Editors percent-encode `?` and `#` in file names; a raw one is a query or fragment, which
         # names no file (`.env?x=1` was read as `.env`, but judged apart from it in places).
-        raise UriRefused(f"not a document: a file URI with a query or fragment ({uri})")
+        # The path only: a query can hold a password, and this message goes to logs.
+        raise UriRefused(f"not a document: a file URI with a query or fragment ({unquote(parsed.path)})")
     raw = unquote(parsed.path)
     if "\0" in raw:  # `%00`: no file has such a name, and the OS calls would raise ValueError
         raise UriRefused(f"not a file name (it contains a NUL character): {uri}")

@@ -40,7 +40,8 @@ from codectx.app.chat_store import ChatStore, UnknownConversation
 from codectx.app.chat_stream import OnDelta, Running, answer_tokens, context_budget, record_of, stream_answer
 from codectx.app.documents import DocumentCache
 from codectx.app.model import source_span
-from codectx.app.restore import placeholders_between, restore_prose, unprotected
+from codectx.app.refactor import EditRefused
+from codectx.app.restore import placeholders_between, restore_prose, restored_values, unprotected
 from codectx.app.session import WorkspaceSession
 from codectx.backend.errors import BackendError
 from codectx.errors import CodectxError, UsageError
@@ -133,35 +134,59 @@ class ChatService:
         path: str,
         text: str,
         selection: tuple[int, int, int, int] | None,
-        shown: Callable[[str], str] | None = None,
+        shown: Callable[[str], str] | None,
     ) -> tuple[str, list[str]]:
         """(the whole file after applying block `index` of an answer, warnings); EditRefused when the
-        result does not parse. `shown` (text -> as a request would send it; None: redaction is off)
-        checks the secrets the block puts back: one the model moved where no rule finds it keeps
-        its placeholder in the block, and a warning says so (restore.py)."""
+        result does not parse.
+
+        `shown` (text -> as a request would send it; None only when privacy.redact is off) checks
+        the secrets the block puts back (restore.py): one the model moved where no rule finds it
+        keeps its placeholder in the block, and a warning says so. When the block's secrets cannot
+        be told apart (no mapping in memory after a restart, and the stored texts do not align), all
+        of them keep their placeholders: unchecked, none is written."""
         turn = self.store.get(conversation_id).turn(turn_id)
         if turn is None or turn.role != "assistant" or not 0 <= index < len(turn.blocks):
             raise CodectxError(f"turn {turn_id!r} has no code block {index!r}")
         block = turn.blocks[index]
-        new, warnings = apply_block(block, path, text, selection)
         raw_blocks = blocks_of(turn.sent) if turn.sent else []
-        if shown is None or len(raw_blocks) != len(turn.blocks):
+        raw = raw_blocks[index] if len(raw_blocks) == len(turn.blocks) else None
+        if shown is None or (raw is not None and raw.text == block.text):
+            return apply_block(block, path, text, selection)  # nothing was put back in this block
+        put_back = self._put_back(conversation_id, raw.text, block.text) if raw is not None else None
+        if raw is None or put_back is None:
+            if raw is None:
+                raise EditRefused(
+                    "codectx cannot tell which secrets this code block puts back (the stored answer "
+                    "does not match what the model sent); nothing was changed"
+                )
+            new, warnings = apply_block(raw, path, text, selection)
+            warnings.append(
+                "the redacted secrets in this block were left as placeholders: codectx could not tell "
+                "them apart to check where they go; put the values in yourself"
+            )
             return new, warnings
-        put_back = placeholders_between(raw_blocks[index].text, block.text).originals
-        exposed = unprotected(text, new, put_back.values(), shown)
+        new, warnings = apply_block(block, path, text, selection)
+        exposed = unprotected(text, new, put_back.originals.values(), shown)
         if not exposed:
             return new, warnings
-        kept = block.text
-        for token, original in put_back.items():
-            if original in exposed:
-                kept = kept.replace(original, token)
-        new, warnings = apply_block(replace(block, text=kept), path, text, selection)
+        kept = Placeholders({t: o for t, o in put_back.originals.items() if o not in exposed})
+        new, warnings = apply_block(replace(block, text=restore_prose(raw.text, kept)), path, text, selection)
         warnings.append(
             f"{len(exposed)} redacted secret(s) were left as placeholders: the answer moved them "
             "where codectx would not recognise them as secrets, and the next request would send "
             "them in cleartext; put the value in yourself (an environment variable, a secrets file)"
         )
         return new, warnings
+
+    def _put_back(self, conversation_id: object, raw: str, restored: str) -> Placeholders | None:
+        """What restoring `raw` (a block as the model sent it) into `restored` put back: from this
+        process's mapping when it made the answer, else from the two texts; None if unsure."""
+        known = self.placeholders.get(str(conversation_id))
+        if known is not None:
+            mapping = restored_values(raw, known)
+            if restore_prose(raw, Placeholders(mapping)) == restored:
+                return Placeholders(mapping)
+        return placeholders_between(raw, restored)
 
     # ---- a turn ---------------------------------------------------------------------------------
 
@@ -261,7 +286,7 @@ class ChatService:
         turn_id = f"a{n}"
         for kind, message in fitted.notices:
             tell(kind, message, None)
-        user = Turn(f"u{n}", "user", turn.message.strip(), sent=fitted.content)
+        user = Turn(f"u{n}", "user", turn.message.strip(), sent=fitted.content, shown=question)
         known = self.placeholders.setdefault(conv.conversation_id, Placeholders())
         if pieces is not None:
             for token, original in pieces.placeholders.originals.items():
@@ -294,11 +319,9 @@ class ChatService:
         answer.record = record_of(turn, uri, answer, outcome, fitted.pieces, budget, tokens, served)
         answer.record["timings"] = {"context_ms": round(context_ms, 1), **outcome.timings}
         if n == 1 and conv.title == UNTITLED:
-            # As the request had it: a token pasted into the question is masked (then cut, so that
-            # no secret is cut where its rule would no longer see it).
-            first = turn.message.strip().split("\n", 1)[0]
-            pieces = session.redaction.pieces()
-            conv.title = (pieces.text(first, "") if pieces is not None else first)[:60]
+            # As the request had it: a token pasted into the question is masked (masked, then cut,
+            # so that no secret is cut where its rule would no longer see it).
+            conv.title = question.split("\n", 1)[0][:60]
         conv.turns += [user, answer]
         conv.updated_at = now()
         self.store.save(conv)

@@ -146,6 +146,7 @@ class Turn:
     cancelled: bool = False
     sent: str = ""  # user: the content as the model saw it; assistant: the model's raw answer
     record: dict[str, Any] = field(default_factory=dict)  # assistant: what the turn sent (context)
+    shown: str = ""  # user: the question as the model saw it (secrets masked); "" in older turns
 
     def content_wire(self, uri_of: Any) -> dict[str, Any]:
         """What a turn says, on the wire: its text, citations and code blocks."""
@@ -214,13 +215,14 @@ def markdown(conv: Conversation, redact: Callable[[str], str] = lambda text: tex
 
     Answers as the model wrote them, placeholders and all: an export is a file to share (saved in
     the current folder, perhaps the workspace, perhaps committed), and the answer the user saw has
-    the redacted secrets put back. The user's own lines and the title are passed through `redact`
-    (a token pasted into a question was masked in the request, and stays masked here). The
+    the redacted secrets put back. The user's lines are the questions as the request had them (a
+    token pasted into a question was masked there, and stays masked here); turns stored before
+    that was kept, and the title, are passed through `redact`. The
     conversation store keeps the text as typed and seen in the user's state folder, readable by
     the user only."""
     out = [f"# {redact(conv.title)}", ""]
     for t in conv.turns:
-        shown = (t.sent or t.text) if t.role == "assistant" else redact(t.text)
+        shown = (t.sent or t.text) if t.role == "assistant" else (t.shown or redact(t.text))
         out += [f"## {'You' if t.role == 'user' else 'codectx'}", "", shown.rstrip(), ""]
         out += [f"- {c.path}:{c.start_line + 1}-{c.end_line + 1} ({c.reason})" for c in t.citations]
         if t.citations:

@@ -272,9 +272,8 @@ async def refactor_edit(model: ServedModel, redaction: RequestRedaction, ask: Re
     _, _, _, (a, b) = select_span(path, text, ask.selection)
     shown = redaction.shown(path)
     if shown is not None:
-        code, notes = _keep_protected(
-            raw, code, notes, (request.selection, original), placeholders, shown, ask
-        )
+        selection = (request.selection, original)
+        code, notes = _keep_protected(raw, code, notes, selection, placeholders, shown, text, (a, b))
     try:
         check_parses(text, text[:a] + code + text[b:], language_for(path))
     except EditRefused as exc:
@@ -287,20 +286,21 @@ def _keep_protected(
     raw: str,
     code: str,
     notes: list[str],
-    selection: tuple[str, str],
+    sent_and_original: tuple[str, str],
     placeholders: Placeholders,
     shown: Callable[[str], str],
-    ask: RefactorAsk,
+    text: str,
+    span: tuple[int, int],
 ) -> tuple[str, list[str]]:
-    """`code` again without the secrets the model moved where no rule finds them (restore.py)."""
-    text = ask.text
-    _, _, _, (a, b) = select_span(ask.path, text, ask.selection)
+    """`code` (the selection `span` of `text`, rewritten) again without the secrets the model moved
+    where no rule finds them (restore.py); `sent_and_original`: the selection as sent, as in the file."""
+    a, b = span
     values = restored_values(raw, placeholders)
     exposed = unprotected(text, text[:a] + code + text[b:], values.values(), shown)
     if not exposed:
         return code, notes
     refused = {t for t, v in values.items() if v in exposed}
-    code, notes = restore_edit(raw, selection[0], selection[1], placeholders, refused)
+    code, notes = restore_edit(raw, sent_and_original[0], sent_and_original[1], placeholders, refused)
     if unprotected(text, text[:a] + code + text[b:], values.values(), shown):
         raise EditRefused(
             "codectx refused the suggested edit: it moves a secret where codectx would not recognise "

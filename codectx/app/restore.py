@@ -12,19 +12,21 @@ A secret is put back only where codectx would still find it. Some are found by w
 (`db_password = "Parsnipcrumble"`: letters only, a secret by its name); a model that moves the
 placeholder (`WELCOME = "[REDACTED:...]"`, into a tuple, into another file) would have the value
 written where no rule sees it, and the next request would send it in cleartext.
-`unprotected` finds such values: the edited lines (and a few around them) are redacted with and
-without the edit, and a value that shows more often in the redacted text afterwards would leave.
-Refactors then keep the lines of the file that held it; applied code blocks keep the placeholder
-there, with a warning; completions are cut before it.
+`unprotected` finds such values: each occurrence on an edited line is redacted with the lines a
+request would scan around it, alone, and one that still shows would leave. Refactors then keep
+the lines of the file that held it; applied code blocks keep the placeholder there, with a
+warning (the one case where a file gets a placeholder: the user sees it in the diff); completions
+are cut before it.
 """
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import re
 from collections.abc import Callable, Collection, Iterable
 
-from codectx.privacy.pieces import Placeholders
+from codectx.privacy.pieces import MARGIN_LINES, Placeholders
 
 _TOKEN = re.compile(r"\[REDACTED:[a-z0-9-]+:[0-9a-f]{8}\]")
 # Anything the model may have made of a placeholder: a truncated or re-cased token, the bare word.
@@ -32,14 +34,11 @@ _GARBLED = re.compile(r"REDACTED", re.IGNORECASE)
 
 
 Redact = Callable[[str], str]  # text -> that text as a request would send it (redacted)
-# Lines around an edit that are redacted with it: the context a rule reads (at most 4 lines around
-# a value). A request redacts a piece with 6 lines around it (privacy/pieces.py), so a secret whose
-# original stays within this window of its copy is masked there too, as the copy is here.
-WINDOW_LINES = 4
 
 
-def edit_window(before: str, after: str, pad: int = WINDOW_LINES) -> tuple[str, str]:
-    """The lines an edit changed, and `pad` lines around them, before and after the edit."""
+def changed_lines(before: str, after: str) -> tuple[int, int]:
+    """[first, end) of the lines of `after` that an edit of `before` changed (same head and tail
+    lines left out); an empty range when nothing changed."""
     a, b = before.split("\n"), after.split("\n")
     head = 0
     while head < min(len(a), len(b)) and a[head] == b[head]:
@@ -47,22 +46,38 @@ def edit_window(before: str, after: str, pad: int = WINDOW_LINES) -> tuple[str, 
     tail = 0
     while tail < min(len(a), len(b)) - head and a[len(a) - 1 - tail] == b[len(b) - 1 - tail]:
         tail += 1
-    first = max(0, head - pad)
-    return "\n".join(a[first : len(a) - max(0, tail - pad)]), "\n".join(
-        b[first : len(b) - max(0, tail - pad)]
-    )
+    return head, len(b) - tail
 
 
 def unprotected(before: str, after: str, values: Iterable[str], redact: Redact) -> set[str]:
-    """The `values` (secrets put back by an edit) that `redact` leaves visible in `after` more often
-    than in `before`: the edit moved them where no rule finds them, and a request would send them."""
+    """The `values` (secrets an edit puts back) that a later request could send from `after`.
+
+    Each occurrence on a line the edit changed is judged on its own, as a request would see it:
+    the lines a request scans around a piece (MARGIN_LINES either side; privacy/pieces.py) are
+    redacted alone, and the value must not show there. Redacting the whole edit at once would not
+    do: once a value is found secret, every other occurrence in the same text is masked, so a copy
+    20 lines below the original looked protected, and a request sending only the copy's lines
+    sent the value."""
     wanted = {v for v in values if v.strip()}
     if not wanted:
         return set()
-    old, new = edit_window(before, after)
-    shown_after = redact(new)
-    shown_before = redact(old)
-    return {v for v in wanted if shown_after.count(v) > shown_before.count(v)}
+    first, end = changed_lines(before, after)
+    rows = after.split("\n")
+    starts = [0]
+    for row in rows:
+        starts.append(starts[-1] + len(row) + 1)
+    exposed: set[str] = set()
+    for value in wanted:
+        at = after.find(value, starts[first]) if first < len(rows) else -1
+        while at != -1 and at < starts[end]:
+            line = bisect.bisect_right(starts, at) - 1
+            last = line + value.count("\n")
+            window = "\n".join(rows[max(0, line - MARGIN_LINES) : last + MARGIN_LINES + 1])
+            if value in redact(window):
+                exposed.add(value)
+                break
+            at = after.find(value, at + len(value))
+    return exposed
 
 
 def restored_values(raw: str, placeholders: Placeholders) -> dict[str, str]:
@@ -70,20 +85,43 @@ def restored_values(raw: str, placeholders: Placeholders) -> dict[str, str]:
     return {t: placeholders.originals[t] for t in _TOKEN.findall(raw) if t in placeholders.originals}
 
 
-def placeholders_between(raw: str, restored: str) -> Placeholders:
+def placeholders_between(raw: str, restored: str) -> Placeholders | None:
     """The placeholders that turned `raw` into `restored` (a stored answer, after a restart has lost
-    the mapping): the text between the tokens is the same in both."""
-    found = Placeholders()
+    the mapping), or None when they cannot be told apart for sure.
+
+    The text between the tokens is the same in both, except the line breaks a multi-line value's
+    token kept (`_restore_tokens` takes them back). One pass left to right, each literal found
+    with `str.find` (a regex of lazy groups backtracked exponentially on a model's answer), and
+    the result checked by restoring `raw` with it."""
+    parts = _TOKEN.split(raw)
     tokens = _TOKEN.findall(raw)
+    found = Placeholders()
     if not tokens:
         return found
-    pattern = "(.*?)".join(re.escape(part) for part in _TOKEN.split(raw))
-    m = re.fullmatch(pattern, restored, re.DOTALL)
-    if m is not None:
-        for token, original in zip(tokens, m.groups(), strict=True):
-            if original != token:
-                found.add(token, original)
-    return found
+    if not restored.startswith(parts[0]):
+        return None
+    pos = len(parts[0])
+    for i, token in enumerate(tokens):
+        literal = parts[i + 1]
+        last = i == len(tokens) - 1
+        breaks = len(literal) - len(literal.lstrip("\n"))
+        for k in range(breaks + 1):
+            rest = literal[k:]
+            if last:
+                end = len(restored) - len(rest) if restored.endswith(rest) else -1
+            elif not rest:
+                return None  # two tokens with only line breaks between: ambiguous
+            else:
+                end = restored.find(rest, pos)
+            if end >= pos and restored.count("\n", pos, end) >= k:
+                break
+        else:
+            return None
+        found.add(token, restored[pos:end])
+        pos = end + len(rest)
+    if _restore_tokens(raw, found) != restored:
+        return None
+    return Placeholders({t: o for t, o in found.originals.items() if o != t})
 
 
 def restore_completion(

@@ -34,7 +34,7 @@ SECRET_FILES: tuple[str, ...] = (
     "**/.docker/config.json", "service-account*.json", "*service-account*.json", "*service_account*.json",
     "*.ovpn", "secrets.yml", "secrets.yaml", "secrets.json", "secrets.toml", ".vault-token", ".my.cnf",
     ".s3cfg", ".boto", ".dockercfg", ".dev.vars", "local.settings.json", "**/.ssh/*", ".git/",
-    "cookies.txt", "cookies.sqlite*", "*.cookiejar", "cookiejar*",
+    "cookies.txt", "cookies.sqlite*", "*.cookiejar", "cookiejar.txt", "cookiejar.json",
 )  # fmt: skip
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import re2
 
-from codectx.privacy import filters, sqlrows, views
+from codectx.privacy import filters, views
 from codectx.privacy.errors import ScanTimeout
 from codectx.privacy.keys import load_or_create_key, tag
 from codectx.privacy.rules import Rule, RuleSet, default_rules
@@ -276,24 +276,7 @@ class Redactor:
                 _Hit(lo + h.start, lo + h.end, h.priority, h.rule)
                 for h in self._hits(plain, origin, deadline)
             ]
-        for start, end, column in sqlrows.secret_values(text):
-            out += self._column_hits(start, end, column, text[start:end], origin, deadline)
         return out
-
-    def _column_hits(
-        self, start: int, end: int, column: str, value: str, origin: str, deadline: float | None
-    ) -> list[_Hit]:
-        """A SQL row's value read as `column = "value"`: the assignment rules decide (sqlrows.py)."""
-        if '"' in value or "\n" in value:
-            return []
-        head = f'{column} = "'
-        hits = self._hits(f'{head}{value}"\n', origin, deadline)
-        at = len(head)
-        return [
-            _Hit(start + h.start - at, start + h.end - at, h.priority, h.rule)
-            for h in hits
-            if h.start >= at and h.end <= at + (end - start)
-        ]
 
     def _run_hit(self, start: int, end: int, decoded: str, origin: str, deadline: float | None) -> list[_Hit]:
         """A decoded run (base64, escapes) holding a secret is redacted whole, under the rule that

@@ -189,3 +189,40 @@ def test_apply_keeps_the_placeholder_of_a_secret_the_answer_moved_out_of_sight(t
     assert 'db_password = "Parsnipcrumble"' in kept and not warnings
     unchecked, _ = chat.apply(conv.conversation_id, "a1", 0, "app/greeting.py", source, None, None)
     assert 'WELCOME = "Parsnipcrumble"' in unchecked  # privacy.redact off: nothing to keep it from
+
+
+def test_apply_checks_a_block_with_a_multi_line_secret_and_fails_closed_when_unsure(tmp_path: Path) -> None:
+    """The review: a private key's token keeps its line breaks and restoring takes them back, so
+    the stored texts did not align, and the block was applied unchecked (WELCOME in clear). Now they
+    align; and when they cannot, every placeholder stays."""
+    from codectx.app.chat import ChatService
+    from codectx.app.restore import restore_prose
+    from codectx.privacy.pieces import Placeholders
+    from codectx.privacy.redact import Redactor
+    from codectx.settings import load_settings
+
+    redactor = Redactor(load_settings(None, {}, environ={}, user_config=tmp_path / "none.toml"))
+
+    def shown(text: str) -> str:
+        return redactor.redact(text, "app/keys.py").text
+
+    key_token, word_token = "[REDACTED:private-key:11112222]", "[REDACTED:keyword-assignment:0a1b2c3d]"
+    key = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----"
+    sent = f'Here:\n```python\nKEY = """{key_token}\n\n"""\nWELCOME = "{word_token}"\n```\n'
+    text = restore_prose(sent, Placeholders({key_token: key, word_token: "Parsnipcrumble"}))
+    store = ChatStore(tmp_path / "chats")
+    conv = store.create("t")
+    conv.turns += [Turn("u1", "user", "q"), Turn("a1", "assistant", text, blocks=blocks_of(text), sent=sent)]
+    store.save(conv)
+    chat = ChatService(ChatStore(tmp_path / "chats"))
+    new, warnings = chat.apply(conv.conversation_id, "a1", 0, "app/keys.py", "x = 1\n", None, shown)
+    assert "Parsnipcrumble" not in new and f'WELCOME = "{word_token}"' in new and key in new
+    assert any("left as placeholders" in w for w in warnings)
+    # A stored answer whose block no longer matches what the model sent: nothing is put back.
+    tampered = text.replace("Here:", "Here it is:").replace("WELCOME", "GREETING")
+    conv.turns[1] = Turn("a1", "assistant", tampered, blocks=blocks_of(tampered), sent=sent)
+    store.save(conv)
+    chat = ChatService(ChatStore(tmp_path / "chats"))
+    new, warnings = chat.apply(conv.conversation_id, "a1", 0, "app/keys.py", "x = 1\n", None, shown)
+    assert "Parsnipcrumble" not in new and "BEGIN PRIVATE KEY" not in new and key_token in new
+    assert any("could not tell" in w for w in warnings)

@@ -213,6 +213,14 @@ def test_unprotected_compares_what_a_request_would_show_before_and_after_an_edit
     assert unprotected(before, kept, [LETTERS], shown) == set()
     # A value already visible before the edit is not the edit's doing.
     assert unprotected(moved, moved + "\n", [LETTERS], shown) == set()
+    # The review: a copy far below the original was masked by it when the edit was redacted as one
+    # text (a value found secret is masked wherever it recurs); a request sending only the copy's
+    # lines sent it. Each occurrence is judged with the lines a request scans around it.
+    filler = "".join(f"x{i} = {i}\n" for i in range(20))
+    copied = SETTINGS_DOC + filler + f'WELCOME = "{LETTERS}"\n'
+    assert unprotected(SETTINGS_DOC, copied, [LETTERS], shown) == {LETTERS}
+    near = SETTINGS_DOC + f'WELCOME = "{LETTERS}"\n'  # within a request's margin of the original
+    assert unprotected(SETTINGS_DOC, near, [LETTERS], shown) == set()
 
 
 def test_a_completion_is_cut_before_a_secret_it_would_move_out_of_sight() -> None:
@@ -236,5 +244,16 @@ def test_placeholders_between_recovers_what_a_stored_answer_put_back() -> None:
         "[REDACTED:github-token:0123abcd]": GH,
         "[REDACTED:keyword-assignment:89abcdef]": LETTERS,
     }
-    assert placeholders_between("no tokens", "no tokens").originals == {}
-    assert placeholders_between('a = "[REDACTED:github-token:0123abcd]"', "something else").originals == {}
+    assert placeholders_between("no tokens", "no tokens") == Placeholders()
+    assert placeholders_between('a = "[REDACTED:github-token:0123abcd]"', "something else") is None
+    # A multi-line value takes back the line breaks its token kept.
+    key = "-----BEGIN PRIVATE KEY-----\nMIIEvQ\n-----END PRIVATE KEY-----"
+    raw = 'KEY = """[REDACTED:private-key:11112222]\n\n"""\nW = "[REDACTED:keyword-assignment:89abcdef]"'
+    found = placeholders_between(raw, f'KEY = """{key}"""\nW = "{LETTERS}"')
+    assert found is not None and found.originals == {
+        "[REDACTED:private-key:11112222]": key,
+        "[REDACTED:keyword-assignment:89abcdef]": LETTERS,
+    }
+    # Adjacent tokens that do not align fail at once (a regex of lazy groups backtracked for minutes).
+    adjacent = "".join(f"[REDACTED:github-token:0000000{i}]" for i in range(8))
+    assert placeholders_between(adjacent, "x" * 50) is None

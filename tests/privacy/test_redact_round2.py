@@ -1,9 +1,8 @@
 """Secrets the second outside red team got past the redactor, and the look-alikes that must stay.
 
 Each positive went to the model server in clear before the change: Rails' `secret_key_base`
-(a name with a suffix the keyword rules did not know), values of SQL dumps whose column names
-are only in the column list (INSERT ... VALUES and pg_dump's COPY rows), and a Netscape
-cookies.txt row's value.
+(a name with a suffix the keyword rules did not know) and a Netscape cookies.txt row's value.
+(Values of SQL dumps under secret-named columns still go: see stop 52's note.)
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ from codectx.privacy.redact import Redactor
 
 KEY = b"test-key-test-key-test-key-test!"
 HEX = "9ec9a510ef3b2e60a7514fb3e3faa41335d45a9f8ee9649c5e35f9ed2b3b5f43" * 2
-TOKEN = "tok_22332298e7b3eda9322a0b8581b561d4"
 
 
 @pytest.fixture(scope="module")
@@ -28,26 +26,9 @@ SECRETS = [
     ("config/application.rb", f'config.secret_key_base = "{HEX}"\n', HEX),
     ("config/secrets.yml", f"production:\n  secret_key_base: {HEX}\n", HEX),
     (
-        "db/dump.sql",
-        "INSERT INTO public.users (id, email, api_token, password) VALUES "
-        f"(1, 'admin@acme.com', '{TOKEN}', 'x');\n",
-        TOKEN,
-    ),
-    (
-        "db/seed.sql",
-        "insert into `accounts` (`id`, `name`, `password`) values\n"
-        "  (1, 'alice', 'Parsnipcrumble'),\n  (2, 'bob', 'QuinceLantern');\n",
-        "QuinceLantern",
-    ),
-    (
-        "db/dump.sql",
-        "COPY public.accounts (id, username, api_key) FROM stdin;\n"
-        "1\talice\t9f8e7d6c5b4a39281706f5e4d3c2b1a0\n\\.\n",
-        "9f8e7d6c5b4a39281706f5e4d3c2b1a0",
-    ),
-    (
         "fmt/cookies.txt",
-        "# Netscape HTTP Cookie File\n.acme.dev\tTRUE\t/\tTRUE\t1999999999\tsessionid\tk2j3h4g5f6d7s8a9q0w1e2r3\n",
+        "# Netscape HTTP Cookie File\n"
+        ".acme.dev\tTRUE\t/\tTRUE\t1999999999\tsessionid\tk2j3h4g5f6d7s8a9q0w1e2r3\n",
         "k2j3h4g5f6d7s8a9q0w1e2r3",
     ),
 ]
@@ -62,10 +43,6 @@ LOOK_ALIKES = [
     # A column's SQL type is no password, nor is a statement without a secret column.
     ("db/schema.sql", "CREATE TABLE users (id integer, password text);\n"),
     ("db/schema.sql", "ALTER TABLE users ADD COLUMN password VARCHAR(255) NOT NULL;\n"),
-    ("db/seed.sql", "INSERT INTO settings (name, value) VALUES ('site_title', 'Quince Lantern Shop');\n"),
-    # A secret column's value that no assignment rule would take: NULL, a placeholder, a hash name.
-    ("db/seed.sql", "INSERT INTO t (id, token) VALUES (1, NULL), (2, 'changeme');\n"),
-    ("db/dump.sql", "COPY users (id, password_hash) FROM stdin;\n1\tpbkdf2_sha256$600000$abc$def\n\\.\n"),
     # Netscape-looking rows whose value is too short to be a session.
     ("fmt/cookies.txt", "example.com\tFALSE\t/\tFALSE\t0\tlang\ten\n"),
 ]
@@ -77,5 +54,8 @@ def test_look_alikes_stay(redactor: Redactor, path: str, text: str) -> None:
 
 
 def test_cookie_jars_are_never_sent() -> None:
-    for path in ("cookies.txt", "tools/cookies.sqlite", "auth/session.cookiejar"):
+    for path in ("cookies.txt", "tools/cookies.sqlite", "auth/session.cookiejar", "cookiejar.json"):
         assert never_send_match(path, None), path
+    # The review: `cookiejar*` took every cookie-jar implementation for a jar of cookies.
+    for path in ("Lib/http/cookiejar.py", "src/CookieJar.java", "net/http/cookiejar/jar.go", "cookiejar.rs"):
+        assert never_send_match(path, None) is None, path
