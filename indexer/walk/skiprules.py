@@ -90,10 +90,15 @@ GENERATED_NAMES: tuple[str, ...] = (
 MINIFIED_NAMES: tuple[str, ...] = ("*.min.js", "*.min.css", "*.min.mjs", "*-min.js", "*.bundle.js")
 
 # Markers looked for in the first lines of a file.
+# Database dumps (pg_dump, mysqldump, MariaDB, sqlite3 .dump) are generated too, and they are data:
+# their rows, credentials columns among them, were retrieved as context for unrelated code (red
+# team 2: `INSERT ... (api_token) VALUES (..., 'tok_...')` in a completion's request).
 GENERATED_HEADER = re.compile(
     rb"@generated|DO NOT EDIT|Code generated .* DO NOT EDIT|auto-?generated (?:by|file|code)|"
-    rb"This file (?:is|was) (?:automatically )?generated",
-    re.IGNORECASE,
+    rb"This file (?:is|was) (?:automatically )?generated|"
+    rb"^-- (?:PostgreSQL database dump|MySQL dump|MariaDB dump)|"
+    rb"\APRAGMA foreign_keys=OFF;\r?\nBEGIN TRANSACTION;",
+    re.IGNORECASE | re.MULTILINE,
 )
 SNIFF_BYTES = 8192
 HEADER_BYTES = 1024

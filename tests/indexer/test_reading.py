@@ -191,3 +191,23 @@ def test_index_json_lists_each_skipped_path_with_its_reason(
             warning = ".gitignore:1: invalid ignore pattern '[z-a]' skipped (git skips it too)"
             assert report["warnings"] == [warning]
     assert report["quick"] and report["files"] == 2  # ok.py and the UTF-16 file
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        "--\n-- PostgreSQL database dump\n--\n\nSET statement_timeout = 0;\n",
+        "-- MySQL dump 10.13  Distrib 8.0.36, for Linux (x86_64)\n--\n-- Host: localhost\n",
+        "-- MariaDB dump 10.19  Distrib 10.11.6-MariaDB\n",
+        "PRAGMA foreign_keys=OFF;\nBEGIN TRANSACTION;\nCREATE TABLE users(id, api_token);\n",
+    ],
+)
+def test_database_dumps_are_not_indexed(head: str) -> None:
+    """Red team 2: a dump's rows (an api_token column's values) were retrieved as context for
+    unrelated code. Dumps are generated data; a hand-written schema or seed file is still read."""
+    assert sniff(head.encode(), "db/dump.sql") == "generated"
+
+
+def test_a_hand_written_sql_file_is_indexed() -> None:
+    schema = "-- users and their sessions\nCREATE TABLE users (id integer, password text);\n"
+    assert sniff(schema.encode(), "db/schema.sql") is None
