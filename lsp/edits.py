@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from codectx.lsp.positions import Codec, client_position, offset, split_lines
 from lsprotocol import types
 
+from codectx.app.restore import common_ends
+
 
 @dataclass(frozen=True)
 class Span:
@@ -26,13 +28,7 @@ class Span:
 
 def minimal_change(old: str, new: str) -> tuple[int, int, str]:
     """(start, end, replacement) in `old` coordinates: common prefix and suffix removed."""
-    limit = min(len(old), len(new))
-    head = 0
-    while head < limit and old[head] == new[head]:
-        head += 1
-    tail = 0
-    while tail < limit - head and old[len(old) - 1 - tail] == new[len(new) - 1 - tail]:
-        tail += 1
+    head, tail = common_ends(old, new)
     return head, len(old) - tail, new[head : len(new) - tail]
 
 

@@ -74,11 +74,11 @@ def _initial_folders(params: types.InitializeParams, refuse: Callable[[str], obj
         except UriRefused as exc:
             log.warning("workspace folder refused: %s", exc)
     kept = []
-    for root in roots:
-        why = too_broad(root) if root.is_dir() else "not a folder"
+    for root in filter(Path.is_dir, roots):
+        why = too_broad(root)
         if why is None:
             kept.append(root)
-        elif root.is_dir():
+        else:
             refuse(why)
     return kept
 

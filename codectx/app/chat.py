@@ -97,7 +97,8 @@ class ChatService:
 
     def export(self, conversation_id: object) -> str:
         """The conversation as Markdown to share (chat_model.markdown): answers with their
-        placeholders, the user's lines redacted with the user's settings."""
+        placeholders, questions as the requests had them (those stored before that was kept, and
+        the title, redacted here with the user-level settings)."""
         return markdown(self.store.get(conversation_id), self._redacted)
 
     def _redacted(self, text: str) -> str:
@@ -152,13 +153,13 @@ class ChatService:
         raw = raw_blocks[index] if len(raw_blocks) == len(turn.blocks) else None
         if shown is None or (raw is not None and raw.text == block.text):
             return apply_block(block, path, text, selection)  # nothing was put back in this block
-        put_back = self._put_back(conversation_id, raw.text, block.text) if raw is not None else None
-        if raw is None or put_back is None:
-            if raw is None:
-                raise EditRefused(
-                    "codectx cannot tell which secrets this code block puts back (the stored answer "
-                    "does not match what the model sent); nothing was changed"
-                )
+        if raw is None:
+            raise EditRefused(
+                "codectx cannot tell which secrets this code block puts back (the stored answer "
+                "does not match what the model sent); nothing was changed"
+            )
+        put_back = self._put_back(conversation_id, raw.text, block.text)
+        if put_back is None:
             new, warnings = apply_block(raw, path, text, selection)
             warnings.append(
                 "the redacted secrets in this block were left as placeholders: codectx could not tell "

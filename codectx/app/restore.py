@@ -24,7 +24,7 @@ from __future__ import annotations
 import bisect
 import difflib
 import re
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 
 from codectx.privacy.pieces import MARGIN_LINES, Placeholders
 
@@ -36,17 +36,25 @@ _GARBLED = re.compile(r"REDACTED", re.IGNORECASE)
 Redact = Callable[[str], str]  # text -> that text as a request would send it (redacted)
 
 
+def common_ends(old: Sequence[object], new: Sequence[object]) -> tuple[int, int]:
+    """(head, tail): how many items two sequences share at their start, and then at their end
+    (characters of a text, lines of a file). lsp/edits.py trims a replacement with it too."""
+    limit = min(len(old), len(new))
+    head = 0
+    while head < limit and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < limit - head and old[len(old) - 1 - tail] == new[len(new) - 1 - tail]:
+        tail += 1
+    return head, tail
+
+
 def changed_lines(before: str, after: str) -> tuple[int, int]:
     """[first, end) of the lines of `after` that an edit of `before` changed (same head and tail
     lines left out); an empty range when nothing changed."""
-    a, b = before.split("\n"), after.split("\n")
-    head = 0
-    while head < min(len(a), len(b)) and a[head] == b[head]:
-        head += 1
-    tail = 0
-    while tail < min(len(a), len(b)) - head and a[len(a) - 1 - tail] == b[len(b) - 1 - tail]:
-        tail += 1
-    return head, len(b) - tail
+    rows = after.split("\n")
+    head, tail = common_ends(before.split("\n"), rows)
+    return head, len(rows) - tail
 
 
 def unprotected(before: str, after: str, values: Iterable[str], redact: Redact) -> set[str]:
