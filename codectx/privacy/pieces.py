@@ -33,6 +33,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from codectx.privacy import sqlrows
 from codectx.privacy.keys import tag
 from codectx.privacy.redact import TOKEN_PREFIX, Finding, Redactor
 
@@ -167,12 +168,19 @@ class PieceRedactor:
     # ---------------------------------------------------------------- scanning
 
     def _scan(self, text: str, origin: str, lo: int, hi: int) -> list[Secret]:
-        region = text[lo:hi]
+        # A region inside a SQL statement's rows is read with its header in front (sqlrows.lead):
+        # the names that make its values secret are only there.
+        lead = sqlrows.lead(text, lo, hi)
+        region = lead + text[lo:hi]
         result = self.redactor.redact(region, origin, self.deadline, known=self.known.items())
         out = []
+        shift = lo - len(lead)
         for f in result.findings:
-            out.append(Secret(lo + f.start, lo + f.end, f.rule))
-            self.known.setdefault(region[f.start : f.end], f.rule)
+            if f.end <= len(lead):
+                continue  # in the header put in front: not part of this text
+            start = max(f.start, len(lead))
+            out.append(Secret(shift + start, shift + f.end, f.rule))
+            self.known.setdefault(region[start : f.end], f.rule)
         return out
 
     def _typing(self, text: str, origin: str, cursor: int) -> list[Secret]:

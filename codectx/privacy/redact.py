@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import re2
 
-from codectx.privacy import filters, views
+from codectx.privacy import filters, sqlrows, views
 from codectx.privacy.errors import ScanTimeout
 from codectx.privacy.keys import load_or_create_key, tag
 from codectx.privacy.rules import Rule, RuleSet, default_rules
@@ -201,6 +201,7 @@ class Redactor:
             return RedactionResult(text, [])
         hits = self._hits(text, origin, deadline)
         hits += self._view_hits(text, origin, deadline)
+        hits += self._cell_hits(text, origin, deadline)
         hits += _echoes(text, hits, known, len(self.rules.rules))
         if not hits:
             if clean_key is not None:
@@ -275,6 +276,25 @@ class Redactor:
             out += [
                 _Hit(lo + h.start, lo + h.end, h.priority, h.rule)
                 for h in self._hits(plain, origin, deadline)
+            ]
+        return out
+
+    def _cell_hits(self, text: str, origin: str, deadline: float | None) -> list[_Hit]:
+        """Values of SQL rows under secret-named columns, each judged as `column = "value"` by the
+        assignment rules (sqlrows.py)."""
+        out: list[_Hit] = []
+        for cell in sqlrows.secret_cells(text, deadline):
+            value = text[cell.start : cell.end]
+            quote = '"' if '"' not in value else "'"
+            if quote in value or "\n" in value:
+                out.append(_Hit(cell.start, cell.end, len(self.rules.rules), "sql-secret-column"))
+                continue  # cannot be written as one literal: masked whole rather than let through
+            head = f"{cell.column} = {quote}"
+            at = len(head)
+            out += [
+                _Hit(cell.start + h.start - at, cell.start + h.end - at, h.priority, h.rule)
+                for h in self._hits(f"{head}{value}{quote}\n", origin, deadline)
+                if h.start >= at and h.end <= at + len(value)
             ]
         return out
 

@@ -2,7 +2,7 @@
 
 Each positive went to the model server in clear before the change: Rails' `secret_key_base`
 (a name with a suffix the keyword rules did not know) and a Netscape cookies.txt row's value.
-(Values of SQL dumps under secret-named columns still go: see stop 52's note.)
+(Values of SQL dumps under secret-named columns: tests/privacy/test_sql_rows.py.)
 """
 
 from __future__ import annotations

@@ -1,0 +1,327 @@
+"""The values of SQL dumps and seed files, read under the names of their columns.
+
+A row of `INSERT INTO users (id, email, api_token) VALUES (1, 'a@b.c', 'tok_2233...')` names
+its secret only in the column list, far from the value, so no rule that reads `name = value`
+sees it; nor one that reads pg_dump's tab-separated rows after `COPY users (...) FROM stdin;`,
+or mysqldump's `INSERT INTO `users` VALUES (...)`, whose column names are only in the
+`CREATE TABLE` above it. `secret_cells` pairs each value of a column whose name says secret
+(password, token, api_key...) with that name; the redactor then judges `name = "value"` with its
+own assignment rules, so the same checks decide as for an assignment.
+
+A request scans a region of a file (a piece and a few lines around it), which may start in the
+middle of a statement's rows, far below its header. `lead` gives the text a region needs in front
+of it to be read the same way: the header of the statement it starts in, and the `CREATE TABLE`
+of each column-less `INSERT` in it.
+
+Linear in the text: one forward pass, each row read once, headers found by one regex search
+from where the last statement ended; the caller's deadline is checked every few hundred rows.
+Pure functions.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from codectx.privacy.errors import ScanTimeout
+
+LEAD_REACH = 4 * 1024 * 1024  # how far above a region its statement's header is looked for
+CHECK_EVERY = 256  # rows between deadline checks
+_NAME = r"""(?:[\w$]+|"[^"\n]{1,128}"|`[^`\n]{1,128}`|\[[^\]\n]{1,128}\])"""
+_TABLE = rf"({_NAME}(?:\s*\.\s*{_NAME}){{0,2}})"
+# One search finds the next statement of any kind; the group that matched says which.
+_STATEMENT = re.compile(
+    rf"""(?i)\b(?:
+        (?P<insert>INSERT\s+(?:IGNORE\s+)?INTO\s+{_TABLE}\s*(?:\((?P<cols>[^()]{{1,8000}})\)\s*)?VALUES\b)
+      | (?P<copy>^COPY\s+{_TABLE}\s*\((?P<copycols>[^()]{{1,8000}})\)\s+FROM\s+stdin\s*;[ \t]*\r?\n)
+      | (?P<create>CREATE\s+(?:(?:GLOBAL|LOCAL)\s+)?(?:TEMP(?:ORARY)?\s+|UNLOGGED\s+)?TABLE\s+
+            (?:IF\s+NOT\s+EXISTS\s+)?{_TABLE}\s*\()
+    )""",
+    re.VERBOSE | re.MULTILINE,
+)
+_SECRET_COLUMN = re.compile(
+    r"(?i)pass(?:word|wd|phrase)?|pwd|secret|token|credential|(?:api|access|private|signing|"
+    r"encryption|master|auth|client|session)_?key|apikey"
+)
+_CONSTRAINT = re.compile(
+    r"(?i)(?:PRIMARY|KEY|UNIQUE|CONSTRAINT|INDEX|FOREIGN|CHECK|FULLTEXT|SPATIAL|EXCLUDE|LIKE|PERIOD)\b"
+)
+_KEYWORDS = ("INSERT", "insert", "Insert", "COPY", "CREATE", "create", "Create")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A value of a secret-named column: its span in the text and the column's name."""
+
+    start: int
+    end: int
+    column: str
+
+
+def secret_cells(text: str, deadline: float | None = None) -> Iterator[Cell]:
+    """Each quoted value (INSERT) or field (COPY) of a column named for a secret, in order."""
+    if not any(k in text for k in _KEYWORDS):
+        return  # C-speed substring checks first: most texts hold no statement at all
+    tables: dict[str, list[str]] = {}
+    pos = 0
+    while True:
+        m = _STATEMENT.search(text, pos)
+        if m is None:
+            return
+        if m.group("create"):
+            columns, pos = _create_columns(text, m.end())
+            if columns:
+                tables[_table_key(_create_table(m))] = columns
+            continue
+        if m.group("copy"):
+            columns = _columns(m.group("copycols"))
+            if not any(_SECRET_COLUMN.search(c) for c in columns):
+                pos = m.end()
+                continue
+            pos = yield from _copy_cells(text, m.end(), columns, deadline)
+            continue
+        listed = m.group("cols")
+        columns = _columns(listed) if listed is not None else tables.get(_table_key(_insert_table(m)), [])
+        if not any(_SECRET_COLUMN.search(c) for c in columns):
+            pos = m.end()
+            continue
+        pos = yield from _insert_cells(text, m.end(), columns, deadline)
+
+
+def lead(text: str, lo: int, hi: int) -> str:
+    """What a region [lo, hi) of `text` needs in front of it to be read as it sits in the file: the
+    header of a statement whose rows it starts in, and the `CREATE TABLE` of each column-less INSERT
+    in it whose definition is above it. Empty for almost every region."""
+    if lo <= 0 or not any(k in text for k in _KEYWORDS):
+        return ""
+    parts: list[str] = []
+    region = text[lo:hi]
+    for m in _STATEMENT.finditer(region):
+        if m.group("insert") and m.group("cols") is None:
+            create = _create_above(text, _table_key(_insert_table(m)), lo)
+            if create and create not in parts:
+                parts.append(create)
+    nl = region.find("\n")
+    first = (region if nl == -1 else region[:nl]).lstrip(" \t")
+    # Only a region that starts with a row needs its statement's header: a tuple or a COPY row.
+    head = _open_statement(text, lo) if first.startswith(("(", ",")) or "\t" in first else None
+    if head is not None:
+        if head.group("insert") and head.group("cols") is None:
+            create = _create_above(text, _table_key(_insert_table(head)), head.start())
+            if create and create not in parts:
+                parts.append(create)
+        parts.append(head.group(0).rstrip("\r\n") + "\n")
+    return "".join(parts)
+
+
+# ---------------------------------------------------------------- statements
+
+
+def _open_statement(text: str, lo: int) -> re.Match[str] | None:
+    """The INSERT or COPY whose rows are still going on at `lo`, if its header is within reach."""
+    floor = max(0, lo - LEAD_REACH)
+    bound = lo
+    while True:
+        at = max(text.rfind(k, floor, bound) for k in ("INSERT", "insert", "Insert", "COPY"))
+        if at < 0:
+            return None
+        m = _STATEMENT.match(text, at)
+        if m is not None and not m.group("create") and m.end() <= lo:
+            if m.group("copy"):
+                ended = text.find("\n\\.", m.end() - 1, lo) != -1
+            else:
+                ended = ";\n" in text[m.end() : lo] or ";\r\n" in text[m.end() : lo]
+            return None if ended else m
+        bound = at
+
+
+def _create_above(text: str, table: str, before: int) -> str:
+    """The last `CREATE TABLE <table> (...)` above `before`, cut to its column list."""
+    if not table:
+        return ""
+    found = ""
+    floor = max(0, before - LEAD_REACH)
+    bound = before
+    while not found:
+        at = max(text.rfind(k, floor, bound) for k in ("CREATE", "create", "Create"))
+        if at < 0:
+            return ""
+        m = _STATEMENT.match(text, at)
+        if m is not None and m.group("create") and _table_key(_create_table(m)) == table:
+            _columns_found, end = _create_columns(text, m.end())
+            found = text[at:end] + ";\n"
+        bound = at
+    return found
+
+
+def _create_table(m: re.Match[str]) -> str:
+    return m.group(m.re.groupindex["create"] + 1) or ""
+
+
+def _insert_table(m: re.Match[str]) -> str:
+    return m.group(m.re.groupindex["insert"] + 1) or ""
+
+
+def _table_key(name: str) -> str:
+    """A table's name without quoting or schema, lower-cased: `public."Users"` -> `users`."""
+    last = re.split(r"\s*\.\s*", name.strip())[-1]
+    return last.strip('"`[]').lower()
+
+
+def _columns(listed: str) -> list[str]:
+    return [c.strip().strip('"`[]') for c in listed.split(",")]
+
+
+def _create_columns(text: str, at: int) -> tuple[list[str], int]:
+    """The column names of a CREATE TABLE whose `(` ends at `at`, and where its list closes."""
+    depth, i, n = 0, at, min(len(text), at + 64 * 1024)
+    items: list[str] = []
+    start = at
+    while i < n:
+        c = text[i]
+        if c in "'\"`":
+            close = text.find(c, i + 1, n)
+            i = n if close == -1 else close + 1
+            continue
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            if depth == 0:
+                items.append(text[start:i])
+                break
+            depth -= 1
+        elif c == "," and depth == 0:
+            items.append(text[start:i])
+            start = i + 1
+        i += 1
+    columns = []
+    for item in items:
+        item = item.strip()
+        if not item or _CONSTRAINT.match(item):
+            continue
+        columns.append(item.split(None, 1)[0].strip('"`[]'))
+    return columns, min(i + 1, len(text))
+
+
+# ---------------------------------------------------------------- rows
+
+
+def _insert_cells(text: str, at: int, columns: list[str], deadline: float | None) -> Iterator[Cell]:
+    """Quoted values of the `(...), (...)` tuples from `at` to the statement's end; returns where it
+    ended. A tuple that does not read (one spread over lines, when a region starts inside it) is
+    skipped to the next line that opens one."""
+    n = len(text)
+    rows = 0
+    while at < n:
+        while at < n and text[at] in " \t\r\n,":
+            at += 1
+        if at >= n or text[at] != "(":
+            return at
+        rows += 1
+        if rows % CHECK_EVERY == 0 and deadline is not None and time.monotonic() > deadline:
+            raise ScanTimeout("the secret scan ran past its time limit")
+        at, ok = yield from _tuple_cells(text, at + 1, columns)
+        if not ok:
+            at = _next_tuple_line(text, at)
+    return at
+
+
+def _tuple_cells(text: str, at: int, columns: list[str]) -> Iterator[Cell]:
+    """One tuple's values, `at` just past its `(`; returns (where it ended, whether it read)."""
+    n = len(text)
+    column = 0
+    while at < n:
+        while at < n and text[at] in " \t\r\n":
+            at += 1
+        end, start, stop = _value(text, at)
+        if column < len(columns) and stop > start and _SECRET_COLUMN.search(columns[column]):
+            yield Cell(start, stop, columns[column])
+        at = end
+        while at < n and text[at] in " \t\r\n":
+            at += 1
+        if at < n and text[at] == ",":
+            column += 1
+            at += 1
+            continue
+        if at < n and text[at] == ")":
+            return at + 1, True
+        return at, False
+    return at, False
+
+
+def _next_tuple_line(text: str, at: int) -> int:
+    """The first line after `at` that opens a tuple, or where the statement stops."""
+    while True:
+        nl = text.find("\n", at)
+        if nl == -1:
+            return len(text)
+        at = nl + 1
+        stripped = text[at : at + 64].lstrip(" \t")
+        if stripped.startswith("("):
+            return at
+        if stripped.strip():
+            return at  # not a tuple: the reader stops there
+
+
+def _value(text: str, at: int) -> tuple[int, int, int]:
+    """(where the value ends, its content's start and end): a quoted string's content (with ''
+    or backslash escapes), else nothing (a number, NULL, a call: read past it, not yielded)."""
+    n = len(text)
+    if at < n and text[at] in "'\"":
+        quote = text[at]
+        i = at + 1
+        while i < n:
+            c = text[i]
+            if c == "\\":
+                i += 2
+                continue
+            if c == quote:
+                if i + 1 < n and text[i + 1] == quote:
+                    i += 2
+                    continue
+                return i + 1, at + 1, i
+            i += 1
+        return n, at, at
+    depth = 0
+    i = at
+    while i < n:
+        c = text[i]
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            if depth == 0:
+                break
+            depth -= 1
+        elif c in ",;\n" and depth == 0:
+            break
+        i += 1
+    return i, at, at
+
+
+def _copy_cells(text: str, at: int, columns: list[str], deadline: float | None) -> Iterator[Cell]:
+    """Fields of a COPY block's tab-separated rows, until its `\\.` line or a line that starts
+    another statement; returns where the block ended."""
+    wanted = [i for i, c in enumerate(columns) if _SECRET_COLUMN.search(c)]
+    n = len(text)
+    rows = 0
+    while at < n:
+        end = text.find("\n", at)
+        end = n if end == -1 else end
+        line = text[at:end].rstrip("\r")
+        if line == "\\." or line.startswith(("COPY ", "INSERT ", "CREATE ", "SELECT ", "ALTER ")):
+            return at
+        rows += 1
+        if rows % CHECK_EVERY == 0 and deadline is not None and time.monotonic() > deadline:
+            raise ScanTimeout("the secret scan ran past its time limit")
+        fields = line.split("\t")
+        if len(fields) == len(columns):
+            starts = [at]
+            for f in fields[:-1]:
+                starts.append(starts[-1] + len(f) + 1)
+            for i in wanted:
+                if i < len(fields) and fields[i] not in ("", "\\N"):
+                    yield Cell(starts[i], starts[i] + len(fields[i]), columns[i])
+        at = end + 1
+    return n
