@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 
 from codectx.privacy.errors import ScanTimeout
@@ -49,6 +49,9 @@ _CONSTRAINT = re.compile(
     r"(?i)(?:PRIMARY|KEY|UNIQUE|CONSTRAINT|INDEX|FOREIGN|CHECK|FULLTEXT|SPATIAL|EXCLUDE|LIKE|PERIOD)\b"
 )
 _KEYWORDS = ("INSERT", "insert", "Insert", "COPY", "CREATE", "create", "Create")
+
+
+Rows = Generator["Cell", None, int]  # a statement's cells; returns where its rows ended
 
 
 @dataclass(frozen=True)
@@ -208,7 +211,7 @@ def _create_columns(text: str, at: int) -> tuple[list[str], int]:
 # ---------------------------------------------------------------- rows
 
 
-def _insert_cells(text: str, at: int, columns: list[str], deadline: float | None) -> Iterator[Cell]:
+def _insert_cells(text: str, at: int, columns: list[str], deadline: float | None) -> Rows:
     """Quoted values of the `(...), (...)` tuples from `at` to the statement's end; returns where it
     ended. A tuple that does not read (one spread over lines, when a region starts inside it) is
     skipped to the next line that opens one."""
@@ -228,7 +231,7 @@ def _insert_cells(text: str, at: int, columns: list[str], deadline: float | None
     return at
 
 
-def _tuple_cells(text: str, at: int, columns: list[str]) -> Iterator[Cell]:
+def _tuple_cells(text: str, at: int, columns: list[str]) -> Generator[Cell, None, tuple[int, bool]]:
     """One tuple's values, `at` just past its `(`; returns (where it ended, whether it read)."""
     n = len(text)
     column = 0
@@ -300,7 +303,7 @@ def _value(text: str, at: int) -> tuple[int, int, int]:
     return i, at, at
 
 
-def _copy_cells(text: str, at: int, columns: list[str], deadline: float | None) -> Iterator[Cell]:
+def _copy_cells(text: str, at: int, columns: list[str], deadline: float | None) -> Rows:
     """Fields of a COPY block's tab-separated rows, until its `\\.` line or a line that starts
     another statement; returns where the block ended."""
     wanted = [i for i, c in enumerate(columns) if _SECRET_COLUMN.search(c)]
