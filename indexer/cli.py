@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from codectx.clikit import add_index_dir, add_json, print_json, settings_for, stderr, workspace_root
 from codectx.tuning import import_frozen
+from codectx.workspace import too_broad
 
 # The indexer's modules import LanceDB (seconds): only when one of these commands runs.
 if TYPE_CHECKING:
@@ -142,16 +142,15 @@ def _index(args: argparse.Namespace) -> int:
         from codectx.errors import UsageError
 
         raise UsageError(f"not a folder: {args.path} (give the workspace folder)")
-    home = Path(os.path.expanduser("~")).resolve()
-    if args.path is None and root in (home, Path(root.anchor)) and not (root / ".codectx").is_dir():
+    broad = too_broad(root) if args.path is None and not (root / ".codectx").is_dir() else None
+    if broad is not None:
         from codectx.errors import UsageError
 
         # Commands in a project below never use an index of the whole home (the workspace search
         # stops below it), and indexing it reads every project and download there.
         raise UsageError(
-            f"{root} is your {'home' if root == home else 'root'} folder, not a project: run "
-            "`codectx index` in the project's folder, or name this one (`codectx index .`) to index "
-            "all of it"
+            f"{root} is {broad}, not a project: run `codectx index` in the project's folder, or "
+            "name this one (`codectx index .`) to index all of it"
         )
     if args.path is None and root != Path.cwd().resolve():
         # Run from a subfolder: say which workspace is indexed, so nobody wonders where it went.

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from codectx.lsp.server import CodectxServer
 from codectx.lsp.uris import uri_to_path
 from lsprotocol import types
 
+from codectx import workspace
 from codectx.app.index import warm_lookups
 from codectx.errors import CodectxError
 
@@ -40,25 +40,11 @@ def _client_supports_configuration(server: CodectxServer) -> bool:
 
 
 def too_broad(root: Path) -> str | None:
-    """Why a folder the editor names is no workspace (the disk's root, the home folder), or None.
-
-    The command line never takes these by default (README); an editor opened on `~` or `/` made the
-    server index the whole home (codectx's own state folder with it) or disk, and count every path
-    on the machine as inside the workspace. A folder above the home (`/home`) holds it too."""
-    real = root.resolve()
-    home = Path(os.path.expanduser("~")).resolve()
-    if real == Path(real.anchor):
-        what = "the root of the disk"
-    elif real == home:
-        what = "your home folder"
-    elif home.is_relative_to(real):
-        what = "a folder holding your home folder"
-    else:
-        return None
-    return (
-        f"codectx does not index {real} ({what}) as a workspace: open a project folder "
-        "(one holding .git, say) or add one to the workspace"
-    )
+    """Why a folder the editor names is no workspace (codectx/workspace.py), or None: an editor
+    opened on `~` or `/` made the server index the whole home or disk, and count every path on the
+    machine as inside the workspace."""
+    advice = "open a project folder (one holding .git, say) or add one to the workspace"
+    return workspace.refusal(root, advice)
 
 
 def _initial_folders(params: types.InitializeParams, refuse: Callable[[str], object]) -> list[Path]:

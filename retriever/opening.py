@@ -15,6 +15,7 @@ from typing import Any, BinaryIO
 from codectx.retriever.errors import EmptyIndex, FileTooLarge, UnknownFile
 
 from codectx.settings import Settings
+from codectx.workspace import too_broad
 
 MAX_DOCUMENT_BYTES = 5_000_000
 
@@ -65,7 +66,7 @@ def _marked_workspace(start: Path) -> Path | None:
 
 def _current_workspace(given: Path) -> Path | None:
     cwd = Path(os.path.abspath(Path.cwd()))
-    if cwd in (Path("/"), Path(os.path.abspath(Path.home()))):
+    if too_broad(cwd) is not None:
         return None  # never the whole disk or the home folder by accident
     if given == cwd or cwd in given.parents:
         return cwd.resolve()

@@ -17,6 +17,7 @@ from codectx.app.session import WorkspaceSession
 from codectx.clikit import add_command, add_index_dir, settings_for, workspace_root
 from codectx.errors import UsageError
 from codectx.mcp.workspaces import KeptIndex, Roots, Workspace, root_names
+from codectx.workspace import refusal as too_broad_refusal
 
 RECHECK_S = 2.0
 
@@ -72,6 +73,12 @@ def _mcp(args: argparse.Namespace) -> int:
     if args.recheck_s < 0:
         raise UsageError("--recheck-s must be 0 or more")
     roots = [workspace_root(p) for p in (args.paths or ["."])]
+    for root in roots:
+        # An agent reads any file of a root: the home folder (codectx's own state, every other
+        # project) or the disk's root would be all of them.
+        why = too_broad_refusal(root, "name a project folder (`codectx mcp PATH`) or start it in one")
+        if why is not None:
+            raise UsageError(why)
     if len(set(roots)) != len(roots):
         raise UsageError("a folder is named twice")
     if args.index_dir and len(roots) > 1:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -42,6 +43,22 @@ def test_non_loopback_addresses_are_refused(address: str, tmp_path: Path) -> Non
     done = subprocess.run([*CODECTX, "mcp", "--http", address, str(tmp_path)], capture_output=True, text=True)
     assert done.returncode == 2
     assert "not a loopback address" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("where", ["home", "root", "above-home"])
+def test_the_home_folder_and_the_disks_root_are_no_workspace(where: str, tmp_path: Path) -> None:
+    """An agent reads any file of a root: `codectx mcp` started in ~ (the default `.`) served the
+    home folder, codectx's own state and every other project (red team 3), and `mcp /` the disk."""
+    home = tmp_path / "users" / "me"
+    (home / "project").mkdir(parents=True)
+    env = {**os.environ, "HOME": str(home)}
+    args = {"home": [], "root": ["/"], "above-home": [str(tmp_path / "users")]}[where]
+    done = subprocess.run(
+        [*CODECTX, "mcp", *args], capture_output=True, text=True, cwd=home, env=env, timeout=120
+    )
+    assert done.returncode == 2, done.stderr
+    assert "does not index" in done.stderr and "Traceback" not in done.stderr
+    assert not (home / ".codectx").exists()
 
 
 @pytest.fixture(scope="module")
