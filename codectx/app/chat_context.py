@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import logging
 import re
-import subprocess
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from codectx.app import gitdiff
 from codectx.app.chat_focus import focus, terms
 from codectx.app.chat_model import Mention
 from codectx.app.documents import DocumentCache, line_sums
@@ -54,7 +54,6 @@ SEARCH_SHARE = 64
 CODEBASE_K = 12  # an explicit @codebase search: its hits are sent whole, budget permitting
 ITEM_SHARE = 6  # an implicit item takes at most 1/6 of the budget (its head when longer)
 SITES_PER_WORD = 2  # definitions per plain word of the question
-DIFF_BYTES = 200_000
 MIN_PIECE = 24  # tokens: below this much budget left, no further search hit is considered
 
 
@@ -502,26 +501,47 @@ class Gatherer:
         if self.root is None:
             return
         try:
-            done = subprocess.run(
-                ["git", "-C", str(self.root), "diff", "--no-color", "--no-ext-diff", "HEAD", "--"],
-                capture_output=True,
-                timeout=20,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            self.notice("error", f"@diff: git diff failed ({exc})")
+            text = gitdiff.working_diff(self.root)
+        except gitdiff.GitFailed as exc:
+            self.notice("error", f"@diff: {exc}")
             return
-        if done.returncode != 0:
-            self.notice("error", f"@diff: {done.stderr.decode(errors='replace').strip()[:200] or 'no git'}")
-            return
-        text = done.stdout[:DIFF_BYTES].decode("utf-8", errors="replace")
         if not text.strip():
             self.notice("error", "@diff: the working tree has no changes")
-        for path, section, first, last in diff_sections(text):
-            if self.refusal(path) is not None:
-                self.notice("refused", f"@diff: the changes to {path} were left out (never-send file)")
+        sendable = []
+        for section in gitdiff.sections(text):
+            # A rename or copy is judged on both names: `git mv .pgpass hosts.txt` shows .pgpass's lines.
+            refused = next((p for p in sorted(section.paths) if self.refusal(p) is not None), None)
+            if refused is not None:
+                self.notice("refused", f"@diff: the changes to {refused} were left out (never-send file)")
                 continue
-            self.add(Piece(path, first, last, self.redact(section, path), "@diff"), explicit=True)
+            sendable.append(section)
+        if self.redactor is not None:
+            self._learn_hunks(sendable)
+        for section in sendable:
+            first, last = section.changed_lines()
+            self.add(
+                Piece(section.path, first, last, self.redact(section.text, section.path), "@diff"),
+                explicit=True,
+            )
+
+    def _learn_hunks(self, sections: list[gitdiff.Section]) -> None:
+        """Judge each hunk's lines with its file around them, as a piece is judged (a changed line
+        inside a key block shows the key's lines but not its BEGIN line): the file now for the new
+        side, HEAD's version for the old one."""
+        assert self.redactor is not None and self.root is not None
+        try:
+            heads = gitdiff.head_texts(self.root, [s.old_path for s in sections if s.old_ranges])
+        except gitdiff.GitFailed as exc:
+            log.info("chat context: @diff: %s", exc)
+            heads = {}
+        for section in sections:
+            self._fresh_deadline()
+            now = self.file_text(section.path)
+            if now is not None:
+                self.redactor.learn(now, section.path, _line_cuts(now, section.new_ranges))
+            before = heads.get(section.old_path)
+            if before is not None:
+                self.redactor.learn(before, section.old_path, _line_cuts(before, section.old_ranges))
 
     def problems(self, turn: TurnInput) -> None:
         if not turn.path or not turn.diagnostics:
@@ -554,18 +574,12 @@ def _inside(a: Piece, b: Piece) -> bool:
     return a.path == b.path and b.start_line <= a.start_line and a.end_line <= b.end_line
 
 
-_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", re.M)
-
-
-def diff_sections(text: str) -> list[tuple[str, str, int, int]]:
-    """(path, section, first changed line, last) per file of a unified diff (0-based lines)."""
-    out = []
-    for section in re.split(r"(?m)^(?=diff --git )", text):
-        head = re.match(r"diff --git a/(\S+) b/(\S+)", section)
-        if not head:
-            continue
-        hunks = [(int(m.group(1)), int(m.group(2) or 1)) for m in _HUNK.finditer(section)]
-        first = max(0, hunks[0][0] - 1) if hunks else 0
-        last = max(first, hunks[-1][0] + hunks[-1][1] - 2) if hunks else 0
-        out.append((head.group(2), section.rstrip("\n"), first, last))
-    return out
+def _line_cuts(text: str, ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Offsets of 1-based (first, count) line ranges in `text`."""
+    starts = [0, *(m.end() for m in re.finditer("\n", text))]
+    cuts = []
+    for first, count in ranges:
+        a = min(max(first - 1, 0), len(starts) - 1)
+        b = min(a + max(count, 1), len(starts))
+        cuts.append((starts[a], starts[b] if b < len(starts) else len(text)))
+    return cuts

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 from codectx.privacy import sqlrows
 from codectx.privacy.keys import tag
-from codectx.privacy.redact import TOKEN_PREFIX, Finding, Redactor
+from codectx.privacy.redact import ECHO_MIN_CHARS, TOKEN_PREFIX, Finding, Redactor
 
 MARGIN_LINES = 6  # lines scanned beyond a region's edges (rules look at most 4 lines around a value)
 KEY_BLOCK_REACH = 64 * 1024  # how far a BEGIN ... PRIVATE KEY line may sit before a region and widen it
@@ -152,6 +152,23 @@ class PieceRedactor:
         if tail:
             parts.append("\n" + self.text(tail, origin))
         return "".join(parts)
+
+    def learn(self, text: str, origin: str, cuts: Sequence[tuple[int, int]]) -> None:
+        """Find the secrets around each cut [start, end) of `text` as `document` would, and remember
+        them for this request without making a piece: a text made of those lines elsewhere (a
+        diff's hunks) then has them masked by `echo`. A secret over several lines (a key) is
+        remembered line by line too, since such a text may hold only some of its lines."""
+        for a, b in cuts:
+            a, b = max(0, a), min(len(text), b)
+            if b <= a:
+                continue
+            lo, hi = _region(text, a, b)
+            for s in self._scan(text, origin, lo, hi):
+                value = text[s.start : s.end]
+                for line in value.split("\n") if "\n" in value else ():
+                    line = line.strip()
+                    if len(line) >= ECHO_MIN_CHARS and not line.startswith("-----"):
+                        self.known.setdefault(line, s.rule)
 
     def echo(self, text: str) -> str:
         """`text` with every value found secret earlier in this request masked (no other scanning)."""

@@ -219,3 +219,53 @@ def test_ask_diff_folder_and_codebase_mentions(repo: Path, backend: FixedBackend
     )
     cited = json.loads(searched.stdout)["citations"]
     assert any(c["reason"] == "@codebase" and c.get("symbol") == "scale" for c in cited), cited
+
+
+def test_diff_leaves_out_renamed_never_send_files_and_masks_a_keys_unchanged_lines(
+    repo: Path, backend: FixedBackend
+) -> None:
+    """Red team 3: `git mv .pgpass hosts.txt` sent .pgpass's lines as the hunk's context, and a
+    changed line inside a key block sent the key's other lines (the hunk has no BEGIN line)."""
+    import base64
+    import random
+
+    def git(*args: str) -> None:
+        subprocess.run(
+            ["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t", *args],
+            check=True,
+            capture_output=True,
+        )
+
+    rng = random.Random(7)
+    body = base64.b64encode(bytes(rng.randrange(256) for _ in range(48 * 20))).decode()
+    key_lines = [body[i : i + 64] for i in range(0, len(body), 64)]
+    secret_yaml = (
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: tls\nstringData:\n  tls.key: |\n"
+        "    -----BEGIN RSA PRIVATE KEY-----\n"
+        + "".join(f"    {line}\n" for line in key_lines)
+        + "    -----END RSA PRIVATE KEY-----\n"
+    )
+    (repo / "deploy").mkdir()
+    (repo / "deploy" / "tls-secret.yaml").write_text(secret_yaml, "utf-8")
+    (repo / "deploy" / ".pgpass").write_text("db2.internal:5432:prod:app:rnRBBtGaprBPhLERW0Cb\n", "utf-8")
+    (repo / ".git").rmdir()
+    git("init", "-q")
+    git("add", "-A", ":!.env")
+    git("commit", "-qm", "base")
+    middle = len(key_lines) // 2
+    changed = key_lines[middle][:-4] + "AAAA"
+    (repo / "deploy" / "tls-secret.yaml").write_text(secret_yaml.replace(key_lines[middle], changed), "utf-8")
+    git("mv", "deploy/.pgpass", "deploy/pg_hosts.txt")
+    with (repo / "deploy" / "pg_hosts.txt").open("a", encoding="utf-8") as f:
+        f.write("replica.internal:5432:*:ro:readonly\n")
+    done = codectx(["ask", "review @diff", "--backend-url", backend.url, "--lexical", "--json"], repo)
+    assert done.returncode == 0, done.stderr
+    cited = {(c["reason"], c["path"]) for c in json.loads(done.stdout)["citations"]}
+    assert ("@diff", "deploy/tls-secret.yaml") in cited, cited
+    assert not any(path.startswith("deploy/pg") or path.endswith(".pgpass") for _r, path in cited), cited
+    assert ".pgpass" in done.stderr  # the user is told what was left out
+    sent = b"".join(r["raw"] for r in chats(backend))
+    assert b"rnRBBtGaprBPhLERW0Cb" not in sent
+    assert b"@@ " in sent  # the key file's hunk went, masked
+    leaked = [line for line in [*key_lines, changed] if line.encode() in sent]
+    assert leaked == [], f"{len(leaked)} key lines sent"

@@ -1,0 +1,174 @@
+"""The working tree's changes for @diff, read from git without running anything the repository says.
+
+A workspace is untrusted input, its `.git/config` too: `core.fsmonitor`, a filter driver's `clean`
+or `process` command and a diff driver's `textconv` are commands git runs on `git diff` (red team 3
+had one print a file from outside the workspace into the diff that was sent). So git is asked with
+those switched off: `--no-ext-diff --no-textconv`, an empty `core.fsmonitor`, and every filter
+driver the configuration names emptied; the prefixes, renames and relative paths are fixed on the
+command line, whatever the configuration says, so the paths read from the diff are the real ones,
+relative to the workspace (which may be a folder inside the repository).
+A deleted file's lines are not shown (`--irreversible-delete`): they are not in the workspace.
+
+`head_texts` reads files as they are in HEAD (`git cat-file --batch`, no filters), so that the
+lines of a hunk can be judged with the file around them, as a request judges a piece.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DIFF_BYTES = 200_000  # of the diff sent at most (a turn's budget cuts it further)
+HEAD_BYTES = 2_000_000  # a file's HEAD version read to judge its hunks; larger ones are judged alone
+TIMEOUT_S = 20
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", re.M)
+
+
+class GitFailed(Exception):
+    """git could not be run, or said no (not a repository, no HEAD); the message says which."""
+
+
+@dataclass
+class Section:
+    """One file of a unified diff: its path now, its path in HEAD, the text, and the hunks'
+    (first, count) line ranges (1-based, as git writes them) on each side."""
+
+    path: str
+    old_path: str
+    text: str
+    old_ranges: list[tuple[int, int]] = field(default_factory=list)
+    new_ranges: list[tuple[int, int]] = field(default_factory=list)
+
+    @property
+    def paths(self) -> set[str]:
+        return {self.path, self.old_path}
+
+    def changed_lines(self) -> tuple[int, int]:
+        """The first and last changed line now (0-based), for citations."""
+        if not self.new_ranges:
+            return 0, 0
+        first = max(0, self.new_ranges[0][0] - 1)
+        last_start, last_count = self.new_ranges[-1]
+        return first, max(first, last_start + last_count - 2)
+
+
+def _git(root: Path) -> list[str]:
+    """git, run on `root` with the configuration's commands switched off (see the module)."""
+    base = ["git", "--no-pager", "-C", str(root), "-c", "core.fsmonitor=", "-c", "diff.external="]
+    drivers = _run([*base, "config", "--null", "--get-regexp", r"^filter\."], ok=(0, 1))
+    names = set()
+    for entry in drivers.split(b"\0"):
+        key = entry.split(b"\n", 1)[0].decode("utf-8", "surrogateescape")
+        if key.startswith("filter.") and key.count(".") >= 2:
+            names.add(key[len("filter.") : key.rindex(".")])
+    for name in sorted(names):
+        for what in ("clean", "smudge", "process"):
+            base += ["-c", f"filter.{name}.{what}="]
+    return base
+
+
+def working_diff(root: Path) -> str:
+    """`git diff HEAD` of the working tree under `root`, paths relative to it (at most DIFF_BYTES),
+    or GitFailed."""
+    git = _git(root)
+    top = _run([*git, "rev-parse", "--show-toplevel"]).decode("utf-8", "surrogateescape").strip()
+    real = Path(os.path.realpath(root))
+    if not top or not (real == Path(os.path.realpath(top)) or Path(os.path.realpath(top)) in real.parents):
+        raise GitFailed(f"the repository's work tree ({top}) is not this workspace or a folder above it")
+    env = {**os.environ, "GIT_EXTERNAL_DIFF": "", "GIT_PAGER": "cat"}
+    out = _run(
+        [
+            *git,
+            "diff",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--irreversible-delete",
+            "--find-renames",
+            "--relative",
+            "--src-prefix=a/",
+            "--dst-prefix=b/",
+            "HEAD",
+            "--",
+        ],
+        env=env,
+    )
+    return out[:DIFF_BYTES].decode("utf-8", errors="replace")
+
+
+def head_texts(root: Path, paths: list[str]) -> dict[str, str]:
+    """Each path's text in HEAD (files over HEAD_BYTES, binary ones and missing ones left out)."""
+    if not paths:
+        return {}
+    # `HEAD:./path`: relative to the workspace, which may be a folder inside the repository.
+    request = "".join(f"HEAD:./{p}\n" for p in paths).encode("utf-8", "surrogateescape")
+    out = _run([*_git(root), "cat-file", "--batch"], data=request)
+    texts: dict[str, str] = {}
+    at = 0
+    for path in paths:
+        nl = out.find(b"\n", at)
+        if nl == -1:
+            break
+        head = out[at:nl].split()
+        at = nl + 1
+        if len(head) != 3 or head[1] != b"blob":
+            continue  # "<name> missing": not in HEAD
+        size = int(head[2])
+        body = out[at : at + size]
+        at += size + 1
+        if size <= HEAD_BYTES and b"\0" not in body[:8000]:
+            texts[path] = body.decode("utf-8", errors="replace")
+    return texts
+
+
+def sections(text: str) -> list[Section]:
+    """The files of a unified diff as git writes it with the prefixes `working_diff` fixes."""
+    out = []
+    for part in re.split(r"(?m)^(?=diff --git )", text):
+        if not part.startswith("diff --git "):
+            continue
+        old = new = None
+        for line in part.split("\n", 12)[:12]:
+            if line.startswith("--- a/"):
+                old = _unquote(line[6:])
+            elif line.startswith("+++ b/"):
+                new = _unquote(line[6:])
+            elif line.startswith(("rename from ", "copy from ")):
+                old = _unquote(line.split(" ", 2)[2])
+            elif line.startswith(("rename to ", "copy to ")):
+                new = _unquote(line.split(" ", 2)[2])
+        if old is None or new is None:
+            head = re.match(r'diff --git "?a/(.+?)"? "?b/(.+?)"?$', part.split("\n", 1)[0])
+            if head is None:
+                continue  # a header that does not read: nothing of it is sent
+            old, new = old or head.group(1), new or head.group(2)
+        section = Section(new, old, part.rstrip("\n"))
+        for m in _HUNK.finditer(part):
+            section.old_ranges.append((int(m.group(1)), int(m.group(2) or 1)))
+            section.new_ranges.append((int(m.group(3)), int(m.group(4) or 1)))
+        out.append(section)
+    return out
+
+
+def _unquote(path: str) -> str:
+    """A path as git quotes it when it holds unusual characters ("a/t\\303\\251st.py")."""
+    path = path.rstrip("\t")
+    if len(path) >= 2 and path.startswith('"') and path.endswith('"'):
+        raw = path[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape")
+        return raw.encode("latin-1", "replace").decode("utf-8", "replace")
+    return path
+
+
+def _run(
+    cmd: list[str], env: dict[str, str] | None = None, data: bytes | None = None, ok: tuple[int, ...] = (0,)
+) -> bytes:
+    try:
+        done = subprocess.run(cmd, input=data, capture_output=True, timeout=TIMEOUT_S, check=False, env=env)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise GitFailed(f"git failed ({exc})") from exc
+    if done.returncode not in ok:
+        raise GitFailed(done.stderr.decode(errors="replace").strip()[:200] or "no git")
+    return done.stdout

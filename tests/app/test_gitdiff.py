@@ -1,0 +1,86 @@
+"""@diff's reading of git (codectx/app/gitdiff.py) on real repositories.
+
+A workspace's `.git/config` is untrusted: red team 3 had `core.fsmonitor`, a filter driver and a
+diff driver's `textconv` run commands when @diff was used, and the textconv output (a file from
+outside the workspace) was sent as part of the diff.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from codectx.app import gitdiff
+
+
+def git(root: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-C", str(root), "-c", "user.email=t@t", "-c", "user.name=t", *args],
+        check=True,
+        capture_output=True,
+    )
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / "sub").mkdir(parents=True)
+    (root / "a.py").write_text("x = 1\n")
+    (root / "sub" / "b.py").write_text("y = 1\n")
+    (root / "gone.txt").write_text("old line of a deleted file\n")
+    (root / ".gitattributes").write_text("*.py filter=evil diff=conv\n")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "base")
+    return root
+
+
+def test_the_repositorys_commands_do_not_run(repo: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("OUTSIDE_MARKER from outside the workspace\n")
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    (repo / "a.py").write_text("x = 2\n")
+    git(repo, "config", "core.fsmonitor", f"touch {marks}/fsmonitor; false #")
+    git(repo, "config", "filter.evil.clean", f"touch {marks}/clean; cat")
+    git(repo, "config", "filter.evil.process", f"touch {marks}/process; false")
+    git(repo, "config", "diff.conv.textconv", f"touch {marks}/textconv; cat {outside}; cat")
+    git(repo, "config", "diff.noprefix", "true")
+    text = gitdiff.working_diff(repo)
+    assert list(marks.iterdir()) == []
+    assert "OUTSIDE_MARKER" not in text
+    assert "+x = 2" in text
+    assert [s.path for s in gitdiff.sections(text)] == ["a.py"]  # the prefixes are ours, not the config's
+
+
+def test_renames_name_both_paths_and_deleted_files_show_no_lines(repo: Path) -> None:
+    git(repo, "mv", "a.py", "moved.py")
+    (repo / "moved.py").write_text("x = 1\nx = 2\n")
+    git(repo, "rm", "-q", "gone.txt")
+    found = {s.path: s for s in gitdiff.sections(gitdiff.working_diff(repo))}
+    assert found["moved.py"].paths == {"a.py", "moved.py"}
+    assert found["moved.py"].new_ranges == [(1, 2)] and found["moved.py"].old_ranges == [(1, 1)]
+    assert "old line of a deleted file" not in found["gone.txt"].text
+
+
+def test_a_workspace_inside_the_repository_gets_its_own_paths(repo: Path) -> None:
+    (repo / "sub" / "b.py").write_text("y = 2\n")
+    (repo / "a.py").write_text("x = 2\n")
+    sections = gitdiff.sections(gitdiff.working_diff(repo / "sub"))
+    assert [s.path for s in sections] == ["b.py"]
+    assert gitdiff.head_texts(repo / "sub", ["b.py", "missing.py"]) == {"b.py": "y = 1\n"}
+
+
+def test_a_work_tree_elsewhere_is_refused(repo: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    git(repo, "config", "core.worktree", str(other))
+    with pytest.raises(gitdiff.GitFailed, match="not this workspace"):
+        gitdiff.working_diff(repo)
+
+
+def test_no_repository_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(gitdiff.GitFailed):
+        gitdiff.working_diff(tmp_path)
