@@ -10,11 +10,14 @@ markers existed (its `meta.json` names a codectx schema) is adopted once.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 
 from codectx.indexer.errors import IndexerError
 from codectx.indexer.storage.layout import META_FILE
+
+log = logging.getLogger(__name__)
 
 MARKER = ".codectx-index"
 _TEXT = "This folder is a codectx index; codectx created it and may delete or rebuild what is in it.\n"
@@ -62,6 +65,18 @@ def claim(index_dir: Path) -> None:
         )
     if not (index_dir / MARKER).is_file():
         mark(index_dir)
+    keep_private(index_dir)
+
+
+def keep_private(index_dir: Path) -> None:
+    """Only the owner may enter the index folder: it holds the code's text unredacted, files the
+    owner made unreadable to others among it, and the umask made its files readable by all
+    (red team 3 read a 0600 file's text in 0644 LanceDB files)."""
+    try:
+        if index_dir.stat().st_mode & 0o077:
+            index_dir.chmod(0o700)
+    except OSError as exc:  # not ours to change (a shared folder): say so, index anyway
+        log.warning("could not make the index folder %s private: %s", index_dir, exc)
 
 
 # The lookup files check their own folder (a link there is skipped with a warning, the run goes

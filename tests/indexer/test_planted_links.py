@@ -40,3 +40,21 @@ def test_links_at_the_temp_names_are_replaced_not_written_through(tmp_path: Path
     assert report.files == 1
     assert [v.read_text() for v in victims] == ["keep me"] * len(victims)
     assert (index_dir / "meta.json").is_file() and not (index_dir / "meta.json").is_symlink()
+
+
+def test_the_index_folder_is_the_owners_only(tmp_path: Path) -> None:
+    """The index holds the code's text unredacted: red team 3 read a 0600 file's text in the
+    index's 0644 files. New indexes and older ones opened again are made 0700."""
+    root = write_workspace(tmp_path / "ws", {"app.py": "def run():\n    return 1\n"})
+    (root / "acl.py").write_text("LOCKED_DOWN = 1\n")
+    (root / "acl.py").chmod(0o600)
+    old_umask = os.umask(0o022)
+    try:
+        index_workspace(root, lexical_settings(root))
+        index_dir = root / ".codectx"
+        assert index_dir.stat().st_mode & 0o777 == 0o700
+        index_dir.chmod(0o755)  # an index made before this change
+        index_workspace(root, lexical_settings(root))
+        assert index_dir.stat().st_mode & 0o777 == 0o700
+    finally:
+        os.umask(old_umask)
