@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 from codectx.app.index import Store
 from codectx.app.keeper import IndexKeeper, RunEvent
 from codectx.app.session import WorkspaceSession
-from codectx.errors import UsageError
+from codectx.errors import ConfigError, UsageError
 from codectx.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -128,15 +128,29 @@ class Roots:
         if not parts:
             raise PathRefused(f"'{path}' is the workspace itself; give a file inside it")
         if not self.several:
-            return self.workspaces[0], "/".join(parts)
-        workspace = self.by_name.get(parts[0])
-        if workspace is None or len(parts) < 2:
-            raise PathRefused(f"'{path}' does not start with a root's name ({', '.join(self.by_name)})")
-        return workspace, "/".join(parts[1:])
+            workspace, rel = self.workspaces[0], "/".join(parts)
+        else:
+            workspace = self.by_name.get(parts[0])
+            if workspace is None or len(parts) < 2:
+                raise PathRefused(f"'{path}' does not start with a root's name ({', '.join(self.by_name)})")
+            rel = "/".join(parts[1:])
+        if _in_index(workspace, rel):
+            raise PathRefused(f"'{path}' is in codectx's index folder, not the workspace's code")
+        return workspace, rel
 
     def shown(self, workspace: Workspace, rel: str) -> str:
         """How a workspace path is shown to the agent."""
         return f"{workspace.name}/{rel}" if self.several else rel
+
+
+def _in_index(workspace: Workspace, rel: str) -> bool:
+    """The index folder's files (its manifest lists the workspace's paths and settings) are no code."""
+    try:
+        index = workspace.settings.index_dir().resolve()
+    except ConfigError:  # no index folder can be named (a planted link): nothing to keep out
+        return False
+    where = (workspace.root / rel).resolve()
+    return where == index or index in where.parents
 
 
 def root_names(roots: list[Path]) -> list[str]:

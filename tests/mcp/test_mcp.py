@@ -50,6 +50,7 @@ REFUSED = {
     "deploy/keys/id_rsa": "never-send",
     "shipyard/../.env": "leaves the workspace",
     "web/.npmrc": "never-send",
+    ".codectx/meta.json": "index folder",  # the index lists the workspace's paths and settings
 }
 PROBE = "\n\ndef zebra_unicorn_probe(order):\n    return order['zebra']\n"
 
