@@ -48,7 +48,7 @@ from codectx.privacy.rules import RuleSet, build, default_rules  # noqa: E402
 
 RESULTS = HERE / "results"
 # Sets nobody tuned rules on: their figures are the ones that say something (targets apply there).
-UNSEEN = ("independent-holdout", "independent-3-holdout")
+UNSEEN = ("independent-holdout", "independent-3-holdout", "independent-4-holdout")
 CORPUS_BYTES = 4_000_000
 SNIPPET_LINES = 200
 KEY = b"bench-key-bench-key-bench-key-32"
@@ -376,7 +376,7 @@ def main() -> int:
         named["independent-dev"] = sets.load_jsonl(sets.DEV)
     if sets.HOLDOUT.exists():
         named["independent-holdout"] = sets.load_jsonl(sets.HOLDOUT)
-    named.update(sets.third_halves())
+    named.update(sets.halves())
     corpus = real_corpus()
     pieces = list(snippets(corpus))
     scanners, contexts = tools()

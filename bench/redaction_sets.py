@@ -22,19 +22,24 @@ HERE = Path(__file__).resolve().parent
 SETS = HERE / "redaction-sets"
 DEV = SETS / "independent-dev.jsonl"
 HOLDOUT = SETS / "independent-holdout.jsonl"
-# A third set (stop 51), by another helper who read neither the rules nor the earlier sets: the
-# rules were tuned on its even ids; its odd ids are held out (README.md there).
+# A third set (stop 51) and a fourth (stop 53), each by another helper who read neither the rules
+# nor the earlier sets: the rules were tuned on their even ids; their odd ids are held out
+# (README.md there).
 THIRD = SETS / "independent-holdout-3.jsonl"
+FOURTH = SETS / "independent-holdout-4.jsonl"
 
 
-def third_halves() -> dict[str, list[Record]]:
-    """The third set as `independent-3-tuned` (even ids) and `independent-3-holdout` (odd ids)."""
-    if not THIRD.exists():
-        return {}
-    records = load_jsonl(THIRD)
-    odd = [r for r in records if int(r.id.rsplit("-", 1)[1]) % 2]
-    even = [r for r in records if not int(r.id.rsplit("-", 1)[1]) % 2]
-    return {"independent-3-tuned": even, "independent-3-holdout": odd}
+def halves() -> dict[str, list[Record]]:
+    """The third and fourth sets as `independent-N-tuned` (even ids) and `independent-N-holdout`
+    (odd ids)."""
+    out: dict[str, list[Record]] = {}
+    for n, path in ((3, THIRD), (4, FOURTH)):
+        if not path.exists():
+            continue
+        records = load_jsonl(path)
+        out[f"independent-{n}-tuned"] = [r for r in records if not int(r.id.rsplit("-", 1)[1]) % 2]
+        out[f"independent-{n}-holdout"] = [r for r in records if int(r.id.rsplit("-", 1)[1]) % 2]
+    return out
 
 
 @dataclass(frozen=True)

@@ -130,10 +130,10 @@ class Roots:
         if not self.several:
             workspace, rel = self.workspaces[0], "/".join(parts)
         else:
-            workspace = self.by_name.get(parts[0])
-            if workspace is None or len(parts) < 2:
+            named = self.by_name.get(parts[0])
+            if named is None or len(parts) < 2:
                 raise PathRefused(f"'{path}' does not start with a root's name ({', '.join(self.by_name)})")
-            rel = "/".join(parts[1:])
+            workspace, rel = named, "/".join(parts[1:])
         if _in_index(workspace, rel):
             raise PathRefused(f"'{path}' is in codectx's index folder, not the workspace's code")
         return workspace, rel

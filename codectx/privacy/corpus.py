@@ -162,9 +162,16 @@ class _Terms:
     contains: tuple[str, ...] = ()
 
 
+# Rules for keys their providers publish by design (a browser or an app ships them): PostHog's
+# project keys are for the page's JavaScript. Masking them costs context and protects nothing.
+PUBLIC_KEY_RULES = frozenset({"posthog-project-api-key"})
+
+
 def _unusable(entry: dict[str, Any]) -> str:
     if "regex" not in entry:
         return "path-only rule"
+    if entry.get("id") in PUBLIC_KEY_RULES:
+        return "the key it finds is public by design"
     if entry.get("skipReport"):
         return "reported only as a component of another rule"
     return ""

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 SECRET_FILES: tuple[str, ...] = (
     ".env", ".env.*", "*.env", ".envrc", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore",
     "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".npmrc", ".pypirc", ".netrc", "_netrc", ".pgpass",
+    "pgpass.conf",
     ".git-credentials", ".htpasswd", "*.tfstate", "*.tfstate.*", "*.tfvars", "*.tfvars.json", "*.kdbx",
     "kubeconfig", "*.kubeconfig", "**/.kube/config", "credentials*.json", "**/.aws/credentials",
     "**/.docker/config.json", "service-account*.json", "*service-account*.json", "*service_account*.json",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import itertools
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -341,11 +342,17 @@ class Redactor:
                     return False
             if filters.in_public_block(text, start):
                 return False  # the body of a public key, certificate or PGP public block
+            if value.startswith(_PUBLIC_PREFIXES):
+                return False  # a key made to be published (Stripe's pk_, PostHog's phc_): no secret
             before = text[max(0, start - 40) : start]
+            if _PUBLIC_NAME.search(before):
+                return False  # `PublicKey = <base64>` (WireGuard, age recipients): the other half is
             return filters.is_high_entropy(value, before, rule.bits, max(rule.min_len, 16))
         # "value" and "unquoted": generic literals.
         if name and filters.is_excluded_name(name):
             return False
+        if _ARN_BEFORE.search(text[max(0, start - 160) : start]):
+            return False  # `...:secret:prod/stripe-AbCdEf` is the name in a secret manager's ARN
         if filters.is_reference(value, bare=rule.check == "unquoted"):
             return False
         if rule.reject_words and filters.is_weak_literal(value):
@@ -359,12 +366,22 @@ class Redactor:
             if not filters.letters_secret(value, strong):
                 return False
         if rule.check == "unquoted":
-            _row, col, line_text = lines.at(start)
+            row, col, line_text = lines.at(start)
             if filters.inside_string(line_text[:col]):
                 return True  # `"host=db password=hunter2x"`: inside a string literal, a bare value is text
+            comment = lines.layout(row).comment
+            if 0 <= comment < col:
+                return True  # `# root pw on the bastion is rnRB...`: a comment holds no expressions
             return filters.bare_value_is_literal(value, line_text, origin)
         return True
 
+
+# Keys meant to be public, by their documented prefixes: Stripe publishable keys, PostHog project
+# keys, Supabase publishable keys, Mapbox public tokens (pk. + a JWT's base64).
+_PUBLIC_PREFIXES = ("pk_live_", "pk_test_", "phc_", "sb_publishable_", "pk.eyJ")
+# Python's re: these read a few characters of text that may hold lone surrogates (RE2 takes UTF-8 only).
+_PUBLIC_NAME = re.compile(r"(?i)\bpub(?:lic)?[_.-]?key[\"']?\s*[:=]\s*[\"']?$")
+_ARN_BEFORE = re.compile(r"arn:aws[\w-]*:[^\s\"'`]*$")
 
 # Rules whose captured value is a password by the syntax around it (a URL's or a connection
 # string's password field, `curl -u user:pw`, `IDENTIFIED BY '...'`).

@@ -148,6 +148,11 @@ def encoded_runs(text: str) -> list[tuple[int, int, str]]:
     out = []
     for start, end in _spans(_B64_RUN, text):
         run = text[start:end]
+        if len(run) >= HEX_RUN_MIN and _HEX_ONLY.match(run):
+            decoded = decode_hex(run)  # `bytes.fromhex("6768705f...")`: a token spelled in hex
+            if decoded is not None:
+                out.append((start, end, decoded))
+            continue
         if len(run) < 24 and not (run.endswith("=") or len(run) % 4 == 0):
             continue  # a short run is decoded only when it has base64's shape (padding or whole quads)
         if not (any(c.isupper() for c in run) and any(c.islower() for c in run)):
@@ -156,6 +161,19 @@ def encoded_runs(text: str) -> list[tuple[int, int, str]]:
         if decoded is not None:
             out.append((start, end, decoded))
     return out
+
+
+HEX_RUN_MIN = 24
+_HEX_ONLY = re2.compile(r"^(?:[0-9a-f]{2})+$|^(?:[0-9A-F]{2})+$")
+
+
+def decode_hex(run: str) -> str | None:
+    """A hex run as the printable ASCII it encodes (12 characters at least); None for anything else
+    (a digest's random bytes)."""
+    raw = bytes.fromhex(run)
+    if len(raw) < 12 or any(b not in _PRINTABLE for b in raw):
+        return None
+    return raw.decode("ascii")
 
 
 def decode_base64(run: str) -> str | None:
@@ -176,14 +194,32 @@ def decode_base64(run: str) -> str | None:
     return raw.decode("ascii")
 
 
-_ESCAPED_RUN = re.compile(r"(?:[A-Za-z0-9_.~+/=-]|%[0-9A-Fa-f]{2}|\\x[0-9A-Fa-f]{2}|\\u[0-9A-Fa-f]{4}){12,}")
-_ONE_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})|\\x([0-9A-Fa-f]{2})|\\u([0-9A-Fa-f]{4})")
+_ESCAPED_RUN = re.compile(
+    r"(?:[A-Za-z0-9_.~+/=-]|%[0-9A-Fa-f]{2}|\\x[0-9A-Fa-f]{2}|\\u[0-9A-Fa-f]{4}|&#[0-9]{2,4};|&#x[0-9A-Fa-f]{2,4};){12,}"
+)
+_ONE_ESCAPE = re.compile(
+    r"%(?P<p>[0-9A-Fa-f]{2})|\\x(?P<x>[0-9A-Fa-f]{2})|\\u(?P<u>[0-9A-Fa-f]{4})|&#(?P<d>[0-9]{2,4});|&#x(?P<h>[0-9A-Fa-f]{2,4});"
+)
+# Characters that show nothing: an escaped one inside a token (`sk_live_ab\u200bcd`) hides it from
+# every rule, and is dropped from the decoded view.
+_INVISIBLE = frozenset("\u00ad\u200b\u200c\u200d\u2060\ufeff")
+LONE_ESCAPE_MIN = 16  # a run with one escape is read when it decodes to at least this many characters
+
+
+def _unescape(e: re.Match[str]) -> str:
+    decimal = e.group("d")
+    c = chr(
+        int(decimal) if decimal else int(e.group("p") or e.group("x") or e.group("u") or e.group("h"), 16)
+    )
+    return "" if c in _INVISIBLE else c
 
 
 def unescaped_runs(text: str) -> list[tuple[int, int, str]]:
-    """(start, end, decoded) of runs holding two or more percent or `\\x`/`\\u` escapes, each read
-    as the printable ASCII it stands for (a run that decodes to anything else is left alone)."""
-    if "%" not in text and "\\x" not in text and "\\u" not in text:
+    """(start, end, decoded) of runs holding percent, `\\x`/`\\u` or HTML character escapes, each
+    read as the printable ASCII it stands for (a run that decodes to anything else is left alone;
+    invisible characters are dropped). One escape is enough in a run that decodes to
+    LONE_ESCAPE_MIN characters or more: `\\u0067hp_...`, `&#103;hp_...`."""
+    if "%" not in text and "\\x" not in text and "\\u" not in text and "&#" not in text:
         return []
     out = []
     done = -1  # the end of the last line read: only lines holding an escape are (most have none)
@@ -195,10 +231,13 @@ def unescaped_runs(text: str) -> list[tuple[int, int, str]]:
         done = len(text) if done == -1 else done
         for m in _ESCAPED_RUN.finditer(text, lo, done):
             run = m.group(0)
-            if len(_ONE_ESCAPE.findall(run)) < 2:
+            escapes = len(_ONE_ESCAPE.findall(run))
+            if escapes == 0:
                 continue
-            decoded = _ONE_ESCAPE.sub(lambda e: chr(int(e.group(1) or e.group(2) or e.group(3), 16)), run)
-            if all(32 < ord(c) < 127 for c in decoded):
+            decoded = _ONE_ESCAPE.sub(_unescape, run)
+            if escapes < 2 and len(decoded) < LONE_ESCAPE_MIN:
+                continue
+            if decoded and all(32 < ord(c) < 127 for c in decoded):
                 out.append((m.start(), m.end(), decoded))
     return out
 

@@ -14,6 +14,7 @@ from codectx.app.index import chain_at
 from codectx.errors import UsageError
 from codectx.mcp.server import loopback_address
 from codectx.mcp.workspaces import PathRefused, Roots, Workspace, root_names
+from tests.support.workspace import lexical_settings
 
 
 @pytest.mark.parametrize(
@@ -49,7 +50,12 @@ def test_other_addresses_are_refused(spec: str) -> None:
 
 def _roots(names: list[str]) -> Roots:
     dummy: Any = None
-    return Roots([Workspace(n, Path("/w") / n, dummy, dummy, dummy, threading.Lock()) for n in names])
+    return Roots(
+        [
+            Workspace(n, Path("/w") / n, lexical_settings(Path("/w") / n), dummy, dummy, threading.Lock())
+            for n in names
+        ]
+    )
 
 
 def test_one_root_paths() -> None:
@@ -57,7 +63,7 @@ def test_one_root_paths() -> None:
     ws, rel = roots.locate("./src//app.py")
     assert (ws.name, rel) == ("api", "src/app.py")
     assert roots.shown(ws, rel) == "src/app.py"
-    for bad in ("", "/etc/passwd", "C:/x", "src/../../x", "..", ".", "a/../b"):
+    for bad in ("", "/etc/passwd", "C:/x", "src/../../x", "..", ".", "a/../b", ".codectx/manifest.json"):
         with pytest.raises(PathRefused):
             roots.locate(bad)
 
