@@ -33,7 +33,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from codectx.privacy import sqlrows
+from codectx.privacy import sqlrows, tables
 from codectx.privacy.keys import tag
 from codectx.privacy.redact import ECHO_MIN_CHARS, TOKEN_PREFIX, Finding, Redactor
 
@@ -185,9 +185,9 @@ class PieceRedactor:
     # ---------------------------------------------------------------- scanning
 
     def _scan(self, text: str, origin: str, lo: int, hi: int) -> list[Secret]:
-        # A region inside a SQL statement's rows is read with its header in front (sqlrows.lead):
-        # the names that make its values secret are only there.
-        lead = sqlrows.lead(text, lo, hi)
+        # A region inside a SQL statement's rows or a table is read with its header in front
+        # (sqlrows.lead, tables.lead): the names that make its values secret are only there.
+        lead = sqlrows.lead(text, lo, hi) + tables.lead(text, lo, hi, origin)
         region = lead + text[lo:hi]
         result = self.redactor.redact(region, origin, self.deadline, known=self.known.items())
         out = []

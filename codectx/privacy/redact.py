@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import re2
 
-from codectx.privacy import filters, sqlrows, views
+from codectx.privacy import filters, sqlrows, tables, views
 from codectx.privacy.errors import ScanTimeout
 from codectx.privacy.keys import load_or_create_key, tag
 from codectx.privacy.rules import Rule, RuleSet, default_rules
@@ -281,10 +281,13 @@ class Redactor:
         return out
 
     def _cell_hits(self, text: str, origin: str, deadline: float | None) -> list[_Hit]:
-        """Values of SQL rows under secret-named columns, each judged as `column = "value"` by the
-        assignment rules (sqlrows.py)."""
+        """Values of SQL rows and table cells under secret-named columns, each judged as
+        `column = "value"` by the assignment rules (sqlrows.py, tables.py)."""
         out: list[_Hit] = []
-        for cell in sqlrows.secret_cells(text, deadline):
+        cells = itertools.chain(
+            sqlrows.secret_cells(text, deadline), tables.secret_cells(text, origin, deadline)
+        )
+        for cell in cells:
             value = text[cell.start : cell.end]
             quote = '"' if '"' not in value else "'"
             if quote in value or "\n" in value:

@@ -41,7 +41,7 @@ _STATEMENT = re.compile(
     )""",
     re.VERBOSE | re.MULTILINE,
 )
-_SECRET_COLUMN = re.compile(
+SECRET_COLUMN = re.compile(
     r"(?i)pass(?:word|wd|phrase)?|pwd|secret|token|credential|(?:api|access|private|signing|"
     r"encryption|master|auth|client|session)_?key|apikey"
 )
@@ -80,14 +80,14 @@ def secret_cells(text: str, deadline: float | None = None) -> Iterator[Cell]:
             continue
         if m.group("copy"):
             columns = _columns(m.group("copycols"))
-            if not any(_SECRET_COLUMN.search(c) for c in columns):
+            if not any(SECRET_COLUMN.search(c) for c in columns):
                 pos = m.end()
                 continue
             pos = yield from _copy_cells(text, m.end(), columns, deadline)
             continue
         listed = m.group("cols")
         columns = _columns(listed) if listed is not None else tables.get(_table_key(_insert_table(m)), [])
-        if not any(_SECRET_COLUMN.search(c) for c in columns):
+        if not any(SECRET_COLUMN.search(c) for c in columns):
             pos = m.end()
             continue
         pos = yield from _insert_cells(text, m.end(), columns, deadline)
@@ -239,7 +239,7 @@ def _tuple_cells(text: str, at: int, columns: list[str]) -> Generator[Cell, None
         while at < n and text[at] in " \t\r\n":
             at += 1
         end, start, stop = _value(text, at)
-        if column < len(columns) and stop > start and _SECRET_COLUMN.search(columns[column]):
+        if column < len(columns) and stop > start and SECRET_COLUMN.search(columns[column]):
             yield Cell(start, stop, columns[column])
         at = end
         while at < n and text[at] in " \t\r\n":
@@ -306,7 +306,7 @@ def _value(text: str, at: int) -> tuple[int, int, int]:
 def _copy_cells(text: str, at: int, columns: list[str], deadline: float | None) -> Rows:
     """Fields of a COPY block's tab-separated rows, until its `\\.` line or a line that starts
     another statement; returns where the block ended."""
-    wanted = [i for i, c in enumerate(columns) if _SECRET_COLUMN.search(c)]
+    wanted = [i for i, c in enumerate(columns) if SECRET_COLUMN.search(c)]
     n = len(text)
     rows = 0
     while at < n:
