@@ -17,6 +17,7 @@ are left out too (discovery warns about those in `index.never_index`).
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -57,19 +58,15 @@ class SecretFilePolicy:
 
     def refuses(self, path: str) -> bool:
         """True if a workspace-relative path is never indexed or sent."""
-        norm = _norm(path)
-        if not norm:
-            return False
-        low = norm.lower()  # see pattern_for; most paths are lower case already (one match)
-        return self.any_of.match_file(norm) or (low != norm and self.any_of.match_file(low))
+        return any(self.any_of.match_file(form) for form in _forms(path))
 
     def pattern_for(self, path: str) -> str | None:
         """The first pattern a workspace-relative path matches, or None if it may be indexed and sent.
-        Matched as written and in lower case: `.ENV` is `.env` to a case-insensitive file system
-        (macOS's and Windows' defaults), and a credential file by any spelling."""
-        norm = _norm(path)
-        for form in dict.fromkeys((norm, norm.lower())):
-            if form and self.any_of.match_file(form):
+        Matched as written, in lower case (`.ENV` is `.env` to a case-insensitive file system, macOS's
+        and Windows' defaults) and with each name's trailing spaces and dots dropped (`.env ` is
+        `.env` to Windows, and a credential file by any spelling)."""
+        for form in _forms(path):
+            if self.any_of.match_file(form):
                 return next((p for p, spec in self.each if spec.match_file(form)), self.patterns[0])
         return None
 
@@ -100,6 +97,21 @@ def is_never_index(path: str, settings: Settings | None = None) -> bool:
 def never_send_match(path: str, settings: Settings | None) -> str | None:
     """The policy pattern a workspace-relative path matches, or None if it may be sent."""
     return policy_for(settings).pattern_for(path)
+
+
+_PADDED = re.compile(r"[ .](?:/|$)")
+
+
+def _forms(path: str) -> tuple[str, ...]:
+    """The spellings a path is matched in (see pattern_for); most paths have one."""
+    norm = _norm(path)
+    if not norm:
+        return ()
+    forms = [norm, norm.lower()]
+    if _PADDED.search(norm):
+        trimmed = "/".join(part.rstrip(" .") or part for part in norm.split("/"))
+        forms += [trimmed, trimmed.lower()]
+    return tuple(dict.fromkeys(forms))
 
 
 def _norm(path: str) -> str:
