@@ -396,6 +396,7 @@ _PASSWORD_SLOTS = frozenset(
         "curl-user",
         "sql-password",
         "cli-password-flag",
+        "login-pair",
     }
 )
 
