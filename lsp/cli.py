@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
-import sys
 from pathlib import Path
+from typing import Any
 
 from codectx.errors import UsageError
 
@@ -56,8 +56,56 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def serve_tcp(server: Any, host: str, port: int) -> None:
+    """pygls's `start_tcp`, serving this account's processes only (lsp/peers.py): anyone who
+    connects reads the code and settles settings, the model server's address among them."""
+    import asyncio
+    import logging
+    import threading
+
+    from codectx.lsp import peers
+    from pygls.io_ import run_async
+
+    log = logging.getLogger("codectx.lsp.tcp")
+    stop_event = threading.Event()
+    server._stop_event = stop_event  # pygls's shutdown() sets it and closes server._server
+
+    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        own, peer = writer.get_extra_info("sockname"), writer.get_extra_info("peername")
+        why = peers.refusal(own[1], peer[1])
+        if why is not None:
+            log.warning("connection from port %s refused: %s", peer[1], why)
+            writer.close()
+            return
+        server.protocol.set_writer(writer)
+        await run_async(
+            stop_event=stop_event,
+            reader=reader,
+            protocol=server.protocol,
+            logger=log,
+            error_handler=server.report_server_error,
+        )
+        server.shutdown()
+
+    async def serve() -> None:
+        server._server = await asyncio.start_server(connection, host, port)
+        log.info("serving on %s:%s (this account's processes only)", host, port)
+        async with server._server:
+            await server._server.serve_forever()
+
+    try:
+        asyncio.run(serve())
+    except asyncio.CancelledError:
+        pass
+
+
 def run(args: argparse.Namespace) -> int:
     from codectx.gencache import cache_generated_code
+
+    address = parse_hostport(args.tcp) if args.tcp else None
+    if address is not None and not _is_loopback(address[0]):
+        # Other machines could connect, and their owner cannot be checked: forward a port over SSH.
+        raise UsageError(f"--tcp: {address[0]} is not a loopback address (127.0.0.1, ::1, localhost)")
 
     cache_generated_code()  # before pygls: lsprotocol's ~570 attrs classes (codectx/gencache.py)
 
@@ -81,15 +129,8 @@ def run(args: argparse.Namespace) -> int:
     server = build_server()
     server.log_bridge = bridge
     try:
-        if args.tcp:
-            host, port = parse_hostport(args.tcp)
-            if not _is_loopback(host):
-                print(
-                    f"codectx: warning: listening on {host}, reachable from other machines; "
-                    "anyone who connects can read your code through the server",
-                    file=sys.stderr,
-                )
-            server.start_tcp(host, port)
+        if address is not None:
+            serve_tcp(server, *address)
         else:
             server.start_io()
     finally:

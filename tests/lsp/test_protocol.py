@@ -6,6 +6,7 @@ stdio) and talks LSP to it with pytest-lsp's client.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -239,6 +240,78 @@ def test_tcp_argument_errors_are_clear() -> None:
     done = subprocess.run([*SERVER_COMMAND, "--tcp", "nonsense"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert "codectx: error: --tcp expects HOST:PORT" in done.stderr and "Traceback" not in done.stderr
+    # Other machines could connect, and no owner can be checked for them (red team 4).
+    done = subprocess.run(
+        [*SERVER_COMMAND, "--tcp", "0.0.0.0:2087"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2 and "not a loopback address" in done.stderr
+
+
+def test_a_tcp_peers_owner_is_read_from_the_kernels_socket_table(tmp_path: Path) -> None:
+    from codectx.lsp import peers
+
+    table = tmp_path / "tcp"
+    table.write_text(
+        "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+        "   0: 0100007F:0827 0100007F:C350 01 00000000:00000000 00:00000000 00000000  1000 0 1 1\n"
+        "   1: 0100007F:C350 0100007F:0827 01 00000000:00000000 00:00000000 00000000 65534 0 2 1\n"
+    )
+    # The server listens on 2087 (0x0827); the client's socket is the one whose local port is 50000.
+    assert peers.peer_uid(2087, 50000, (table,)) == 65534
+    assert peers.peer_uid(2087, 50001, (table,)) is None
+    assert "another account" in (peers.refusal(2087, 50000, (table,)) or "")
+    assert "cannot be told" in (peers.refusal(2087, 50001, (table,)) or "")
+
+
+@pytest.mark.skipif(os.name != "posix" or os.getuid() != 0, reason="needs root to connect as another account")
+async def test_tcp_mode_refuses_other_accounts(tmp_path: Path, repo: Path) -> None:
+    """Red team 4: another local account connected to `--tcp`, named its own model server and read
+    the owner's conversations. Its connection is closed unanswered; the owner's is served."""
+    import asyncio
+    import socket
+    import subprocess
+    import sys
+
+    import psutil
+
+    from tests.support.lsp_helpers import SERVER_COMMAND, server_env
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [*SERVER_COMMAND, "--tcp", f"127.0.0.1:{port}"],
+        env=server_env(tmp_path),
+        cwd=repo,
+        stderr=subprocess.PIPE,
+    )
+    intruder = (
+        "import os, socket, sys, json\n"
+        "os.setgid(65534); os.setuid(65534)\n"
+        "body = json.dumps({'jsonrpc': '2.0', 'id': 1, 'method': 'initialize',\n"
+        "                   'params': {'capabilities': {}}})\n"
+        # A bytes host: the other account cannot read this Python's idna codec under /root.
+        f"c = socket.socket(); c.connect((b'127.0.0.1', {port}))\n"
+        "c.sendall(f'Content-Length: {len(body)}\\r\\n\\r\\n{body}'.encode())\n"
+        "c.settimeout(20)\n"
+        "try:\n    data = c.recv(65536)\nexcept ConnectionResetError:\n    data = b''\n"
+        "print('ANSWERED' if data else 'CLOSED')\n"
+    )
+    try:
+        server = psutil.Process(proc.pid)
+        for _ in range(1200):
+            if any(c.status == psutil.CONN_LISTEN for c in server.net_connections(kind="tcp")):
+                break
+            await asyncio.sleep(0.1)
+        done = subprocess.run([sys.executable, "-c", intruder], capture_output=True, text=True, timeout=60)
+        assert done.stdout.strip() == "CLOSED", done.stderr
+        assert proc.poll() is None  # still serving its owner
+    finally:
+        proc.kill()
+        proc.wait(timeout=20)
+        assert proc.stderr is not None
+        log = proc.stderr.read().decode(errors="replace")
+    assert "another account (uid 65534)" in log
 
 
 async def test_the_home_folder_and_the_disk_root_are_no_workspace_folders(tmp_path: Path, repo: Path) -> None:

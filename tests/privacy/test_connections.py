@@ -33,7 +33,10 @@ SEND_PATH = "backend/transport.py"
 ALLOWED: dict[str, tuple[str | None, str]] = {
     # path: (the one use allowed there, or None for any; reason)
     SEND_PATH: (None, "the single send path: gate.prepare -> send prepared.content -> gate.record"),
-    "lsp/cli.py": ("call start_tcp()", "`codectx lsp --tcp` LISTENS for the editor; it connects nowhere"),
+    "lsp/cli.py": (
+        "call start_server()",
+        "`codectx lsp --tcp` LISTENS for the editor (its owner's processes only); it connects nowhere",
+    ),
     "backend/machine.py": ("import socket", "preflight BINDS a port to see it is free; connects nowhere"),
 }
 
