@@ -6,7 +6,8 @@ document's text). The filter replaces each argument of a library's record
 below WARNING with its size and sha256 (short identifiers such as method
 names stay readable), and scrubs every record, codectx's own included, of
 the API keys it has been told about, bearer tokens, authorization headers,
-`api_key` fields, passwords in URLs and tokens known by their prefix
+values under secrets' names (`api_key=`, `password:`, `aws_secret_access_key=`),
+passwords in URLs and tokens known by their prefix
 (`ghp_`, `glpat-`, `sk_live_`, `AKIA`, JWTs...). Log files are created mode 0600 (an
 existing one is made 0600).
 """
@@ -26,6 +27,12 @@ _PATTERNS = (
     re.compile(r"(?i)(authorization['\"]?\s*[:=]\s*['\"]?)(?!bearer\b)[^\s'\",}]+"),
     re.compile(r"(?i)(['\"]?api[_-]?key['\"]?\s*[:=]\s*['\"]?)[^\s'\",}]+"),
     re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^/\s:@]+:)[^@\s/]+(?=@)"),
+    # A value under a secret's name, wherever a message quotes one (a client's malformed params in a
+    # validation error: `invalid literal for int(): 'aws_secret_access_key=wJalr...'`).
+    re.compile(
+        r"(?i)((?:secret|passw(?:or)?d|passphrase|pwd|token|credential|(?:api|access|private|auth)[_-]?key)"
+        r"[\w.-]*['\"]?\s*[:=]\s*['\"]?)[^\s'\",}]{8,}"
+    ),
     # Tokens by their providers' prefixes, wherever they come from: a client can put one in any
     # request parameter (`no conversation 'ghp_...'`), and codectx's own messages quote those.
     re.compile(

@@ -46,6 +46,8 @@ _FILLERS = ("Zq7Xr2Vb9Kp4Wm6Ty3Hn8Jc5Ld1Sg0FaQe7Ru2Io9PzXw4Mv6Nb3Ck8Jh5Gf1Ds0Ae"
 _RUN = re.compile(r"[A-Za-z0-9_\-+/=.~:]+")
 _TOKEN = re.compile(r"\[REDACTED:[a-z0-9-]+:[0-9a-f]{8}\]")
 _QUOTES = "\"'`"
+_TYPED_USERINFO = re.compile(r"[a-z][a-z0-9+.-]*://[^\s/@:]*:([^\s/@]+)$", re.IGNORECASE)
+_TYPED_CELL = re.compile(r"<t[dh]\b[^>]*>([^<]+)$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -206,13 +208,25 @@ class PieceRedactor:
         end = text.find("\n", cursor)
         end = len(text) if end == -1 else end
         line, col = text[start:end], cursor - start
+        # Each probe is read below the lines above it (and the header of a SQL statement or a table
+        # it sits in): a value typed in a tuple's second row is a password by its column's name.
+        above = start
+        for _ in range(MARGIN_LINES):
+            if above <= 0:
+                break
+            above = text.rfind("\n", 0, above - 1) + 1
+        context = sqlrows.lead(text, above, end) + tables.lead(text, above, end, origin) + text[above:start]
+        shift = len(context)
         out: list[Secret] = []
         formats = self.redactor.rules.format_ids
         for probe, keep, filled in _probes(line, col):
-            for f in self._probe_findings(probe, origin):
-                if filled and (f.rule not in formats or not keep[0] <= f.start < keep[1] - 3):
+            for f in self._probe_findings(context + probe, origin):
+                f_start, f_end = f.start - shift, f.end - shift
+                if f_end <= 0:
+                    continue  # in the lines above: their own scan masks them
+                if filled and (f.rule not in formats or not keep[0] <= f_start < keep[1] - 3):
                     continue  # lengthened by filler: only a provider format whose prefix was typed counts
-                s, e = max(f.start, keep[0]), min(f.end, keep[1])
+                s, e = max(f_start, keep[0]), min(f_end, keep[1])
                 if e > s:
                     out.append(Secret(start + s, start + e, f.rule))
         return out
@@ -313,6 +327,15 @@ def _probes(line: str, col: int) -> list[tuple[str, tuple[int, int], bool]]:
         probes.append((line[:col] + quote + line[col:], (opened + 1, col), False))
         if quote not in line[col:]:
             probes.append((line + quote, (opened + 1, len(line)), False))
+    head = line[:col]
+    userinfo = _TYPED_USERINFO.search(head)
+    if userinfo and "@" not in line[col:]:
+        # `postgres://app:<password being typed>`: the host is not typed yet.
+        probes.append((head + "@h" + line[col:], (userinfo.start(1), col), False))
+    cell = _TYPED_CELL.search(head)
+    if cell:
+        # `<td>value being typed`: the cell and its row are not closed yet.
+        probes.append((head + "</td></tr>" + line[col:], (cell.start(1), col), False))
     run = None
     for m in _RUN.finditer(line):
         if m.start() <= col <= m.end():

@@ -34,21 +34,27 @@ _TABLE = rf"({_NAME}(?:\s*\.\s*{_NAME}){{0,2}})"
 # One search finds the next statement of any kind; the group that matched says which.
 _STATEMENT = re.compile(
     rf"""(?i)\b(?:
-        (?P<insert>INSERT\s+(?:IGNORE\s+)?INTO\s+{_TABLE}\s*(?:\((?P<cols>[^()]{{1,8000}})\)\s*)?VALUES\b)
-      | (?P<copy>^COPY\s+{_TABLE}\s*\((?P<copycols>[^()]{{1,8000}})\)\s+FROM\s+stdin\s*;[ \t]*\r?\n)
+        (?P<insert>(?:INSERT|REPLACE)\s+(?:(?:IGNORE|LOW_PRIORITY|DELAYED|HIGH_PRIORITY)\s+)?(?:INTO\s+)?
+            {_TABLE}\s*(?:\((?P<cols>[^()]{{1,8000}})\)\s*)?VALUES\b)
+      | (?P<copy>^COPY\s+{_TABLE}\s*(?:\((?P<copycols>[^()]{{1,8000}})\)\s*)?FROM\s+stdin
+            (?P<copyopts>[^;\n]{{0,200}});[ \t]*\r?\n)
       | (?P<create>CREATE\s+(?:(?:GLOBAL|LOCAL)\s+)?(?:TEMP(?:ORARY)?\s+|UNLOGGED\s+)?TABLE\s+
             (?:IF\s+NOT\s+EXISTS\s+)?{_TABLE}\s*\()
     )""",
     re.VERBOSE | re.MULTILINE,
 )
 SECRET_COLUMN = re.compile(
-    r"(?i)pass(?:word|wd|phrase)?|pwd|secret|token|credential|(?:api|access|private|signing|"
+    r"(?i)pass(?:word|wd|phrase)?|pwd|(?<![a-z])pw(?![a-z])|secret|token|credential|(?:api|access|private|signing|"
     r"encryption|master|auth|client|session)_?key|apikey"
 )
 _CONSTRAINT = re.compile(
     r"(?i)(?:PRIMARY|KEY|UNIQUE|CONSTRAINT|INDEX|FOREIGN|CHECK|FULLTEXT|SPATIAL|EXCLUDE|LIKE|PERIOD)\b"
 )
-_KEYWORDS = ("INSERT", "insert", "Insert", "COPY", "CREATE", "create", "Create")
+_HEADS = ("INSERT", "insert", "Insert", "REPLACE", "replace", "Replace", "COPY")
+_KEYWORDS = (*_HEADS, "CREATE", "create", "Create")
+_HEAD_WORD = re.compile(r"(?i)\b(?:insert|replace|copy)\b")
+_CREATE_WORD = re.compile(r"(?i)\bcreate\b")
+_PREFIX = re.compile(r"(?:[NnEeBbXx]|[Uu]&|_\w{1,20}\s?)'")
 
 
 Rows = Generator["Cell", None, int]  # a statement's cells; returns where its rows ended
@@ -78,19 +84,15 @@ def secret_cells(text: str, deadline: float | None = None) -> Iterator[Cell]:
             if columns:
                 tables[_table_key(_create_table(m))] = columns
             continue
-        if m.group("copy"):
-            columns = _columns(m.group("copycols"))
-            if not any(SECRET_COLUMN.search(c) for c in columns):
-                pos = m.end()
-                continue
-            pos = yield from _copy_cells(text, m.end(), columns, deadline)
-            continue
-        listed = m.group("cols")
-        columns = _columns(listed) if listed is not None else tables.get(_table_key(_insert_table(m)), [])
+        listed = _listed(m)
+        columns = _columns(listed) if listed is not None else tables.get(_table_key(_statement_table(m)), [])
         if not any(SECRET_COLUMN.search(c) for c in columns):
             pos = m.end()
             continue
-        pos = yield from _insert_cells(text, m.end(), columns, deadline)
+        if m.group("copy"):
+            pos = yield from _copy_cells(text, m.end(), columns, _copy_delimiter(m), deadline)
+        else:
+            pos = yield from _insert_cells(text, m.end(), columns, deadline)
 
 
 def lead(text: str, lo: int, hi: int) -> str:
@@ -102,17 +104,19 @@ def lead(text: str, lo: int, hi: int) -> str:
     parts: list[str] = []
     region = text[lo:hi]
     for m in _STATEMENT.finditer(region):
-        if m.group("insert") and m.group("cols") is None:
-            create = _create_above(text, _table_key(_insert_table(m)), lo)
+        if not m.group("create") and _listed(m) is None:
+            create = _create_above(text, _table_key(_statement_table(m)), lo)
             if create and create not in parts:
                 parts.append(create)
     nl = region.find("\n")
     first = (region if nl == -1 else region[:nl]).lstrip(" \t")
-    # Only a region that starts with a row needs its statement's header: a tuple or a COPY row.
-    head = _open_statement(text, lo) if first.startswith(("(", ",")) or "\t" in first else None
+    # Only a region that starts with a row needs its statement's header: a tuple, a comment
+    # between tuples, or a COPY row (tab- or comma-separated).
+    row_like = first.startswith(("(", ",", "--")) or "\t" in first or "," in first
+    head = _open_statement(text, lo) if row_like else None
     if head is not None:
-        if head.group("insert") and head.group("cols") is None:
-            create = _create_above(text, _table_key(_insert_table(head)), head.start())
+        if _listed(head) is None:
+            create = _create_above(text, _table_key(_statement_table(head)), head.start())
             if create and create not in parts:
                 parts.append(create)
         parts.append(head.group(0).rstrip("\r\n") + "\n")
@@ -124,12 +128,7 @@ def lead(text: str, lo: int, hi: int) -> str:
 
 def _open_statement(text: str, lo: int) -> re.Match[str] | None:
     """The INSERT or COPY whose rows are still going on at `lo`, if its header is within reach."""
-    floor = max(0, lo - LEAD_REACH)
-    bound = lo
-    while True:
-        at = max(text.rfind(k, floor, bound) for k in ("INSERT", "insert", "Insert", "COPY"))
-        if at < 0:
-            return None
+    for at in _last_first(_HEAD_WORD, text, max(0, lo - LEAD_REACH), lo):
         m = _STATEMENT.match(text, at)
         if m is not None and not m.group("create") and m.end() <= lo:
             if m.group("copy"):
@@ -137,34 +136,48 @@ def _open_statement(text: str, lo: int) -> re.Match[str] | None:
             else:
                 ended = ";\n" in text[m.end() : lo] or ";\r\n" in text[m.end() : lo]
             return None if ended else m
-        bound = at
+    return None
 
 
 def _create_above(text: str, table: str, before: int) -> str:
     """The last `CREATE TABLE <table> (...)` above `before`, cut to its column list."""
     if not table:
         return ""
-    found = ""
-    floor = max(0, before - LEAD_REACH)
-    bound = before
-    while not found:
-        at = max(text.rfind(k, floor, bound) for k in ("CREATE", "create", "Create"))
-        if at < 0:
-            return ""
+    for at in _last_first(_CREATE_WORD, text, max(0, before - LEAD_REACH), before):
         m = _STATEMENT.match(text, at)
         if m is not None and m.group("create") and _table_key(_create_table(m)) == table:
             _columns_found, end = _create_columns(text, m.end())
-            found = text[at:end] + ";\n"
-        bound = at
-    return found
+            return text[at:end] + ";\n"
+    return ""
+
+
+def _last_first(word: re.Pattern[str], text: str, lo: int, hi: int) -> list[int]:
+    """Where `word` occurs in text[lo:hi], last first (one pass: `.replace(` is in most code)."""
+    return [m.start() for m in word.finditer(text, lo, hi)][::-1]
 
 
 def _create_table(m: re.Match[str]) -> str:
     return m.group(m.re.groupindex["create"] + 1) or ""
 
 
-def _insert_table(m: re.Match[str]) -> str:
-    return m.group(m.re.groupindex["insert"] + 1) or ""
+def _statement_table(m: re.Match[str]) -> str:
+    """The table an INSERT, REPLACE or COPY writes."""
+    kind = "copy" if m.group("copy") else "insert"
+    return m.group(m.re.groupindex[kind] + 1) or ""
+
+
+def _listed(m: re.Match[str]) -> str | None:
+    """An INSERT's or COPY's own column list; None when it names none (the CREATE TABLE does)."""
+    return m.group("copycols") if m.group("copy") else m.group("cols")
+
+
+def _copy_delimiter(m: re.Match[str]) -> str:
+    """COPY's field separator: a tab, a comma with `CSV`, or the one `DELIMITER 'x'` names."""
+    options = m.group("copyopts") or ""
+    named = re.search(r"(?i)\bdelimiter\s+(?:as\s+)?E?'(\\t|[^'])'", options)
+    if named:
+        return "\t" if named.group(1) == "\\t" else named.group(1)
+    return "," if re.search(r"(?i)\bcsv\b", options) else "\t"
 
 
 def _table_key(name: str) -> str:
@@ -218,8 +231,7 @@ def _insert_cells(text: str, at: int, columns: list[str], deadline: float | None
     n = len(text)
     rows = 0
     while at < n:
-        while at < n and text[at] in " \t\r\n,":
-            at += 1
+        at = _skip_gaps(text, at, " \t\r\n,")
         if at >= n or text[at] != "(":
             return at
         rows += 1
@@ -231,19 +243,33 @@ def _insert_cells(text: str, at: int, columns: list[str], deadline: float | None
     return at
 
 
+def _skip_gaps(text: str, at: int, blanks: str) -> int:
+    """Past blanks and SQL comments (`-- ...` to the line's end, `/* ... */`) from `at`."""
+    n = len(text)
+    while at < n:
+        if text[at] in blanks:
+            at += 1
+        elif text.startswith("--", at):
+            nl = text.find("\n", at)
+            at = n if nl == -1 else nl + 1
+        elif text.startswith("/*", at):
+            close = text.find("*/", at + 2)
+            at = n if close == -1 else close + 2
+        else:
+            break
+    return at
+
+
 def _tuple_cells(text: str, at: int, columns: list[str]) -> Generator[Cell, None, tuple[int, bool]]:
     """One tuple's values, `at` just past its `(`; returns (where it ended, whether it read)."""
     n = len(text)
     column = 0
     while at < n:
-        while at < n and text[at] in " \t\r\n":
-            at += 1
+        at = _skip_gaps(text, at, " \t\r\n")
         end, start, stop = _value(text, at)
         if column < len(columns) and stop > start and SECRET_COLUMN.search(columns[column]):
             yield Cell(start, stop, columns[column])
-        at = end
-        while at < n and text[at] in " \t\r\n":
-            at += 1
+        at = _skip_gaps(text, end, " \t\r\n")
         if at < n and text[at] == ",":
             column += 1
             at += 1
@@ -270,61 +296,109 @@ def _next_tuple_line(text: str, at: int) -> int:
 
 def _value(text: str, at: int) -> tuple[int, int, int]:
     """(where the value ends, its content's start and end): a quoted string's content (with ''
-    or backslash escapes), else nothing (a number, NULL, a call: read past it, not yielded)."""
+    or backslash escapes, after an N, E, B, X or U& prefix or a `_charset` introducer); for a
+    call, the first string literal inside it (`crypt('pw', gen_salt('bf'))`); else nothing (a
+    number, NULL, an ARRAY[...] or a cast: read past it, not yielded)."""
     n = len(text)
-    if at < n and text[at] in "'\"":
-        quote = text[at]
-        i = at + 1
-        while i < n:
-            c = text[i]
-            if c == "\\":
-                i += 2
-                continue
-            if c == quote:
-                if i + 1 < n and text[i + 1] == quote:
-                    i += 2
-                    continue
-                return i + 1, at + 1, i
-            i += 1
-        return n, at, at
-    depth = 0
-    i = at
+    start = _literal_start(text, at)
+    if start is not None:
+        end, stop = _string_end(text, start)
+        return end, start + 1, stop
+    depth, first, i = 0, None, at
     while i < n:
         c = text[i]
-        if c == "(":
+        if c in "'\"":
+            end, stop = _string_end(text, i)
+            if first is None and depth > 0 and stop > i + 1:
+                first = (i + 1, stop)
+            i = end
+            continue
+        if c in "([{":
             depth += 1
-        elif c == ")":
+        elif c in ")]}":
             if depth == 0:
                 break
             depth -= 1
         elif c in ",;\n" and depth == 0:
             break
         i += 1
-    return i, at, at
+    return (i, *first) if first is not None else (i, at, at)
 
 
-def _copy_cells(text: str, at: int, columns: list[str], deadline: float | None) -> Rows:
-    """Fields of a COPY block's tab-separated rows, until its `\\.` line or a line that starts
-    another statement; returns where the block ended."""
+def _literal_start(text: str, at: int) -> int | None:
+    """Where a string literal's opening quote is, if one starts at `at` (prefixes allowed)."""
+    if at < len(text) and text[at] in "'\"":
+        return at
+    prefix = _PREFIX.match(text, at)
+    return prefix.end() - 1 if prefix else None
+
+
+def _string_end(text: str, quote_at: int) -> tuple[int, int]:
+    """(past the closing quote, the closing quote's offset) of a string opened at `quote_at`."""
+    n, quote, i = len(text), text[quote_at], quote_at + 1
+    while i < n:
+        c = text[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == quote:
+            if i + 1 < n and text[i + 1] == quote:
+                i += 2
+                continue
+            return i + 1, i
+        i += 1
+    return n, quote_at + 1  # unclosed: nothing read as its content
+
+
+def _copy_cells(text: str, at: int, columns: list[str], delimiter: str, deadline: float | None) -> Rows:
+    """Fields of a COPY block's rows (tab-separated, or CSV), until its `\\.` line or a line that
+    starts another statement; returns where the block ended."""
     wanted = [i for i, c in enumerate(columns) if SECRET_COLUMN.search(c)]
     n = len(text)
     rows = 0
     while at < n:
         end = text.find("\n", at)
         end = n if end == -1 else end
-        line = text[at:end].rstrip("\r")
+        stop = end - 1 if end > at and text[end - 1] == "\r" else end
+        line = text[at:stop]
         if line == "\\." or line.startswith(("COPY ", "INSERT ", "CREATE ", "SELECT ", "ALTER ")):
             return at
         rows += 1
         if rows % CHECK_EVERY == 0 and deadline is not None and time.monotonic() > deadline:
             raise ScanTimeout("the secret scan ran past its time limit")
-        fields = line.split("\t")
+        fields = split_fields(text, at, stop, delimiter, quotes=delimiter != "\t")
         if len(fields) == len(columns):
-            starts = [at]
-            for f in fields[:-1]:
-                starts.append(starts[-1] + len(f) + 1)
             for i in wanted:
-                if i < len(fields) and fields[i] not in ("", "\\N"):
-                    yield Cell(starts[i], starts[i] + len(fields[i]), columns[i])
+                a, b = fields[i]
+                if b > a + 1 and text[a] == '"' and text[b - 1] == '"':
+                    a, b = a + 1, b - 1
+                if b > a and text[a:b] != "\\N":
+                    yield Cell(a, b, columns[i])
         at = end + 1
     return n
+
+
+def split_fields(
+    text: str, start: int, end: int, delimiter: str, quotes: bool = True
+) -> list[tuple[int, int]]:
+    """The fields of text[start:end] (spans), split at `delimiter`; with `quotes`, a double-quoted
+    field's delimiters stay inside it (CSV)."""
+    if not quotes or '"' not in text[start:end]:
+        out, field_start = [], start
+        at = text.find(delimiter, start, end)
+        while at != -1:
+            out.append((field_start, at))
+            field_start = at + 1
+            at = text.find(delimiter, field_start, end)
+        out.append((field_start, end))
+        return out
+    out, field_start, quoted = [], start, False
+    for i in range(start, end):
+        c = text[i]
+        if c == '"':
+            quoted = not quoted
+        elif c == delimiter and not quoted:
+            out.append((field_start, i))
+            field_start = i + 1
+    out.append((field_start, end))
+    return out

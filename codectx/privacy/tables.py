@@ -19,25 +19,30 @@ import time
 from collections.abc import Iterator
 
 from codectx.privacy.errors import ScanTimeout
-from codectx.privacy.sqlrows import CHECK_EVERY, SECRET_COLUMN, Cell
+from codectx.privacy.sqlrows import CHECK_EVERY, SECRET_COLUMN, Cell, split_fields
 
-DELIMITED = {".csv": ",", ".tsv": "\t", ".psv": "|"}
-_MD_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)+\|?\s*$")
-_HTML_CELL = re.compile(r"(?is)<(t[hd])\b[^>]*>(.*?)</t[hd]>")
-_MARKUP = " \t`*_\"'"
+# Files read as delimited tables; the delimiter is the header line's most frequent of DELIMITERS
+# (a "csv" may hold tabs or semicolons, a ".txt" export commas).
+DELIMITED = frozenset({".csv", ".tsv", ".psv", ".txt", ".tab"})
+DELIMITERS = (",", "\t", ";", "|")
+_MD_SEPARATOR = re.compile(r"^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)+\|?\s*$")
+_HTML_ROW = re.compile(r"<[tT][rR]\b")
+_HTML_CELL = re.compile(r"(?is)<(t[hd])\b([^>]*)>(.*?)</t[hd]>")
+_COLSPAN = re.compile(r"(?i)\bcolspan\s*=\s*[\"']?(\d{1,2})")
+_MARKUP = " \t\r`*_\"'"
 _LINK = re.compile(r"\]\(|<a\s")
 HEADER_REACH = 10_000  # lines a Markdown table's header is looked for above a region
+HEADER_CELL_MAX = 40  # a header's cells are names, not sentences
 
 
 def secret_cells(text: str, origin: str, deadline: float | None = None) -> Iterator[Cell]:
     """Cells under secret-named columns: of a delimited file (by its suffix), Markdown tables and
     HTML tables."""
-    delimiter = DELIMITED.get(_suffix(origin))
-    if delimiter is not None:
-        yield from _delimited(text, delimiter, deadline)
-    if "|" in text and "---" in text:
+    if _suffix(origin) in DELIMITED:
+        yield from _delimited(text, deadline)
+    if "|" in text and "-" in text:
         yield from _markdown(text, deadline)
-    if "<th" in text or "<TH" in text:
+    if any(tag in text for tag in ("<th", "<TH", "<td", "<TD")):
         yield from _html(text, deadline)
 
 
@@ -49,7 +54,7 @@ def lead(text: str, lo: int, hi: int, origin: str) -> str:
         first = text.find("\n")
         return text[: first + 1] if 0 <= first < lo else ""
     parts = []
-    if "|" in text[lo : min(hi, lo + 4096)] and "---" in text[:lo]:
+    if "|" in text[lo : min(hi, lo + 4096)] and "-" in text[:lo]:
         parts.append(_markdown_header_above(text, lo))
     if "<td" in text[lo:hi] or "<TD" in text[lo:hi]:
         parts.append(_html_header_above(text, lo))
@@ -74,39 +79,33 @@ def _check(rows: int, deadline: float | None) -> None:
 # ---------------------------------------------------------------- delimited files
 
 
-def _delimited(text: str, delimiter: str, deadline: float | None) -> Iterator[Cell]:
+def _delimited(text: str, deadline: float | None) -> Iterator[Cell]:
     wanted: dict[int, str] | None = None
+    delimiter = ","
     pos, rows = 0, 0
     while pos < len(text):
         end = text.find("\n", pos)
         end = len(text) if end == -1 else end
-        cells = _split(text, pos, end, delimiter)
+        stop = end - 1 if end > pos and text[end - 1] == "\r" else end
         if wanted is None:
-            if any(text[a:b].strip() for a, b in cells):
-                wanted = _wanted([_bare(text[a:b]) for a, b in cells])
+            if text[pos:stop].strip():
+                delimiter = max(DELIMITERS, key=lambda d: text.count(d, pos, stop))
+                if text.count(delimiter, pos, stop) < 1:
+                    return  # one column: no table
+                names = [_bare(text[a:b]) for a, b in split_fields(text, pos, stop, delimiter)]
+                if not all(0 < len(name) <= HEADER_CELL_MAX for name in names):
+                    return  # not a header row: prose, or data without one
+                wanted = _wanted(names)
                 if not wanted:
                     return
         else:
             rows += 1
             _check(rows, deadline)
+            cells = split_fields(text, pos, stop, delimiter)
             for i, name in wanted.items():
                 if i < len(cells):
                     yield from _cell(text, *cells[i], name)
         pos = end + 1
-
-
-def _split(text: str, start: int, end: int, delimiter: str) -> list[tuple[int, int]]:
-    """A line's fields (spans), a double-quoted field's delimiters kept inside it."""
-    out, field_start, quoted = [], start, False
-    for i in range(start, end):
-        c = text[i]
-        if c == '"':
-            quoted = not quoted
-        elif c == delimiter and not quoted:
-            out.append((field_start, i))
-            field_start = i + 1
-    out.append((field_start, end))
-    return out
 
 
 # ---------------------------------------------------------------- Markdown
@@ -177,27 +176,65 @@ def _markdown_header_above(text: str, lo: int) -> str:
 
 
 def _html(text: str, deadline: float | None) -> Iterator[Cell]:
-    """Rows from each `<tr` to the next one, or to its `</tr>` (HTML may leave it out)."""
+    """Rows from each `<tr` to the next one, or to its `</tr>` (HTML may leave it out). A header
+    row is one of `<th>` cells, or a table's first row when a cell of it names a secret (`<td><b>
+    Password</b></td>`); a row that starts with a `<th>` naming a secret gives the values beside it
+    (a vertical table). `colspan` counts."""
     wanted: dict[int, str] = {}
     rows = 0
-    pos = _find(text, ("<tr", "<TR"), 0, len(text))
-    while pos != -1:
-        nxt = _find(text, ("<tr", "<TR"), pos + 3, len(text))
+    first_row = True
+    row = _HTML_ROW.search(text)
+    while row is not None:
+        pos = row.start()
+        row = _HTML_ROW.search(text, pos + 3)  # the next row: one search, never past it
+        nxt = -1 if row is None else row.start()
         stop = len(text) if nxt == -1 else nxt
         closing = _find(text, ("</tr>", "</TR>"), pos, stop)
         row_end = stop if closing == -1 else closing
-        cells = list(_HTML_CELL.finditer(text, pos, row_end))
-        if cells and all(c.group(1).lower() == "th" for c in cells):
-            wanted = _wanted([_bare(c.group(2)) for c in cells])
+        if _find(text, ("<table", "<TABLE"), pos - 200 if pos > 200 else 0, pos) != -1:
+            first_row = True
+        cells = _columns_of(text, pos, row_end)
+        names = {i: _bare(text[a:b]) for i, (kind, a, b) in cells.items()}
+        heads = [i for i, (kind, _a, _b) in cells.items() if kind == "th"]
+        if cells and len(heads) == len(cells):
+            wanted = _wanted_at(names)
+        elif not cells:
+            pass  # a row with no whole cell (`<tr>` in a script's string, a cell left open)
+        elif heads == [min(cells)] and SECRET_COLUMN.search(names[heads[0]]):
+            for i, (_kind, a, b) in cells.items():  # <th scope="row">Password</th><td>...</td>
+                if i != heads[0]:
+                    yield from _cell(text, a, b, names[heads[0]])
+        elif first_row and any(SECRET_COLUMN.search(n) for n in names.values()) and _all_labels(names):
+            wanted = _wanted_at(names)
         elif wanted:
             rows += 1
             _check(rows, deadline)
             for i, name in wanted.items():
-                if i < len(cells):
-                    yield from _cell(text, cells[i].start(2), cells[i].end(2), name)
+                if i in cells:
+                    yield from _cell(text, cells[i][1], cells[i][2], name)
+        first_row = False
         if _find(text, ("</table", "</TABLE"), row_end, stop) != -1:
             wanted = {}
-        pos = nxt
+
+
+def _columns_of(text: str, start: int, end: int) -> dict[int, tuple[str, int, int]]:
+    """A row's cells by column (a cell spanning columns sits at its first): (th|td, start, end)."""
+    out: dict[int, tuple[str, int, int]] = {}
+    column = 0
+    for m in _HTML_CELL.finditer(text, start, end):
+        out[column] = (m.group(1).lower(), m.start(3), m.end(3))
+        span = _COLSPAN.search(m.group(2))
+        column += int(span.group(1)) if span else 1
+    return out
+
+
+def _wanted_at(names: dict[int, str]) -> dict[int, str]:
+    return {i: n for i, n in names.items() if n and SECRET_COLUMN.search(n)}
+
+
+def _all_labels(names: dict[int, str]) -> bool:
+    """A row of labels: short names, none of them a value (a first row that is data is no header)."""
+    return all(0 < len(n) <= HEADER_CELL_MAX and not any(c.isdigit() for c in n) for n in names.values())
 
 
 def _find(text: str, needles: tuple[str, ...], start: int, end: int) -> int:
@@ -222,15 +259,24 @@ def _html_header_above(text: str, lo: int) -> str:
 
 
 def _bare(cell: str) -> str:
-    return re.sub(r"<[^>]*>", "", cell).strip(_MARKUP).lower()
+    """A header cell as a name: tags and markup dropped, `API Key` -> `api_key`."""
+    return re.sub(r"[\s-]+", "_", re.sub(r"<[^>]*>", "", cell).strip(_MARKUP)).lower()
 
 
 def _cell(text: str, a: int, b: int, name: str) -> Iterator[Cell]:
-    """A cell's value without its padding and markup (backticks, emphasis, quotes)."""
-    while a < b and text[a] in _MARKUP:
-        a += 1
-    while b > a and text[b - 1] in _MARKUP:
-        b -= 1
+    """A cell's value without its padding, markup (backticks, emphasis, quotes) and the tags
+    around it (`<span><code>...</code></span>`)."""
+    while True:
+        while a < b and text[a] in _MARKUP:
+            a += 1
+        while b > a and text[b - 1] in _MARKUP:
+            b -= 1
+        if a < b and text[a] == "<" and (close := text.find(">", a, b)) != -1:
+            a = close + 1
+        elif b > a and text[b - 1] == ">" and (open_ := text.rfind("<", a, b)) != -1:
+            b = open_
+        else:
+            break
     # A link is no secret: `[ClientSecretCredential](https://...)`, a bare URL.
     if b > a and not _LINK.search(text, a, b) and not text.startswith(("http://", "https://"), a):
         yield Cell(a, b, name)

@@ -176,6 +176,11 @@ def test_filter_scrubs_every_level_and_private_file_mode(tmp_path: Path) -> None
             raise ValueError(f"failed with Bearer {API_KEY}")
         except ValueError:
             mine.exception("boom")
+        # Red team 4: a malformed param's value in a validation error's traceback.
+        try:
+            int("aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8t3Vx9Lk")
+        except ValueError:
+            mine.warning("could not structure a message", exc_info=True)
     finally:
         logger.removeHandler(handler)
         mine.removeHandler(handler)
@@ -184,6 +189,7 @@ def test_filter_scrubs_every_level_and_private_file_mode(tmp_path: Path) -> None
     for needle in (SECRET, MARKER_TEXT, "abc.def.ghi", "pa55word", "sk-registered-abcdef", "xyz123", API_KEY):
         assert needle not in text, needle
     assert "R3dT3amT0ken" not in text and "no conversation '[REDACTED]'" in text
+    assert "wJalrXUtnFEMI" not in text and "aws_secret_access_key=[REDACTED]" in text
     assert "sha256" in text and "boom" in text and "ValueError" in text
     assert path.stat().st_mode & 0o777 == 0o600
 

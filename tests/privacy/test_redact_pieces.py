@@ -75,6 +75,36 @@ def test_a_value_being_typed_is_masked_from_its_first_character(pieces: PieceRed
     assert prefix.startswith("import os\n")
 
 
+TYPED = "Parsnipmeadowcrumb"
+
+
+@pytest.mark.parametrize(
+    ("path", "before", "after"),
+    [
+        # Red team 4: a tuple's second row (the name is in the header two lines up), a table cell
+        # whose row is not closed, a URL's password before its host.
+        (
+            "db/seed.sql",
+            "INSERT INTO users (id, email, password) VALUES\n  (1, 'a@b.c', 'Xylophonequartz'),\n"
+            f"  (2, 'c@d.e', '{TYPED}",
+            "",
+        ),
+        (
+            "web/a.html",
+            f"<table>\n<tr><th>User</th><th>Password</th></tr>\n<tr><td>admin</td><td>{TYPED}",
+            "\n",
+        ),
+        ("app/db.py", f'DSN = "postgres://app:{TYPED}', '"\n'),
+    ],
+)
+def test_a_value_typed_where_its_name_is_far_is_masked(
+    pieces: PieceRedactor, path: str, before: str, after: str
+) -> None:
+    doc, cur = before + after, len(before)
+    prefix, _ = pieces.document(doc, path, [(0, cur), (cur, len(doc))], cursor=cur)
+    assert TYPED[:6] not in prefix, prefix
+
+
 def test_an_ordinary_string_being_typed_is_left_alone(pieces: PieceRedactor) -> None:
     doc = 'import os\nname = "hello_world_and_more'
     prefix, _ = pieces.document(doc, "app.py", [(0, len(doc)), (len(doc), len(doc))], cursor=len(doc))

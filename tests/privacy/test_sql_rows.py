@@ -146,3 +146,39 @@ def test_each_row_is_read_once_whatever_the_headers() -> None:
     # Repeated headers (the review's 18 KB case) and rows end each statement where the next starts.
     text = "COPY t (id, token) FROM stdin;\n1\tabc\n" * 500
     assert [text[c.start : c.end] for c in sqlrows.secret_cells(text)] == ["abc"] * 500
+
+
+PW = "Saddleharborparsnip7"
+# Red team 4's dialects and shapes (values our own).
+DIALECTS = [
+    # SQL Server's generated scripts: no INTO, bracketed names, N'' strings.
+    ("db/s.sql", f"INSERT [dbo].[Users] ([Id], [Email], [Password]) VALUES (1, N'a@b.c', N'{PW}')\nGO\n", PW),
+    # mysqldump --replace, columns in the CREATE TABLE.
+    ("db/d.sql", MYSQL_TABLE + f"REPLACE INTO `users` VALUES (1,'a@b.c','{TOKEN}');\n", TOKEN),
+    # COPY without a column list, and COPY ... WITH (FORMAT csv).
+    (
+        "db/d.sql",
+        "CREATE TABLE public.users (\n    id integer,\n    email text,\n    api_token text\n);\n"
+        f"COPY public.users FROM stdin;\n1\ta@b.c\t{TOKEN}\n\\.\n",
+        TOKEN,
+    ),
+    (
+        "db/d.sql",
+        f"COPY users (id, email, api_token) FROM stdin WITH (FORMAT csv);\n1,a@b.c,{TOKEN}\n\\.\n",
+        TOKEN,
+    ),
+    # A comment between rows, a value inside a call, an array before the secret column.
+    ("db/s.sql", f"INSERT INTO users (id, pw) VALUES\n  (1, 'x'),\n  -- admin\n  (2, '{PW}');\n", PW),
+    ("db/s.sql", f"INSERT INTO users (id, password) VALUES (1, crypt('{PW}', gen_salt('bf')));\n", PW),
+    ("db/s.sql", f"INSERT INTO users (id, roles, password) VALUES (1, ARRAY['admin','ops'], '{PW}');\n", PW),
+]
+
+
+@pytest.mark.parametrize(("path", "text", "secret"), DIALECTS)
+def test_dialects_and_shapes(redactor: Redactor, path: str, text: str, secret: str) -> None:
+    assert secret not in redactor.redact(text, path).text
+
+
+def test_many_replace_calls_above_a_region_are_looked_through_once() -> None:
+    code = 's = s.replace("a", "b")\n' * 2000 + "(1, 2)\n"
+    assert sqlrows.lead(code, code.index("(1, 2)"), len(code)) == ""

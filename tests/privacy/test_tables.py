@@ -102,3 +102,62 @@ def test_a_long_table_is_read_within_the_deadline() -> None:
     assert len(list(tables.secret_cells(CSV, "data/users.csv"))) == 300
     with pytest.raises(ScanTimeout):
         list(tables.secret_cells(CSV, "data/users.csv", deadline=time.monotonic() - 1))
+
+
+PW = "Ribbonharbormeadow"
+TOKEN = "tok_08c969d75a35a6a59f63442a8df250f4"
+# Red team 4's shapes (values our own): real exports and valid tables the first readers missed.
+SHAPES = [
+    ("data/u.csv", f"id,email,password\r\n1,a@b.c,x\r\n2,c@d.e,{PW}\r\n", PW),  # Excel's CRLF
+    ("data/u.csv", f"ID,Name,API Key\n1,acme,{TOKEN}\n", TOKEN),  # a header with spaces
+    ("exports/users.txt", f"id,email,password\n1,a@b.c,{PW}\n", PW),  # an export named .txt
+    ("data/u.csv", f"id\temail\tpassword\n1\ta@b.c\t{PW}\n", PW),  # tabs in a .csv
+    ("data/u.csv", f"id;email;password\n1;a@b.c;{PW}\n", PW),  # semicolons (European Excel)
+    ("docs/a.md", f"| user | password |\n|--|--|\n| admin | {PW} |\n", PW),  # GFM's short delimiter
+    ("docs/a.md", f"| user | password |\n|:-|:-|\n| admin | {PW} |\n", PW),
+    ("docs/a.md", f"user | password\n-- | --\nadmin | {PW}\n", PW),  # no outer pipes
+    (
+        "a.html",
+        f"<table><tr><td><b>User</b></td><td><b>Password</b></td></tr><tr><td>admin</td><td>{PW}</td></tr></table>",
+        PW,
+    ),
+    (
+        "a.html",
+        '<table><tr><th colspan="2">Name</th><th>Password</th></tr>'
+        f"<tr><td>a</td><td>b</td><td>{PW}</td></tr>",
+        PW,
+    ),
+    (
+        "a.html",
+        f"<table><tr><th>User</th><th>Password</th></tr><tr><td>x</td><td><span><code>{PW}</code></span></td></tr>",
+        PW,
+    ),
+    ("a.html", f'<table><tr><th scope="row">Password</th><td>{PW}</td></tr></table>', PW),  # vertical
+]
+
+
+@pytest.mark.parametrize(("path", "text", "secret"), SHAPES)
+def test_real_world_table_shapes(redactor: Redactor, path: str, text: str, secret: str) -> None:
+    assert secret not in redactor.redact(text, path).text
+
+
+def test_rows_without_whole_cells_do_not_stop_the_scan(redactor: Redactor) -> None:
+    # A minified bundle holding `<tr>` in strings and cells left open: read, not an error.
+    text = 'const a = "<tr>"; const b = "<tr><td>x"; ' * 50 + "<table><tr><td>open cell"
+    assert redactor.redact(text, "dist/bundle.js").text == text
+
+
+NOT_TABLES = [
+    ("notes.txt", "Remember: password, token, key rotation\nWe rotate every quarter, see the runbook.\n"),
+    ("requirements.txt", "numpy>=1.0\nrequests==2.31\n"),
+    # A first row that is data (a number in it) is no header.
+    (
+        "a.html",
+        "<table><tr><td>token count</td><td>42</td></tr><tr><td>tokens</td><td>Zq7Xr2Vb9Kp4Wm6T</td></tr>",
+    ),
+]
+
+
+@pytest.mark.parametrize(("path", "text"), NOT_TABLES)
+def test_what_is_no_table_stays(redactor: Redactor, path: str, text: str) -> None:
+    assert redactor.redact(text, path).text == text
