@@ -55,39 +55,83 @@ class Section:
         return first, max(first, last_start + last_count - 2)
 
 
-def _git(root: Path) -> list[str]:
-    """git, run on `root` with the configuration's commands switched off (see the module)."""
-    base = ["git", "--no-pager", "-C", str(root), "-c", "core.fsmonitor=", "-c", "diff.external="]
-    drivers = _run([*base, "config", "--null", "--get-regexp", r"^filter\."], ok=(0, 1))
+# Settings given to every git run, over the repository's own: no command of its configuration runs,
+# nothing is fetched (a partial clone's missing blobs would run `core.sshCommand`), paths come
+# unquoted, submodules are not entered (their own configuration would run commands).
+SAFE_CONFIG = (
+    ("core.fsmonitor", ""),
+    ("core.hooksPath", os.devnull),
+    ("core.sshCommand", ""),
+    ("core.pager", "cat"),
+    ("core.quotePath", "false"),
+    ("diff.external", ""),
+    ("diff.submodule", "short"),
+    ("submodule.recurse", "false"),
+    ("protocol.allow", "never"),
+)
+
+
+def _git(root: Path) -> tuple[list[str], dict[str, str]]:
+    """git's command line and environment for `root`, with the configuration's commands switched
+    off (see the module). The settings travel as GIT_CONFIG_KEY_n/VALUE_n pairs: `-c name=value`
+    splits at the first `=`, and a filter driver may be named `x=y`."""
+    pairs = list(SAFE_CONFIG)
+    env = {
+        **os.environ,
+        "GIT_NO_LAZY_FETCH": "1",
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_OPTIONAL_LOCKS": "0",
+        "GIT_EXTERNAL_DIFF": "",
+        "GIT_PAGER": "cat",
+    }
+    argv = ["git", "--no-pager", "-C", str(root)]
+    drivers = _run(
+        [*argv, "config", "--null", "--get-regexp", r"^filter\."], env=_with(env, pairs), ok=(0, 1)
+    )
     names = set()
     for entry in drivers.split(b"\0"):
         key = entry.split(b"\n", 1)[0].decode("utf-8", "surrogateescape")
         if key.startswith("filter.") and key.count(".") >= 2:
             names.add(key[len("filter.") : key.rindex(".")])
-    for name in sorted(names):
-        for what in ("clean", "smudge", "process"):
-            base += ["-c", f"filter.{name}.{what}="]
-    return base
+    pairs += [
+        (f"filter.{name}.{what}", "") for name in sorted(names) for what in ("clean", "smudge", "process")
+    ]
+    return argv, _with(env, pairs)
+
+
+def _with(env: dict[str, str], pairs: list[tuple[str, str]]) -> dict[str, str]:
+    out = {k: v for k, v in env.items() if not k.startswith("GIT_CONFIG_")}
+    out["GIT_CONFIG_COUNT"] = str(len(pairs))
+    for n, (key, value) in enumerate(pairs):
+        out[f"GIT_CONFIG_KEY_{n}"] = key
+        out[f"GIT_CONFIG_VALUE_{n}"] = value
+    return out
 
 
 def working_diff(root: Path) -> str:
     """`git diff HEAD` of the working tree under `root`, paths relative to it (at most DIFF_BYTES),
     or GitFailed."""
-    git = _git(root)
-    top = _run([*git, "rev-parse", "--show-toplevel"]).decode("utf-8", "surrogateescape").strip()
-    real = Path(os.path.realpath(root))
-    if not top or not (real == Path(os.path.realpath(top)) or Path(os.path.realpath(top)) in real.parents):
+    argv, env = _git(root)
+    top = _text(_run([*argv, "rev-parse", "--show-toplevel"], env=env))
+    real, top_real = Path(os.path.realpath(root)), Path(os.path.realpath(top)) if top else None
+    if top_real is None or not (real == top_real or top_real in real.parents):
         raise GitFailed(f"the repository's work tree ({top}) is not this workspace or a folder above it")
-    env = {**os.environ, "GIT_EXTERNAL_DIFF": "", "GIT_PAGER": "cat"}
+    git_dir = (
+        _run([*argv, "rev-parse", "--absolute-git-dir"], env=env).decode("utf-8", "surrogateescape").strip()
+    )
+    if not _own_git_dir(Path(os.path.realpath(git_dir)), top_real):
+        raise GitFailed(f"the repository ({git_dir}) is not this workspace's: its .git points elsewhere")
     out = _run(
         [
-            *git,
+            *argv,
             "diff",
             "--no-color",
             "--no-ext-diff",
             "--no-textconv",
             "--irreversible-delete",
             "--find-renames",
+            "--ignore-submodules=all",
+            "--submodule=short",
             "--relative",
             "--src-prefix=a/",
             "--dst-prefix=b/",
@@ -99,13 +143,39 @@ def working_diff(root: Path) -> str:
     return out[:DIFF_BYTES].decode("utf-8", errors="replace")
 
 
+def _text(out: bytes) -> str:
+    return out.decode("utf-8", "surrogateescape").strip()
+
+
+def _own_git_dir(git_dir: Path, top: Path) -> bool:
+    """The repository's folder belongs to the work tree: inside it, a linked worktree's folder
+    (whose `gitdir` file points back here), or a submodule's under an enclosing `.git/modules`. A
+    `.git` file pointing at another project's repository would show that project's files."""
+    if git_dir == top / ".git" or top in git_dir.parents:
+        return True
+    try:
+        back = (git_dir / "gitdir").read_text(encoding="utf-8").strip()
+    except OSError:
+        back = ""
+    if back and Path(os.path.realpath(back)) == top / ".git":
+        return True
+    parts = git_dir.parts
+    if ".git" in parts and "modules" in parts:
+        owner = Path(*parts[: parts.index(".git")])
+        return owner in top.parents
+    return False
+
+
 def head_texts(root: Path, paths: list[str]) -> dict[str, str]:
     """Each path's text in HEAD (files over HEAD_BYTES, binary ones and missing ones left out)."""
     if not paths:
         return {}
     # `HEAD:./path`: relative to the workspace, which may be a folder inside the repository.
+    if any("\n" in p for p in paths):
+        paths = [p for p in paths if "\n" not in p]  # one request a line: such a name is left out
     request = "".join(f"HEAD:./{p}\n" for p in paths).encode("utf-8", "surrogateescape")
-    out = _run([*_git(root), "cat-file", "--batch"], data=request)
+    argv, env = _git(root)
+    out = _run([*argv, "cat-file", "--batch"], env=env, data=request)
     texts: dict[str, str] = {}
     at = 0
     for path in paths:
@@ -114,12 +184,12 @@ def head_texts(root: Path, paths: list[str]) -> dict[str, str]:
             break
         head = out[at:nl].split()
         at = nl + 1
-        if len(head) != 3 or head[1] != b"blob":
+        if len(head) != 3 or not head[2].isdigit():
             continue  # "<name> missing": not in HEAD
         size = int(head[2])
         body = out[at : at + size]
-        at += size + 1
-        if size <= HEAD_BYTES and b"\0" not in body[:8000]:
+        at += size + 1  # every object's body is skipped: a submodule's commit, a tree
+        if head[1] == b"blob" and size <= HEAD_BYTES and b"\0" not in body[:8000]:
             texts[path] = body.decode("utf-8", errors="replace")
     return texts
 
@@ -132,10 +202,12 @@ def sections(text: str) -> list[Section]:
             continue
         old = new = None
         for line in part.split("\n", 12)[:12]:
-            if line.startswith("--- a/"):
-                old = _unquote(line[6:])
-            elif line.startswith("+++ b/"):
-                new = _unquote(line[6:])
+            if line.startswith("@@"):
+                break  # the header ends at the first hunk: `--- a/...` below it is a removed line
+            if line.startswith(("--- a/", '--- "a/')):
+                old = _unquote(line[4:])[2:]
+            elif line.startswith(("+++ b/", '+++ "b/')):
+                new = _unquote(line[4:])[2:]
             elif line.startswith(("rename from ", "copy from ")):
                 old = _unquote(line.split(" ", 2)[2])
             elif line.startswith(("rename to ", "copy to ")):

@@ -84,3 +84,54 @@ def test_a_work_tree_elsewhere_is_refused(repo: Path, tmp_path: Path) -> None:
 def test_no_repository_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(gitdiff.GitFailed):
         gitdiff.working_diff(tmp_path)
+
+
+def test_a_filter_named_with_an_equals_sign_does_not_run(repo: Path, tmp_path: Path) -> None:
+    """Review: `-c filter.x=y.clean=` splits at the first `=`; the settings go by environment."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    (repo / ".gitattributes").write_text("*.py filter=x=y\n")
+    git(repo, "add", ".gitattributes")
+    git(repo, "commit", "-qm", "attrs")
+    git(repo, "config", "filter.x=y.clean", f"touch {marks}/clean; cat")
+    (repo / "a.py").write_text("x = 3\n")
+    assert "+x = 3" in gitdiff.working_diff(repo)
+    assert list(marks.iterdir()) == []
+
+
+def test_a_submodules_own_configuration_does_not_run(repo: Path, tmp_path: Path) -> None:
+    """Review: git diff looks into a checked-out submodule with that submodule's configuration."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    inner = tmp_path / "inner"
+    inner.mkdir()
+    (inner / "b.py").write_text("y = 1\n")
+    git(inner, "init", "-q")
+    git(inner, "add", "-A")
+    git(inner, "commit", "-qm", "inner")
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(inner), "sub2")
+    git(repo, "commit", "-qm", "submodule")
+    sub = repo / "sub2"
+    git(sub, "config", "filter.evil.clean", f"touch {marks}/clean; cat")
+    git(sub, "config", "core.fsmonitor", f"touch {marks}/fsmonitor; false #")
+    (sub / ".gitattributes").write_text("*.py filter=evil\n")
+    (sub / "b.py").write_text("y = 2\n")
+    (repo / "a.py").write_text("x = 2\n")
+    gitdiff.working_diff(repo)
+    assert list(marks.iterdir()) == []
+
+
+def test_a_dot_git_file_pointing_at_another_repository_is_refused(repo: Path, tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / ".git").write_text(f"gitdir: {repo / '.git'}\n")
+    with pytest.raises(gitdiff.GitFailed, match="points elsewhere"):
+        gitdiff.working_diff(workspace)
+
+
+def test_a_removed_line_that_looks_like_a_header_is_no_path() -> None:
+    text = (
+        "diff --git a/.env.notes b/.env.notes\n--- a/.env.notes\n+++ b/.env.notes\n"
+        "@@ -1,2 +1,2 @@\n-- a/README.md old\n++ b/README.md\n"
+    )
+    assert [s.paths for s in gitdiff.sections(text)] == [{".env.notes"}]
