@@ -312,6 +312,15 @@ class Gatherer:
         self._fresh_deadline()
         return self.redactor.echo(self.redactor.text(text, origin))
 
+    def redact_at(self, text: str, origin: str, start_line: int) -> str:
+        """Lines of a file, redacted with the file around them when they are found there at
+        `start_line` (a row of a dump or a table is a secret by its header far above), else alone."""
+        if self.redactor is None:
+            return text
+        self._fresh_deadline()
+        source = self.file_text(origin)
+        return self.redactor.echo(self.redactor.chunk(text, origin, start_line, source))
+
     def _fresh_deadline(self) -> None:
         """Each piece gets the scan's time limit (a turn gathers many, between index lookups)."""
         if self.redactor is not None:
@@ -339,7 +348,7 @@ class Gatherer:
         # The user's recent edits before the search: its hundred hits can fill the budget.
         for region in turn.recent:
             if self.refusal(region.path) is None:
-                text = self.redact(region.text, region.path)
+                text = self.redact_at(region.text, region.path, region.start_line)
                 self.add(Piece(region.path, region.start_line, region.end_line, text, "recently edited"))
         self.searched(" ".join(x for x in (turn.message, turn.previous) if x), "search", SEARCH_K)
         for name in words:  # plain words ("scale") may be symbols too: after the search's hits

@@ -290,9 +290,9 @@ class Redactor:
         for cell in cells:
             value = text[cell.start : cell.end]
             quote = '"' if '"' not in value else "'"
-            if quote in value or "\n" in value:
+            if quote in value or "\n" in value or "\\" in value:
                 out.append(_Hit(cell.start, cell.end, len(self.rules.rules), "sql-secret-column"))
-                continue  # cannot be written as one literal: masked whole rather than let through
+                continue  # cannot be judged as one plain literal: masked whole rather than let through
             head = f"{cell.column} = {quote}"
             at = len(head)
             out += [
@@ -384,7 +384,7 @@ class Redactor:
 _PUBLIC_PREFIXES = ("pk_live_", "pk_test_", "phc_", "sb_publishable_", "pk.eyJ")
 # Python's re: these read a few characters of text that may hold lone surrogates (RE2 takes UTF-8 only).
 _PUBLIC_NAME = re.compile(r"(?i)\bpub(?:lic)?[_.-]?key[\"']?\s*[:=]\s*[\"']?$")
-_ARN_BEFORE = re.compile(r"arn:aws[\w-]*:[^\s\"'`]*$")
+_ARN_BEFORE = re.compile(r"arn:aws[\w-]*:[\w:/+=,.@-]*$")  # ARN characters only: `;Password=` ends it
 
 # Rules whose captured value is a password by the syntax around it (a URL's or a connection
 # string's password field, `curl -u user:pw`, `IDENTIFIED BY '...'`).

@@ -29,13 +29,15 @@ from codectx.privacy.errors import ScanTimeout
 
 LEAD_REACH = 4 * 1024 * 1024  # how far above a region its statement's header is looked for
 CHECK_EVERY = 256  # rows between deadline checks
+TUPLE_LINES = 64  # how far up the start of a tuple spread over lines is looked for
 _NAME = r"""(?:[\w$]+|"[^"\n]{1,128}"|`[^`\n]{1,128}`|\[[^\]\n]{1,128}\])"""
 _TABLE = rf"({_NAME}(?:\s*\.\s*{_NAME}){{0,2}})"
 # One search finds the next statement of any kind; the group that matched says which.
 _STATEMENT = re.compile(
     rf"""(?i)\b(?:
-        (?P<insert>(?:INSERT|REPLACE)\s+(?:(?:IGNORE|LOW_PRIORITY|DELAYED|HIGH_PRIORITY)\s+)?(?:INTO\s+)?
-            {_TABLE}\s*(?:\((?P<cols>[^()]{{1,8000}})\)\s*)?VALUES\b)
+        (?P<insert>(?:INSERT|REPLACE)\s+(?:(?:IGNORE|LOW_PRIORITY|DELAYED|HIGH_PRIORITY)\s+|OR\s+\w+\s+)?
+            (?:INTO\s+)?{_TABLE}\s*(?:\((?P<cols>[^()]{{1,8000}})\)\s*)?
+            (?:OVERRIDING\s+(?:SYSTEM|USER)\s+VALUE\s+)?VALUES\b)
       | (?P<copy>^COPY\s+{_TABLE}\s*(?:\((?P<copycols>[^()]{{1,8000}})\)\s*)?FROM\s+stdin
             (?P<copyopts>[^;\n]{{0,200}});[ \t]*\r?\n)
       | (?P<create>CREATE\s+(?:(?:GLOBAL|LOCAL)\s+)?(?:TEMP(?:ORARY)?\s+|UNLOGGED\s+)?TABLE\s+
@@ -47,13 +49,18 @@ SECRET_COLUMN = re.compile(
     r"(?i)pass(?:word|wd|phrase)?|pwd|(?<![a-z])pw(?![a-z])|secret|token|credential|(?:api|access|private|signing|"
     r"encryption|master|auth|client|session)_?key|apikey"
 )
+# A CREATE TABLE item that is no column. `key` and `index` are also columns' names (`key text`,
+# `key varchar(255)`): as constraints they are followed by `(` or by a name and ` (`.
 _CONSTRAINT = re.compile(
-    r"(?i)(?:PRIMARY|KEY|UNIQUE|CONSTRAINT|INDEX|FOREIGN|CHECK|FULLTEXT|SPATIAL|EXCLUDE|LIKE|PERIOD)\b"
+    r"""(?ix)(?:PRIMARY|UNIQUE|CONSTRAINT|FOREIGN|CHECK|FULLTEXT|SPATIAL|EXCLUDE|LIKE|PERIOD)\b
+        |(?:KEY|INDEX)\s*(?:\(|[`"\[]|\w+\s+\()"""
 )
-_HEADS = ("INSERT", "insert", "Insert", "REPLACE", "replace", "Replace", "COPY")
+_HEADS = ("INSERT", "insert", "Insert", "REPLACE", "replace", "Replace", "COPY", "copy")
 _KEYWORDS = (*_HEADS, "CREATE", "create", "Create")
 _HEAD_WORD = re.compile(r"(?i)\b(?:insert|replace|copy)\b")
 _CREATE_WORD = re.compile(r"(?i)\bcreate\b")
+_STATEMENT_END = re.compile(r"\)[ \t]*;[ \t]*\r?$", re.MULTILINE)
+_CAST = re.compile(r"(?:\s*::\s*[\w ]+?(?:\(\d+\))?(?:\[\])?)+(?=\s*[,)])")
 _PREFIX = re.compile(r"(?:[NnEeBbXx]|[Uu]&|_\w{1,20}\s?)'")
 
 
@@ -101,26 +108,42 @@ def lead(text: str, lo: int, hi: int) -> str:
     in it whose definition is above it. Empty for almost every region."""
     if lo <= 0 or not any(k in text for k in _KEYWORDS):
         return ""
-    parts: list[str] = []
     region = text[lo:hi]
-    for m in _STATEMENT.finditer(region):
-        if not m.group("create") and _listed(m) is None:
-            create = _create_above(text, _table_key(_statement_table(m)), lo)
-            if create and create not in parts:
-                parts.append(create)
+    needed = {
+        _table_key(_statement_table(m))
+        for m in _STATEMENT.finditer(region)
+        if not m.group("create") and _listed(m) is None
+    }
     nl = region.find("\n")
     first = (region if nl == -1 else region[:nl]).lstrip(" \t")
-    # Only a region that starts with a row needs its statement's header: a tuple, a comment
-    # between tuples, or a COPY row (tab- or comma-separated).
-    row_like = first.startswith(("(", ",", "--")) or "\t" in first or "," in first
+    # Only a region that starts with a row needs its statement's header: a tuple or its rest (a
+    # quoted value, a closing paren), a comment between tuples, or a COPY row.
+    row_like = first.startswith(("(", ",", "--", "'", '"', ")")) or "\t" in first or "," in first
     head = _open_statement(text, lo) if row_like else None
+    if head is not None and _listed(head) is None:
+        needed.add(_table_key(_statement_table(head)))
+    parts = list(_creates_above(text, needed - {""}, lo).values())
     if head is not None:
-        if _listed(head) is None:
-            create = _create_above(text, _table_key(_statement_table(head)), head.start())
-            if create and create not in parts:
-                parts.append(create)
         parts.append(head.group(0).rstrip("\r\n") + "\n")
+        if head.group("insert") and not first.startswith(("(", ",", "--")):
+            parts.append(_tuple_start(text, lo))  # a tuple spread over lines, begun above
     return "".join(parts)
+
+
+def _tuple_start(text: str, lo: int) -> str:
+    """The lines of the tuple that `lo` (a line start) is inside, from its `(` line to `lo`: a
+    value's column is known only from the tuple's start. At most TUPLE_LINES lines up."""
+    at = lo
+    for _ in range(TUPLE_LINES):
+        if at <= 0:
+            return ""
+        at = text.rfind("\n", 0, at - 1) + 1
+        line = text[at : text.find("\n", at)].lstrip(" \t")
+        if line.startswith("("):
+            return text[at:lo]
+        if line.rstrip().endswith(";"):
+            return ""
+    return ""
 
 
 # ---------------------------------------------------------------- statements
@@ -134,21 +157,30 @@ def _open_statement(text: str, lo: int) -> re.Match[str] | None:
             if m.group("copy"):
                 ended = text.find("\n\\.", m.end() - 1, lo) != -1
             else:
-                ended = ";\n" in text[m.end() : lo] or ";\r\n" in text[m.end() : lo]
+                # A statement ends with its last tuple's `);` at a line's end (a `;` inside a value
+                # does not end it).
+                ended = _STATEMENT_END.search(text, m.end(), lo) is not None
             return None if ended else m
     return None
 
 
-def _create_above(text: str, table: str, before: int) -> str:
-    """The last `CREATE TABLE <table> (...)` above `before`, cut to its column list."""
-    if not table:
-        return ""
+def _creates_above(text: str, tables: set[str], before: int) -> dict[str, str]:
+    """The last `CREATE TABLE` of each of `tables` above `before`, cut to its column list: one
+    pass over the CREATE words above, however many tables are asked for."""
+    found: dict[str, str] = {}
+    if not tables:
+        return found
     for at in _last_first(_CREATE_WORD, text, max(0, before - LEAD_REACH), before):
         m = _STATEMENT.match(text, at)
-        if m is not None and m.group("create") and _table_key(_create_table(m)) == table:
+        if m is None or not m.group("create"):
+            continue
+        table = _table_key(_create_table(m))
+        if table in tables and table not in found:
             _columns_found, end = _create_columns(text, m.end())
-            return text[at:end] + ";\n"
-    return ""
+            found[table] = text[at:end] + ";\n"
+            if len(found) == len(tables):
+                break
+    return found
 
 
 def _last_first(word: re.Pattern[str], text: str, lo: int, hi: int) -> list[int]:
@@ -303,7 +335,8 @@ def _value(text: str, at: int) -> tuple[int, int, int]:
     start = _literal_start(text, at)
     if start is not None:
         end, stop = _string_end(text, start)
-        return end, start + 1, stop
+        cast = _CAST.match(text, end)  # 'x'::text, 'x'::character varying
+        return (cast.end() if cast else end), start + 1, stop
     depth, first, i = 0, None, at
     while i < n:
         c = text[i]

@@ -27,10 +27,16 @@ DELIMITED = frozenset({".csv", ".tsv", ".psv", ".txt", ".tab"})
 DELIMITERS = (",", "\t", ";", "|")
 _MD_SEPARATOR = re.compile(r"^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)+\|?\s*$")
 _HTML_ROW = re.compile(r"<[tT][rR]\b")
-_HTML_CELL = re.compile(r"(?is)<(t[hd])\b([^>]*)>(.*?)</t[hd]>")
+_HTML_CELL_OPEN = re.compile(r"(?i)<(t[hd])\b([^>]*)>")
+_HTML_CELL_CLOSE = re.compile(r"(?i)</t[hd]\s*>")
 _COLSPAN = re.compile(r"(?i)\bcolspan\s*=\s*[\"']?(\d{1,2})")
 _MARKUP = " \t\r`*_\"'"
 _LINK = re.compile(r"\]\(|<a\s")
+_PATH = re.compile(r"https?://|(?:~|\.{1,2})?/?[\w.-]+(?:/[\w.-]+)+\.[A-Za-z0-9]{1,5}$")
+_SEP_LINE = re.compile(r"^sep=(.)$")
+_HTML_TABLE = re.compile(r"<[tT][aA][bB][lL][eE]\b")
+HEADER_ROWS = 8  # rows of an HTML table its header row is looked for among
+LEAD_HTML_REACH = 4 * 1024 * 1024
 HEADER_REACH = 10_000  # lines a Markdown table's header is looked for above a region
 HEADER_CELL_MAX = 40  # a header's cells are names, not sentences
 
@@ -51,14 +57,34 @@ def lead(text: str, lo: int, hi: int, origin: str) -> str:
     if lo <= 0:
         return ""
     if _suffix(origin) in DELIMITED:
-        first = text.find("\n")
-        return text[: first + 1] if 0 <= first < lo else ""
+        start, end = _header_line(text)
+        return text[start:end] + "\n" if 0 <= end < lo else ""
     parts = []
-    if "|" in text[lo : min(hi, lo + 4096)] and "-" in text[:lo]:
-        parts.append(_markdown_header_above(text, lo))
+    if "|" in text[lo : min(hi, lo + 4096)]:
+        first_end = text.find("\n", lo, hi)
+        if _MD_SEPARATOR.match(text[lo : hi if first_end == -1 else first_end]):
+            # The region starts at the delimiter row: the header is the line above it.
+            parts.append(text[text.rfind("\n", 0, lo - 1) + 1 : lo])
+        else:
+            parts.append(_markdown_header_above(text, lo))
     if "<td" in text[lo:hi] or "<TD" in text[lo:hi]:
         parts.append(_html_header_above(text, lo))
     return "".join(parts)
+
+
+def _header_line(text: str) -> tuple[int, int]:
+    """(start, end) of a delimited file's header line: its first line with content, past Excel's
+    `sep=;` line and comment lines; (0, -1) when there is none."""
+    pos = 0
+    while pos < len(text):
+        end = text.find("\n", pos)
+        end = len(text) if end == -1 else end
+        stop = end - 1 if end > pos and text[end - 1] == "\r" else end
+        line = text[pos:stop].strip()
+        if line and not _SEP_LINE.match(line) and not line.startswith(("#", "//")):
+            return pos, stop
+        pos = end + 1
+    return 0, -1
 
 
 def _suffix(origin: str) -> str:
@@ -80,31 +106,31 @@ def _check(rows: int, deadline: float | None) -> None:
 
 
 def _delimited(text: str, deadline: float | None) -> Iterator[Cell]:
-    wanted: dict[int, str] | None = None
-    delimiter = ","
-    pos, rows = 0, 0
+    start, stop = _header_line(text)
+    if stop < 0:
+        return
+    hint = _SEP_LINE.match(text[:start].strip().split("\n")[-1]) if start else None
+    delimiter = hint.group(1) if hint else max(DELIMITERS, key=lambda d: text.count(d, start, stop))
+    if text.count(delimiter, start, stop) < 1:
+        return  # one column: no table
+    names = [_bare(text[a:b]) for a, b in split_fields(text, start, stop, delimiter)]
+    if not all(0 < len(name) <= HEADER_CELL_MAX for name in names):
+        return  # not a header row: prose, or data without one
+    wanted = _wanted(names)
+    if not wanted:
+        return
+    pos, rows = text.find("\n", stop), 0
+    pos = len(text) if pos == -1 else pos + 1
     while pos < len(text):
         end = text.find("\n", pos)
         end = len(text) if end == -1 else end
-        stop = end - 1 if end > pos and text[end - 1] == "\r" else end
-        if wanted is None:
-            if text[pos:stop].strip():
-                delimiter = max(DELIMITERS, key=lambda d: text.count(d, pos, stop))
-                if text.count(delimiter, pos, stop) < 1:
-                    return  # one column: no table
-                names = [_bare(text[a:b]) for a, b in split_fields(text, pos, stop, delimiter)]
-                if not all(0 < len(name) <= HEADER_CELL_MAX for name in names):
-                    return  # not a header row: prose, or data without one
-                wanted = _wanted(names)
-                if not wanted:
-                    return
-        else:
-            rows += 1
-            _check(rows, deadline)
-            cells = split_fields(text, pos, stop, delimiter)
-            for i, name in wanted.items():
-                if i < len(cells):
-                    yield from _cell(text, *cells[i], name)
+        line_stop = end - 1 if end > pos and text[end - 1] == "\r" else end
+        rows += 1
+        _check(rows, deadline)
+        cells = split_fields(text, pos, line_stop, delimiter)
+        for i, name in wanted.items():
+            if i < len(cells):
+                yield from _cell(text, *cells[i], name)
         pos = end + 1
 
 
@@ -193,6 +219,8 @@ def _html(text: str, deadline: float | None) -> Iterator[Cell]:
         row_end = stop if closing == -1 else closing
         if _find(text, ("<table", "<TABLE"), pos - 200 if pos > 200 else 0, pos) != -1:
             first_row = True
+        rows += 1
+        _check(rows, deadline)
         cells = _columns_of(text, pos, row_end)
         names = {i: _bare(text[a:b]) for i, (kind, a, b) in cells.items()}
         heads = [i for i, (kind, _a, _b) in cells.items() if kind == "th"]
@@ -207,8 +235,6 @@ def _html(text: str, deadline: float | None) -> Iterator[Cell]:
         elif first_row and any(SECRET_COLUMN.search(n) for n in names.values()) and _all_labels(names):
             wanted = _wanted_at(names)
         elif wanted:
-            rows += 1
-            _check(rows, deadline)
             for i, name in wanted.items():
                 if i in cells:
                     yield from _cell(text, cells[i][1], cells[i][2], name)
@@ -218,11 +244,17 @@ def _html(text: str, deadline: float | None) -> Iterator[Cell]:
 
 
 def _columns_of(text: str, start: int, end: int) -> dict[int, tuple[str, int, int]]:
-    """A row's cells by column (a cell spanning columns sits at its first): (th|td, start, end)."""
+    """A row's cells by column (a cell spanning columns sits at its first): (th|td, start, end).
+    A cell's content ends at its closing tag, looked for only up to the next cell's opening one
+    (a row of cells left open is read in one pass)."""
+    opens = list(_HTML_CELL_OPEN.finditer(text, start, end))
     out: dict[int, tuple[str, int, int]] = {}
     column = 0
-    for m in _HTML_CELL.finditer(text, start, end):
-        out[column] = (m.group(1).lower(), m.start(3), m.end(3))
+    for n, m in enumerate(opens):
+        limit = opens[n + 1].start() if n + 1 < len(opens) else end
+        close = _HTML_CELL_CLOSE.search(text, m.end(), limit)
+        if close is not None:
+            out[column] = (m.group(1).lower(), m.end(), close.start())
         span = _COLSPAN.search(m.group(2))
         column += int(span.group(1)) if span else 1
     return out
@@ -244,15 +276,23 @@ def _find(text: str, needles: tuple[str, ...], start: int, end: int) -> int:
 
 
 def _html_header_above(text: str, lo: int) -> str:
-    """The last header row (`<tr>` of `<th>` cells) above `lo`, if no table closed after it."""
-    at = text.rfind("<th", 0, lo)
-    if at == -1:
+    """The header row (all `<th>` cells) among the first rows of the table `lo` is in, if that
+    table is still open at `lo`. Body rows may start with a `<th>` too (pandas' index)."""
+    table = _HTML_TABLE.search(text, max(0, lo - LEAD_HTML_REACH), lo)
+    last = None
+    while table is not None:  # the last <table before lo
+        last = table
+        table = _HTML_TABLE.search(text, table.end(), lo)
+    if last is None or _find(text, ("</table", "</TABLE"), last.end(), lo) != -1:
         return ""
-    row_start = text.rfind("<tr", 0, at)
-    row_end = text.find("</tr>", at, lo)
-    if row_start == -1 or row_end == -1 or "</table" in text[row_end:lo].lower():
-        return ""
-    return text[row_start : row_end + 5] + "\n"
+    rows = list(_HTML_ROW.finditer(text, last.end(), lo))[: HEADER_ROWS + 1]
+    for n, row in enumerate(rows[:HEADER_ROWS]):
+        row_end = rows[n + 1].start() if n + 1 < len(rows) else lo
+        cells = _columns_of(text, row.start(), row_end)
+        if cells and all(kind == "th" for kind, _a, _b in cells.values()):
+            close = _find(text, ("</tr>", "</TR>"), row.start(), row_end)
+            return text[row.start() : row_end if close == -1 else close + 5] + "\n"
+    return ""
 
 
 # ---------------------------------------------------------------- cells
@@ -277,6 +317,6 @@ def _cell(text: str, a: int, b: int, name: str) -> Iterator[Cell]:
             b = open_
         else:
             break
-    # A link is no secret: `[ClientSecretCredential](https://...)`, a bare URL.
-    if b > a and not _LINK.search(text, a, b) and not text.startswith(("http://", "https://"), a):
+    # A link is no secret: `[ClientSecretCredential](https://...)`, a bare URL, a file's path.
+    if b > a and not _LINK.search(text, a, b) and not _PATH.match(text, a, b):
         yield Cell(a, b, name)

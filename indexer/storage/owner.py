@@ -55,7 +55,7 @@ def claim(index_dir: Path) -> None:
                 f"{', '.join(sorted(others)[:3])}{', ...' if len(others) > 3 else ''}); codectx will not "
                 "write into it or delete anything there. Choose a new or empty folder for index.index_dir"
             )
-    index_dir.mkdir(parents=True, exist_ok=True)
+    index_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # private from its first moment
     links = _links(index_dir)
     if links:
         raise FolderNotOwned(

@@ -77,3 +77,24 @@ def test_a_hit_past_the_end_of_a_file_cut_short_since_indexing_is_skipped(tmp_pa
     cut = {f"ledger_{n:02d}.py" for n in range(0, FUNCTIONS, 2)}
     assert not any(p.path in cut and "reconcile" in p.text for p in found)
     assert all(p.end_line <= 1 for p in found if p.path in cut)  # "x = 1" and the empty last line
+
+
+def test_a_recently_edited_row_is_redacted_with_its_file(tmp_path: Path) -> None:
+    """Review of stop 53: a recent edit was redacted alone, so a CSV or dump row whose column name
+    is only in the header far above went out in clear."""
+    from codectx.app.index import recent_edit
+    from codectx.cli import main
+
+    root = _repo(tmp_path / "repo")
+    rows = "".join(f"{i},user{i}@x.io,Pw{i:03d}xQ7rLm2v\n" for i in range(200))
+    (root / "users.csv").write_text("id,email,password\n" + rows, encoding="utf-8")
+    assert main(["index", str(root), "--no-embed", "--json"]) == 0
+    settings = load_settings(root, {})
+    session = WorkspaceSession(settings, index=CommandIndex(settings), embedder=lambda: None)
+    edited = "150,user150@x.io,Pw150xQ7rLm2v\n151,user151@x.io,Pw151xQ7rLm2v"
+    turn = TurnInput("what changed in the users file", recent=[recent_edit("users.csv", 151, 152, edited)])
+    gatherer = Gatherer(session, session.client.gate, session.redaction.pieces(), BUDGET, 3.5, set(), root)
+    got = gatherer.gather(turn)
+    recent = [p for p in got.pieces if p.reason == "recently edited"]
+    assert recent and "user150@x.io" in recent[0].text
+    assert "Pw150xQ7rLm2v" not in recent[0].text and "Pw151xQ7rLm2v" not in recent[0].text

@@ -51,6 +51,8 @@ SECRETS = [
         "Ld1Sg0FaQe7Ru2Io",
     ),
     ("bank/sync.py", 'ITEM = "access-production-4f1c2d3e-5a6b-4c7d-8e9f-0a1b2c3d4e5f"\n', "4f1c2d3e-5a6b"),
+    # Review: an ARN ends at `;`; the password after it is no part of it.
+    ("conf/db.cfg", "Arn=arn:aws:rds:eu-west-1:1234:db:x;Password=Hunter2Secret9\n", "Hunter2Secret9"),
     # Red team 2's Markdown note: a default account and its password, in prose.
     ("ops/README.md", "Login to the admin with **admin / ZqdlBynnctjG** on staging.\n", "ZqdlBynnctjG"),
     ("docs/setup.md", "Sign in as `root` / `Tr0ub4dor&3` the first time.\n", "Tr0ub4dor&3"),
@@ -73,6 +75,8 @@ LOOK_ALIKES = [
     ("db/a.sql", "CREATE USER app IDENTIFIED EXTERNALLY;\nALTER USER bob IDENTIFIED BY VALUES 'S:ABC';\n"),
     ("src/auth.ts", "export function validatePassword(password: string): boolean {\n  return true;\n}\n"),
     ("media/cues.txt", "12:30:45:00:intro\n"),
+    ("docs/objects.md", "The object identified by obj_uuid4_value is kept in the cache.\n"),
+    ("docs/hosts.md", "| host | private key |\n|---|---|\n| db01 | keys/db01.pem |\n"),
     ("docs/b.md", "Log in to the admin / dashboard page, or use the user / Settings menu.\n"),
     ("docs/c.md", "Default credentials: admin / admin, or admin / changeme (change them).\n"),
     # Keys made to be published, and the public half of a WireGuard pair.

@@ -161,3 +161,30 @@ NOT_TABLES = [
 @pytest.mark.parametrize(("path", "text"), NOT_TABLES)
 def test_what_is_no_table_stays(redactor: Redactor, path: str, text: str) -> None:
     assert redactor.redact(text, path).text == text
+
+
+def test_regions_that_start_at_a_delimiter_row_or_below_a_notebooks_header(redactor: Redactor) -> None:
+    """Review: a region starting at a Markdown delimiter row got no header; pandas' HTML starts
+    every body row with an index `<th>`, which the header lookup took for the header."""
+    md = "# Logins\n\n| user | password |\n|------|----------|\n" + f"| bob | {PW} |\n"
+    at = md.index("|------")
+    assert PW not in PieceRedactor(redactor).document(md, "docs/a.md", [(at, len(md))])[0]
+    rows = "".join(
+        f"    <tr>\n      <th>{i}</th>\n      <td>u{i}</td>\n"
+        f"      <td>{PW if i == 30 else 'n/a'}</td>\n    </tr>\n"
+        for i in range(60)
+    )
+    html = (
+        '<table class="dataframe">\n  <thead>\n    <tr>\n      <th></th>\n      <th>user</th>\n'
+        f"      <th>password</th>\n    </tr>\n  </thead>\n  <tbody>\n{rows}  </tbody>\n</table>\n"
+    )
+    at = html.index(PW)
+    out = PieceRedactor(redactor).document(html, "out/frame.html", [(at, at + len(PW))])[0]
+    assert PW not in out
+    # A comment line above a CSV's header, and Excel's `sep=;` line.
+    csv = "# exported 2024-05-01\nsep=;\nid;email;password\n" + "".join(
+        f"{i};u{i}@x.io;{PW}{i}\n" for i in range(50)
+    )
+    at = csv.index("\n40;") + 1
+    out = PieceRedactor(redactor).document(csv, "data/u.csv", [(at, len(csv))])[0]
+    assert PW not in out and "u45@x.io" in out
