@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 DIFF_BYTES = 200_000  # of the diff sent at most (a turn's budget cuts it further)
-HEAD_BYTES = 2_000_000  # a file's HEAD version read to judge its hunks; larger ones are judged alone
+HEAD_BYTES = 5_000_000  # a file's HEAD version read to judge its hunks (as large as a document is read)
 TIMEOUT_S = 20
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", re.M)
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from codectx.privacy.errors import ScanTimeout
 
-LEAD_REACH = 4 * 1024 * 1024  # how far above a region its statement's header is looked for
+LEAD_REACH = 5_000_000  # how far above a region its statement's header is looked for (a whole document)
 CHECK_EVERY = 256  # rows between deadline checks
 TUPLE_LINES = 64  # how far up the start of a tuple spread over lines is looked for
 _NAME = r"""(?:[\w$]+|"[^"\n]{1,128}"|`[^`\n]{1,128}`|\[[^\]\n]{1,128}\])"""
@@ -119,7 +119,10 @@ def lead(text: str, lo: int, hi: int) -> str:
     # Only a region that starts with a row needs its statement's header: a tuple or its rest (a
     # quoted value, a closing paren), a comment between tuples, or a COPY row.
     row_like = first.startswith(("(", ",", "--", "'", '"', ")")) or "\t" in first or "," in first
-    head = _open_statement(text, lo) if row_like else None
+    # A one-column COPY's rows have no separator: any open COPY above counts.
+    floor = max(0, lo - LEAD_REACH)
+    copy_above = text.rfind("COPY", floor, lo) != -1 or text.rfind("copy", floor, lo) != -1
+    head = _open_statement(text, lo) if row_like or copy_above else None
     if head is not None and _listed(head) is None:
         needed.add(_table_key(_statement_table(head)))
     parts = list(_creates_above(text, needed - {""}, lo).values())

@@ -182,3 +182,11 @@ def test_dialects_and_shapes(redactor: Redactor, path: str, text: str, secret: s
 def test_many_replace_calls_above_a_region_are_looked_through_once() -> None:
     code = 's = s.replace("a", "b")\n' * 2000 + "(1, 2)\n"
     assert sqlrows.lead(code, code.index("(1, 2)"), len(code)) == ""
+
+
+def test_a_one_column_copys_rows_get_their_header(redactor: Redactor) -> None:
+    rows = "".join(f"{_token(i)}\n" for i in range(100))
+    dump = f"COPY public.tokens (api_token) FROM stdin;\n{rows}\\.\n"
+    at = dump.index(_token(50))
+    out = PieceRedactor(redactor).document(dump, "db/d.sql", [(at, at + 100)])[0]
+    assert not _leaked(out, 100)
