@@ -7,6 +7,7 @@ stdio) and talks LSP to it with pytest-lsp's client.
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -181,17 +182,15 @@ async def test_privacy_keys_only_from_user_level(tmp_path: Path, repo: Path, bac
         evil.stop()
 
 
-async def test_tcp_mode_serves_lsp(tmp_path: Path, repo: Path) -> None:
-    """`codectx lsp --tcp 127.0.0.1:PORT` (debugging) speaks the same protocol over a socket."""
+async def _tcp_server(tmp_path: Path, repo: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """`codectx lsp --tcp` on a free loopback port, once it listens (waited for without connecting:
+    pygls serves exactly one connection)."""
     import asyncio
-    import contextlib
     import socket
-    import subprocess
 
     import psutil
-    from pygls.lsp.client import LanguageClient
 
-    from tests.support.lsp_helpers import SERVER_COMMAND, capabilities, server_env
+    from tests.support.lsp_helpers import SERVER_COMMAND, server_env
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -202,14 +201,26 @@ async def test_tcp_mode_serves_lsp(tmp_path: Path, repo: Path) -> None:
         cwd=repo,
         stderr=subprocess.PIPE,
     )
+    server = psutil.Process(proc.pid)
+    for _ in range(1200):
+        if any(c.status == psutil.CONN_LISTEN for c in server.net_connections(kind="tcp")):
+            break
+        await asyncio.sleep(0.1)
+    return proc, port
+
+
+async def test_tcp_mode_serves_lsp(tmp_path: Path, repo: Path) -> None:
+    """`codectx lsp --tcp 127.0.0.1:PORT` (debugging) speaks the same protocol over a socket."""
+    import asyncio
+    import contextlib
+
+    from pygls.lsp.client import LanguageClient
+
+    from tests.support.lsp_helpers import capabilities
+
+    proc, port = await _tcp_server(tmp_path, repo)
     client = LanguageClient("tcp-test", "1")
     try:
-        # Wait for the socket to listen without connecting: pygls serves exactly one connection.
-        server = psutil.Process(proc.pid)
-        for _ in range(1200):
-            if any(c.status == psutil.CONN_LISTEN for c in server.net_connections(kind="tcp")):
-                break
-            await asyncio.sleep(0.1)
         await asyncio.wait_for(client.start_tcp("127.0.0.1", port), timeout=30)
         result = await asyncio.wait_for(
             client.initialize_async(
@@ -267,24 +278,9 @@ def test_a_tcp_peers_owner_is_read_from_the_kernels_socket_table(tmp_path: Path)
 async def test_tcp_mode_refuses_other_accounts(tmp_path: Path, repo: Path) -> None:
     """Red team 4: another local account connected to `--tcp`, named its own model server and read
     the owner's conversations. Its connection is closed unanswered; the owner's is served."""
-    import asyncio
-    import socket
-    import subprocess
     import sys
 
-    import psutil
-
-    from tests.support.lsp_helpers import SERVER_COMMAND, server_env
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [*SERVER_COMMAND, "--tcp", f"127.0.0.1:{port}"],
-        env=server_env(tmp_path),
-        cwd=repo,
-        stderr=subprocess.PIPE,
-    )
+    proc, port = await _tcp_server(tmp_path, repo)
     intruder = (
         "import os, socket, sys, json\n"
         "os.setgid(65534); os.setuid(65534)\n"
@@ -298,11 +294,6 @@ async def test_tcp_mode_refuses_other_accounts(tmp_path: Path, repo: Path) -> No
         "print('ANSWERED' if data else 'CLOSED')\n"
     )
     try:
-        server = psutil.Process(proc.pid)
-        for _ in range(1200):
-            if any(c.status == psutil.CONN_LISTEN for c in server.net_connections(kind="tcp")):
-                break
-            await asyncio.sleep(0.1)
         done = subprocess.run([sys.executable, "-c", intruder], capture_output=True, text=True, timeout=60)
         assert done.stdout.strip() == "CLOSED", done.stderr
         assert proc.poll() is None  # still serving its owner
