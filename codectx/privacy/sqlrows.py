@@ -55,7 +55,8 @@ _CONSTRAINT = re.compile(
     r"""(?ix)(?:PRIMARY|UNIQUE|CONSTRAINT|FOREIGN|CHECK|FULLTEXT|SPATIAL|EXCLUDE|LIKE|PERIOD)\b
         |(?:KEY|INDEX)\s*(?:\(|[`"\[]|\w+\s+\()"""
 )
-_HEADS = ("INSERT", "insert", "Insert", "REPLACE", "replace", "Replace", "COPY", "copy")
+_INSERTS = ("INSERT", "insert", "Insert", "REPLACE", "replace", "Replace")
+_HEADS = (*_INSERTS, "COPY", "copy")
 _KEYWORDS = (*_HEADS, "CREATE", "create", "Create")
 _HEAD_WORD = re.compile(r"(?i)\b(?:insert|replace|copy)\b")
 _CREATE_WORD = re.compile(r"(?i)\bcreate\b")
@@ -78,14 +79,16 @@ class Cell:
 
 def secret_cells(text: str, deadline: float | None = None) -> Iterator[Cell]:
     """Each quoted value (INSERT) or field (COPY) of a column named for a secret, in order."""
-    if not any(k in text for k in _KEYWORDS):
-        return  # C-speed substring checks first: most texts hold no statement at all
+    if not may_hold_rows(text):
+        return
     tables: dict[str, list[str]] = {}
     pos = 0
-    while True:
-        m = _STATEMENT.search(text, pos)
+    for at in _candidates(text):
+        if at < pos:
+            continue  # inside rows already read
+        m = _STATEMENT.match(text, at)
         if m is None:
-            return
+            continue
         if m.group("create"):
             columns, pos = _create_columns(text, m.end())
             if columns:
@@ -100,6 +103,27 @@ def secret_cells(text: str, deadline: float | None = None) -> Iterator[Cell]:
             pos = yield from _copy_cells(text, m.end(), columns, _copy_delimiter(m), deadline)
         else:
             pos = yield from _insert_cells(text, m.end(), columns, deadline)
+
+
+def _candidates(text: str) -> list[int]:
+    """Where a statement's keyword starts, in order: found by substring search (C speed; a regex
+    that ignores case tries every position)."""
+    found = []
+    for word in _KEYWORDS:
+        at = text.find(word)
+        while at != -1:
+            found.append(at)
+            at = text.find(word, at + len(word))
+    return sorted(found)
+
+
+def may_hold_rows(text: str) -> bool:
+    """Whether `text` can hold a statement with rows: C-speed substring checks, so that code (where
+    `.replace(` and `.values()` are common, but not both with a statement's shape) is not searched."""
+    if "stdin" in text:
+        return True  # COPY ... FROM stdin
+    values = "VALUES" in text or "values" in text or "Values" in text
+    return values and any(k in text for k in _INSERTS)
 
 
 def lead(text: str, lo: int, hi: int) -> str:

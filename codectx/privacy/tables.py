@@ -25,6 +25,8 @@ from codectx.privacy.sqlrows import CHECK_EVERY, SECRET_COLUMN, Cell, split_fiel
 # (a "csv" may hold tabs or semicolons, a ".txt" export commas).
 DELIMITED = frozenset({".csv", ".tsv", ".psv", ".txt", ".tab"})
 DELIMITERS = (",", "\t", ";", "|")
+_MD_EDGES = ("-|", "|-", "- |", "| -", "-:|", "|:-", "- :|", "| :-")  # what a delimiter row holds
+_MD_SEPARATOR_ANY = re.compile(r"(?m)^[ \t]*\|?[ \t]*:?-+:?[ \t]*\|")  # a delimiter row's start
 _MD_SEPARATOR = re.compile(r"^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)+\|?\s*$")
 _HTML_ROW = re.compile(r"<[tT][rR]\b")
 _HTML_CELL_OPEN = re.compile(r"(?i)<(t[hd])\b([^>]*)>")
@@ -46,9 +48,9 @@ def secret_cells(text: str, origin: str, deadline: float | None = None) -> Itera
     HTML tables."""
     if _suffix(origin) in DELIMITED:
         yield from _delimited(text, deadline)
-    if "|" in text and "-" in text:
+    if "|" in text and any(edge in text for edge in _MD_EDGES) and _MD_SEPARATOR_ANY.search(text):
         yield from _markdown(text, deadline)
-    if any(tag in text for tag in ("<th", "<TH", "<td", "<TD")):
+    if "<t" in text or "<T" in text:
         yield from _html(text, deadline)
 
 
