@@ -56,6 +56,7 @@ SECRETS = [
     # Red team 2's Markdown note: a default account and its password, in prose.
     ("ops/README.md", "Login to the admin with **admin / ZqdlBynnctjG** on staging.\n", "ZqdlBynnctjG"),
     ("docs/setup.md", "Sign in as `root` / `Tr0ub4dor&3` the first time.\n", "Tr0ub4dor&3"),
+    ("app/main.py", "# login: admin / Cratermeadowsaddle\n", "Cratermeadowsaddle"),
     (
         "vpn/wg0.conf",
         "[Peer]\nPresharedKey = Zq7Xr2Vb9Kp4Wm6Ty3Hn8Jc5Ld1Sg0FaQe7Ru2Io9P=\n",
