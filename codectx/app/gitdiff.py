@@ -79,6 +79,9 @@ def _git(root: Path) -> tuple[list[str], dict[str, str]]:
     env = {
         **os.environ,
         "GIT_NO_LAZY_FETCH": "1",
+        # No transport at all, whatever `protocol.<name>.allow` the repository sets (a partial
+        # clone's promisor `ext::` remote ran a command where GIT_NO_LAZY_FETCH is not known).
+        "GIT_ALLOW_PROTOCOL": "none",
         "GIT_TERMINAL_PROMPT": "0",
         "GIT_OPTIONAL_LOCKS": "0",
         "GIT_EXTERNAL_DIFF": "",
@@ -93,14 +96,19 @@ def _git(root: Path) -> tuple[list[str], dict[str, str]]:
         key = entry.split(b"\n", 1)[0].decode("utf-8", "surrogateescape")
         if key.startswith("filter.") and key.count(".") >= 2:
             names.add(key[len("filter.") : key.rindex(".")])
-    pairs += [
-        (f"filter.{name}.{what}", "") for name in sorted(names) for what in ("clean", "smudge", "process")
-    ]
+    for name in sorted(names):
+        pairs += [(f"filter.{name}.{what}", "") for what in ("clean", "smudge", "process")]
+    # And as -c options too: git before 2.31 reads no GIT_CONFIG_KEY_n. A name holding `=` cannot
+    # go that way; the environment carries it on newer git.
+    for key, value in pairs:
+        if "=" not in key:
+            argv += ["-c", f"{key}={value}"]
     return argv, _with(env, pairs)
 
 
 def _with(env: dict[str, str], pairs: list[tuple[str, str]]) -> dict[str, str]:
-    out = {k: v for k, v in env.items() if not k.startswith("GIT_CONFIG_")}
+    out = {k: v for k, v in env.items() if not k.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"))}
+    out.pop("GIT_CONFIG_PARAMETERS", None)
     out["GIT_CONFIG_COUNT"] = str(len(pairs))
     for n, (key, value) in enumerate(pairs):
         out[f"GIT_CONFIG_KEY_{n}"] = key
@@ -157,7 +165,7 @@ def _own_git_dir(git_dir: Path, top: Path) -> bool:
         back = (git_dir / "gitdir").read_text(encoding="utf-8").strip()
     except OSError:
         back = ""
-    if back and Path(os.path.realpath(back)) == top / ".git":
+    if back and Path(os.path.realpath(git_dir / back)) == top / ".git":  # relative: from git_dir
         return True
     parts = git_dir.parts
     if ".git" in parts and "modules" in parts:
