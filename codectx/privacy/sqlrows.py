@@ -20,6 +20,8 @@ Pure functions.
 
 from __future__ import annotations
 
+import bisect
+import functools
 import re
 import time
 from collections.abc import Generator, Iterator
@@ -58,10 +60,8 @@ _CONSTRAINT = re.compile(
 _INSERTS = ("INSERT", "insert", "Insert", "REPLACE", "replace", "Replace")
 _HEADS = (*_INSERTS, "COPY", "copy")
 _KEYWORDS = (*_HEADS, "CREATE", "create", "Create")
-_HEAD_WORD = re.compile(r"(?i)\b(?:insert|replace|copy)\b")
-_CREATE_WORD = re.compile(r"(?i)\bcreate\b")
-_STATEMENT_END = re.compile(r"\)[ \t]*;[ \t]*\r?$", re.MULTILINE)
-_CAST = re.compile(r"(?:\s*::\s*[\w ]+?(?:\(\d+\))?(?:\[\])?)+(?=\s*[,)])")
+_STATEMENT_END = re.compile(r";[ \t]*(?:--[^\n]*)?\r?$", re.MULTILINE)
+_CAST = re.compile(r"(?:\s*::\s*\w+(?:[ \t]+\w+)*(?:\(\d+(?:,\s*\d+)?\))?(?:\[\])*)+(?=\s*[,)])")
 _PREFIX = re.compile(r"(?:[NnEeBbXx]|[Uu]&|_\w{1,20}\s?)'")
 
 
@@ -120,9 +120,9 @@ def _candidates(text: str) -> list[int]:
 def may_hold_rows(text: str) -> bool:
     """Whether `text` can hold a statement with rows: C-speed substring checks, so that code (where
     `.replace(` and `.values()` are common, but not both with a statement's shape) is not searched."""
-    if "stdin" in text:
+    if "stdin" in text or "STDIN" in text or "Stdin" in text:
         return True  # COPY ... FROM stdin
-    values = "VALUES" in text or "values" in text or "Values" in text
+    values = any(v in text for v in ("VALUES", "values", "Values", "VALUEs"))
     return values and any(k in text for k in _INSERTS)
 
 
@@ -145,7 +145,7 @@ def lead(text: str, lo: int, hi: int) -> str:
     row_like = first.startswith(("(", ",", "--", "'", '"', ")")) or "\t" in first or "," in first
     # A one-column COPY's rows have no separator: any open COPY above counts.
     floor = max(0, lo - LEAD_REACH)
-    copy_above = text.rfind("COPY", floor, lo) != -1 or text.rfind("copy", floor, lo) != -1
+    copy_above = any(text.rfind(k, floor, lo) != -1 for k in ("stdin;", "STDIN;", "stdin ", "STDIN "))
     head = _open_statement(text, lo) if row_like or copy_above else None
     if head is not None and _listed(head) is None:
         needed.add(_table_key(_statement_table(head)))
@@ -153,15 +153,18 @@ def lead(text: str, lo: int, hi: int) -> str:
     if head is not None:
         parts.append(head.group(0).rstrip("\r\n") + "\n")
         if head.group("insert") and not first.startswith(("(", ",", "--")):
-            parts.append(_tuple_start(text, lo))  # a tuple spread over lines, begun above
+            parts.append(_tuple_start(text, lo, head.end()))  # a tuple spread over lines, begun above
     return "".join(parts)
 
 
-def _tuple_start(text: str, lo: int) -> str:
-    """The lines of the tuple that `lo` (a line start) is inside, from its `(` line to `lo`: a
-    value's column is known only from the tuple's start. At most TUPLE_LINES lines up."""
+def _tuple_start(text: str, lo: int, header_end: int) -> str:
+    """The lines of the tuple that `lo` (a line start) is inside, from its `(` line to `lo`, or
+    from the statement's header when the first tuple opens on its line (`VALUES (1,`): a value's
+    column is known only from the tuple's start. At most TUPLE_LINES lines up."""
     at = lo
     for _ in range(TUPLE_LINES):
+        if at <= header_end:
+            return text[header_end:lo]
         if at <= 0:
             return ""
         at = text.rfind("\n", 0, at - 1) + 1
@@ -178,28 +181,37 @@ def _tuple_start(text: str, lo: int) -> str:
 
 def _open_statement(text: str, lo: int) -> re.Match[str] | None:
     """The INSERT or COPY whose rows are still going on at `lo`, if its header is within reach."""
-    for at in _last_first(_HEAD_WORD, text, max(0, lo - LEAD_REACH), lo):
+    heads = _statements(text)[0]
+    n = bisect.bisect_left(heads, lo)
+    while n > 0:
+        n -= 1
+        at = heads[n]
+        if at < lo - LEAD_REACH:
+            return None
         m = _STATEMENT.match(text, at)
-        if m is not None and not m.group("create") and m.end() <= lo:
-            if m.group("copy"):
-                ended = text.find("\n\\.", m.end() - 1, lo) != -1
-            else:
-                # A statement ends with its last tuple's `);` at a line's end (a `;` inside a value
-                # does not end it).
-                ended = _STATEMENT_END.search(text, m.end(), lo) is not None
-            return None if ended else m
+        if m is None or m.end() > lo:
+            continue
+        if m.group("copy"):
+            ended = text.find("\n\\.", m.end() - 1, lo) != -1
+        else:
+            # A statement ends with a `;` at a line's end (`);`, `ON CONFLICT DO NOTHING;`,
+            # `RETURNING id;`); a value spread over lines that ends one so is read as an end.
+            ended = _STATEMENT_END.search(text, m.end(), lo) is not None
+        return None if ended else m
     return None
 
 
 def _creates_above(text: str, tables: set[str], before: int) -> dict[str, str]:
-    """The last `CREATE TABLE` of each of `tables` above `before`, cut to its column list: one
-    pass over the CREATE words above, however many tables are asked for."""
+    """The last `CREATE TABLE` of each of `tables` above `before`, cut to its column list."""
     found: dict[str, str] = {}
     if not tables:
         return found
-    for at in _last_first(_CREATE_WORD, text, max(0, before - LEAD_REACH), before):
+    creates = _statements(text)[1]
+    for at in reversed(creates[: bisect.bisect_left(creates, before)]):
+        if at < before - LEAD_REACH:
+            break
         m = _STATEMENT.match(text, at)
-        if m is None or not m.group("create"):
+        if m is None:
             continue
         table = _table_key(_create_table(m))
         if table in tables and table not in found:
@@ -210,9 +222,16 @@ def _creates_above(text: str, tables: set[str], before: int) -> dict[str, str]:
     return found
 
 
-def _last_first(word: re.Pattern[str], text: str, lo: int, hi: int) -> list[int]:
-    """Where `word` occurs in text[lo:hi], last first (one pass: `.replace(` is in most code)."""
-    return [m.start() for m in word.finditer(text, lo, hi)][::-1]
+@functools.lru_cache(maxsize=8)
+def _statements(text: str) -> tuple[list[int], list[int]]:
+    """Where the INSERT/COPY headers and the CREATE TABLEs of `text` start: found once per text
+    (a request scans several regions of one document), at their keywords' places."""
+    heads, creates = [], []
+    for at in _candidates(text):
+        m = _STATEMENT.match(text, at)
+        if m is not None:
+            (creates if m.group("create") else heads).append(at)
+    return heads, creates
 
 
 def _create_table(m: re.Match[str]) -> str:

@@ -14,6 +14,7 @@ hundred rows. Pure functions.
 
 from __future__ import annotations
 
+import itertools
 import re
 import time
 from collections.abc import Iterator
@@ -25,7 +26,6 @@ from codectx.privacy.sqlrows import CHECK_EVERY, SECRET_COLUMN, Cell, split_fiel
 # (a "csv" may hold tabs or semicolons, a ".txt" export commas).
 DELIMITED = frozenset({".csv", ".tsv", ".psv", ".txt", ".tab"})
 DELIMITERS = (",", "\t", ";", "|")
-_MD_EDGES = ("-|", "|-", "- |", "| -", "-:|", "|:-", "- :|", "| :-")  # what a delimiter row holds
 _MD_SEPARATOR_ANY = re.compile(r"(?m)^[ \t]*\|?[ \t]*:?-+:?[ \t]*\|")  # a delimiter row's start
 _MD_SEPARATOR = re.compile(r"^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)+\|?\s*$")
 _HTML_ROW = re.compile(r"<[tT][rR]\b")
@@ -48,7 +48,7 @@ def secret_cells(text: str, origin: str, deadline: float | None = None) -> Itera
     HTML tables."""
     if _suffix(origin) in DELIMITED:
         yield from _delimited(text, deadline)
-    if "|" in text and any(edge in text for edge in _MD_EDGES) and _MD_SEPARATOR_ANY.search(text):
+    if "|" in text and _MD_SEPARATOR_ANY.search(text):
         yield from _markdown(text, deadline)
     if "<t" in text or "<T" in text:
         yield from _html(text, deadline)
@@ -76,14 +76,16 @@ def lead(text: str, lo: int, hi: int, origin: str) -> str:
 
 def _header_line(text: str) -> tuple[int, int]:
     """(start, end) of a delimited file's header line: its first line with content, past Excel's
-    `sep=;` line and comment lines; (0, -1) when there is none."""
+    `sep=;` line and comment lines (a `#` line with delimiters is a header: `#,user,password`);
+    (0, -1) when there is none."""
     pos = 0
     while pos < len(text):
         end = text.find("\n", pos)
         end = len(text) if end == -1 else end
         stop = end - 1 if end > pos and text[end - 1] == "\r" else end
         line = text[pos:stop].strip()
-        if line and not _SEP_LINE.match(line) and not line.startswith(("#", "//")):
+        comment = line.startswith(("#", "//")) and not any(d in line for d in DELIMITERS)
+        if line and not _SEP_LINE.match(line) and not comment:
             return pos, stop
         pos = end + 1
     return 0, -1
@@ -278,8 +280,9 @@ def _find(text: str, needles: tuple[str, ...], start: int, end: int) -> int:
 
 
 def _html_header_above(text: str, lo: int) -> str:
-    """The header row (all `<th>` cells) among the first rows of the table `lo` is in, if that
-    table is still open at `lo`. Body rows may start with a `<th>` too (pandas' index)."""
+    """The header row (all `<th>` cells; of several, the one naming a secret, else the last) among
+    the first rows of the table `lo` is in, if that table is still open at `lo`. Body rows may
+    start with a `<th>` too (pandas' index)."""
     table = _HTML_TABLE.search(text, max(0, lo - LEAD_HTML_REACH), lo)
     last = None
     while table is not None:  # the last <table before lo
@@ -287,14 +290,18 @@ def _html_header_above(text: str, lo: int) -> str:
         table = _HTML_TABLE.search(text, table.end(), lo)
     if last is None or _find(text, ("</table", "</TABLE"), last.end(), lo) != -1:
         return ""
-    rows = list(_HTML_ROW.finditer(text, last.end(), lo))[: HEADER_ROWS + 1]
+    rows = list(itertools.islice(_HTML_ROW.finditer(text, last.end(), lo), HEADER_ROWS + 1))
+    chosen = ""
     for n, row in enumerate(rows[:HEADER_ROWS]):
         row_end = rows[n + 1].start() if n + 1 < len(rows) else lo
         cells = _columns_of(text, row.start(), row_end)
-        if cells and all(kind == "th" for kind, _a, _b in cells.values()):
-            close = _find(text, ("</tr>", "</TR>"), row.start(), row_end)
-            return text[row.start() : row_end if close == -1 else close + 5] + "\n"
-    return ""
+        if not cells or not all(kind == "th" for kind, _a, _b in cells.values()):
+            break  # the header rows lead the table
+        close = _find(text, ("</tr>", "</TR>"), row.start(), row_end)
+        chosen = text[row.start() : row_end if close == -1 else close + 5] + "\n"
+        if any(SECRET_COLUMN.search(_bare(text[a:b])) for _k, a, b in cells.values()):
+            break  # of several header rows (pandas' column groups), the one naming a secret
+    return chosen
 
 
 # ---------------------------------------------------------------- cells

@@ -57,6 +57,13 @@ SECRETS = [
     ("ops/README.md", "Login to the admin with **admin / ZqdlBynnctjG** on staging.\n", "ZqdlBynnctjG"),
     ("docs/setup.md", "Sign in as `root` / `Tr0ub4dor&3` the first time.\n", "Tr0ub4dor&3"),
     ("app/main.py", "# login: admin / Cratermeadowsaddle\n", "Cratermeadowsaddle"),
+    # Second review: a quoted account with its host, a database link, IF NOT EXISTS.
+    ("db/users.sql", "CREATE USER 'app'@'%' IDENTIFIED BY \"Kq8vLm2xTr5w\";\n", "Kq8vLm2xTr5w"),
+    (
+        "db/link.sql",
+        "CREATE DATABASE LINK remote CONNECT TO scott IDENTIFIED BY Kq8vLm2xTr5w;\n",
+        "Kq8vLm2xTr5w",
+    ),
     (
         "vpn/wg0.conf",
         "[Peer]\nPresharedKey = Zq7Xr2Vb9Kp4Wm6Ty3Hn8Jc5Ld1Sg0FaQe7Ru2Io9P=\n",
@@ -77,6 +84,7 @@ LOOK_ALIKES = [
     ("src/auth.ts", "export function validatePassword(password: string): boolean {\n  return true;\n}\n"),
     ("media/cues.txt", "12:30:45:00:intro\n"),
     ("docs/objects.md", "The object identified by obj_uuid4_value is kept in the cache.\n"),
+    ("docs/i18n.md", "Log in, then open user / internationalization settings.\n"),
     ("docs/hosts.md", "| host | private key |\n|---|---|\n| db01 | keys/db01.pem |\n"),
     ("docs/b.md", "Log in to the admin / dashboard page, or use the user / Settings menu.\n"),
     ("docs/c.md", "Default credentials: admin / admin, or admin / changeme (change them).\n"),

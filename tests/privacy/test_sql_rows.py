@@ -190,3 +190,25 @@ def test_a_one_column_copys_rows_get_their_header(redactor: Redactor) -> None:
     at = dump.index(_token(50))
     out = PieceRedactor(redactor).document(dump, "db/d.sql", [(at, at + 100)])[0]
     assert not _leaked(out, 100)
+
+
+def test_a_tuple_opened_on_its_headers_line(redactor: Redactor) -> None:
+    text = (
+        "INSERT INTO t ("
+        + ", ".join(f"c{i}" for i in range(12))
+        + ", password) VALUES (\n"
+        + "".join(f"  'v{i}',\n" for i in range(12))
+        + f"  '{PW}');\n"
+    )
+    at = text.index(f"  '{PW}'")
+    assert PW not in PieceRedactor(redactor).document(text, "db/s.sql", [(at, len(text))])[0]
+
+
+def test_a_statement_ends_at_on_conflict(redactor: Redactor) -> None:
+    text = (
+        "INSERT INTO users (name, password) VALUES ('a', 'x') ON CONFLICT DO NOTHING;\n"
+        + "\n" * 10
+        + "-- fixtures for the parser tests\n(2, 'Zq7Xr2Vb9Kp4Wm')\n"
+    )
+    at = text.index("(2,")
+    assert "Zq7Xr2Vb9Kp4Wm" in PieceRedactor(redactor).document(text, "db/s.sql", [(at, len(text))])[0]

@@ -113,6 +113,8 @@ SHAPES = [
     ("exports/users.txt", f"id,email,password\n1,a@b.c,{PW}\n", PW),  # an export named .txt
     ("data/u.csv", f"id\temail\tpassword\n1\ta@b.c\t{PW}\n", PW),  # tabs in a .csv
     ("data/u.csv", f"id;email;password\n1;a@b.c;{PW}\n", PW),  # semicolons (European Excel)
+    ("data/u.csv", f"#,user,password\n1,bob,{PW}\n", PW),  # a row-number column named `#`
+    ("docs/a.md", f"| user | password |\n|  ---  |  ---  |\n| admin | {PW} |\n", PW),  # a padded delimiter
     ("docs/a.md", f"| user | password |\n|--|--|\n| admin | {PW} |\n", PW),  # GFM's short delimiter
     ("docs/a.md", f"| user | password |\n|:-|:-|\n| admin | {PW} |\n", PW),
     ("docs/a.md", f"user | password\n-- | --\nadmin | {PW}\n", PW),  # no outer pipes
