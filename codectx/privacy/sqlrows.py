@@ -226,7 +226,8 @@ def _creates_above(text: str, tables: set[str], before: int) -> dict[str, str]:
 def _statements(text: str) -> tuple[list[int], list[int]]:
     """Where the INSERT/COPY headers and the CREATE TABLEs of `text` start: found once per text
     (a request scans several regions of one document), at their keywords' places."""
-    heads, creates = [], []
+    heads: list[int] = []
+    creates: list[int] = []
     for at in _candidates(text):
         m = _STATEMENT.match(text, at)
         if m is not None:
