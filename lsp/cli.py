@@ -72,7 +72,7 @@ def serve_tcp(server: Any, host: str, port: int) -> None:
 
     async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         own, peer = writer.get_extra_info("sockname"), writer.get_extra_info("peername")
-        why = peers.refusal(own[1], peer[1])
+        why = peers.refusal((own[0], own[1]), (peer[0], peer[1]))
         if why is not None:
             log.warning("connection from port %s refused: %s", peer[1], why)
             writer.close()

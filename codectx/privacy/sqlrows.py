@@ -58,7 +58,7 @@ _CONSTRAINT = re.compile(
         |(?:KEY|INDEX)\s*(?:\(|[`"\[]|\w+\s+\()"""
 )
 _INSERTS = ("INSERT", "insert", "Insert", "REPLACE", "replace", "Replace")
-_HEADS = (*_INSERTS, "COPY", "copy")
+_HEADS = (*_INSERTS, "COPY", "copy", "Copy")
 _KEYWORDS = (*_HEADS, "CREATE", "create", "Create")
 _STATEMENT_END = re.compile(r";[ \t]*(?:--[^\n]*)?\r?$", re.MULTILINE)
 _CAST = re.compile(r"(?:\s*::\s*\w+(?:[ \t]+\w+)*(?:\(\d+(?:,\s*\d+)?\))?(?:\[\])*)+(?=\s*[,)])")

@@ -262,16 +262,29 @@ def test_a_tcp_peers_owner_is_read_from_the_kernels_socket_table(tmp_path: Path)
     from codectx.lsp import peers
 
     table = tmp_path / "tcp"
-    table.write_text(
+    header = (
         "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
-        "   0: 0100007F:0827 0100007F:C350 01 00000000:00000000 00:00000000 00000000  1000 0 1 1\n"
-        "   1: 0100007F:C350 0100007F:0827 01 00000000:00000000 00:00000000 00000000 65534 0 2 1\n"
     )
-    # The server listens on 2087 (0x0827); the client's socket is the one whose local port is 50000.
-    assert peers.peer_uid(2087, 50000, (table,)) == 65534
-    assert peers.peer_uid(2087, 50001, (table,)) is None
-    assert "another account" in (peers.refusal(2087, 50000, (table,)) or "")
-    assert "cannot be told" in (peers.refusal(2087, 50001, (table,)) or "")
+    rest = " 00000000:00000000 00:00000000 00000000"
+    table.write_text(
+        header
+        # The server's side (127.0.0.1:2087 <- :50000), and the client's (uid 65534).
+        + f"   0: 0100007F:0827 0100007F:C350 01{rest}  1000 0 1 1\n"
+        + f"   1: 0100007F:C350 0100007F:0827 01{rest} 65534 0 2 1\n"
+        # The owner's own connection from 192.168.1.5:50001 to a remote :2087: same ports, other
+        # addresses, taken for nobody's (second review).
+        + f"   2: 0501A8C0:C351 0A000001:0827 01{rest}  1000 0 3 1\n"
+        # A socket in another state (TIME_WAIT, 06) is no live client.
+        + f"   3: 0100007F:C352 0100007F:0827 06{rest}  1000 0 4 1\n"
+    )
+    server = ("127.0.0.1", 2087)
+    assert peers.peer_uid(server, ("127.0.0.1", 50000), (table,)) == 65534
+    assert "another account" in (peers.refusal(server, ("127.0.0.1", 50000), (table,)) or "")
+    assert peers.peer_uid(server, ("127.0.0.1", 50001), (table,)) is None
+    assert peers.peer_uid(server, ("127.0.0.1", 50002), (table,)) is None
+    assert "cannot be told" in (peers.refusal(server, ("127.0.0.1", 50001), (table,)) or "")
+    # IPv6 loopback as /proc/net/tcp6 writes it.
+    assert peers.proc_form(("::1", 2087)) == {"00000000000000000000000001000000:0827"}
 
 
 @pytest.mark.skipif(os.name != "posix" or os.getuid() != 0, reason="needs root to connect as another account")
