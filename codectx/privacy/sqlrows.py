@@ -13,9 +13,10 @@ middle of a statement's rows, far below its header. `lead` gives the text a regi
 of it to be read the same way: the header of the statement it starts in, and the `CREATE TABLE`
 of each column-less `INSERT` in it.
 
-Linear in the text: one forward pass, each row read once, headers found by one regex search
-from where the last statement ended; the caller's deadline is checked every few hundred rows.
-Pure functions.
+Linear in the text: statements are looked for only where their keywords stand (substring search;
+`.replace(` in code costs one failed match), each row is read once, and the caller's deadline is
+checked every few hundred rows. The places of a text's statements are found once and kept for the
+next regions of the same text (a small cache); otherwise pure functions.
 """
 
 from __future__ import annotations
