@@ -45,6 +45,8 @@ _STATEMENT = re.compile(
             (?P<copyopts>[^;\n]{{0,200}});[ \t]*\r?\n)
       | (?P<create>CREATE\s+(?:(?:GLOBAL|LOCAL)\s+)?(?:TEMP(?:ORARY)?\s+|UNLOGGED\s+)?TABLE\s+
             (?:IF\s+NOT\s+EXISTS\s+)?{_TABLE}\s*\()
+      | (?P<alter>ALTER\s+TABLE\s+(?:ONLY\s+)?(?:IF\s+EXISTS\s+)?{_TABLE}\s+ADD\s+(?:COLUMN\s+)?
+            (?:IF\s+NOT\s+EXISTS\s+)?(?P<added>{_NAME}))
     )""",
     re.VERBOSE | re.MULTILINE,
 )
@@ -60,7 +62,7 @@ _CONSTRAINT = re.compile(
 )
 _INSERTS = ("INSERT", "insert", "Insert", "REPLACE", "replace", "Replace")
 _HEADS = (*_INSERTS, "COPY", "copy", "Copy")
-_KEYWORDS = (*_HEADS, "CREATE", "create", "Create")
+_KEYWORDS = (*_HEADS, "CREATE", "create", "Create", "ALTER", "alter", "Alter")
 _STATEMENT_END = re.compile(r";[ \t]*(?:--[^\n]*)?\r?$", re.MULTILINE)
 _CAST = re.compile(r"(?:\s*::\s*\w+(?:[ \t]+\w+)*(?:\(\d+(?:,\s*\d+)?\))?(?:\[\])*)+(?=\s*[,)])")
 _PREFIX = re.compile(r"(?:[NnEeBbXx]|[Uu]&|_\w{1,20}\s?)'")
@@ -94,6 +96,11 @@ def secret_cells(text: str, deadline: float | None = None) -> Iterator[Cell]:
             columns, pos = _create_columns(text, m.end())
             if columns:
                 tables[_table_key(_create_table(m))] = columns
+            continue
+        if m.group("alter"):  # ALTER TABLE t ADD COLUMN api_token: a column-less INSERT has it last
+            known = tables.get(_table_key(m.group(m.re.groupindex["alter"] + 1) or ""))
+            if known is not None:
+                known.append(m.group("added").strip('"`[]'))
             continue
         listed = _listed(m)
         columns = _columns(listed) if listed is not None else tables.get(_table_key(_statement_table(m)), [])
@@ -203,21 +210,28 @@ def _open_statement(text: str, lo: int) -> re.Match[str] | None:
 
 
 def _creates_above(text: str, tables: set[str], before: int) -> dict[str, str]:
-    """The last `CREATE TABLE` of each of `tables` above `before`, cut to its column list."""
+    """The last `CREATE TABLE` of each of `tables` above `before`, cut to its column list, with the
+    `ALTER TABLE ... ADD` statements that came after it."""
     found: dict[str, str] = {}
     if not tables:
         return found
-    creates = _statements(text)[1]
-    for at in reversed(creates[: bisect.bisect_left(creates, before)]):
+    alters: dict[str, list[str]] = {}
+    schema = _statements(text)[1]
+    for at in reversed(schema[: bisect.bisect_left(schema, before)]):
         if at < before - LEAD_REACH:
             break
         m = _STATEMENT.match(text, at)
         if m is None:
             continue
+        if m.group("alter"):
+            table = _table_key(m.group(m.re.groupindex["alter"] + 1) or "")
+            if table in tables and table not in found:
+                alters.setdefault(table, []).insert(0, m.group(0) + ";\n")
+            continue
         table = _table_key(_create_table(m))
         if table in tables and table not in found:
             _columns_found, end = _create_columns(text, m.end())
-            found[table] = text[at:end] + ";\n"
+            found[table] = text[at:end] + ";\n" + "".join(alters.get(table, []))
             if len(found) == len(tables):
                 break
     return found
@@ -225,14 +239,18 @@ def _creates_above(text: str, tables: set[str], before: int) -> dict[str, str]:
 
 @functools.lru_cache(maxsize=8)
 def _statements(text: str) -> tuple[list[int], list[int]]:
-    """Where the INSERT/COPY headers and the CREATE TABLEs of `text` start: found once per text
-    (a request scans several regions of one document), at their keywords' places."""
+    """Where the INSERT/COPY headers and the schema statements (CREATE TABLE, ALTER TABLE ... ADD)
+    of `text` start: found once per text (a request scans several regions of one document), at
+    their keywords' places."""
     heads: list[int] = []
     creates: list[int] = []
     for at in _candidates(text):
         m = _STATEMENT.match(text, at)
         if m is not None:
-            (creates if m.group("create") else heads).append(at)
+            if m.group("create") or m.group("alter"):
+                creates.append(at)
+            else:
+                heads.append(at)
     return heads, creates
 
 

@@ -40,6 +40,7 @@ _HTML_TABLE = re.compile(r"<[tT][aA][bB][lL][eE]\b")
 HEADER_ROWS = 8  # rows of an HTML table its header row is looked for among
 LEAD_HTML_REACH = 4 * 1024 * 1024
 HEADER_REACH = 10_000  # lines a Markdown table's header is looked for above a region
+RECORD_LINES = 64  # lines one CSV record may span inside quotes
 HEADER_CELL_MAX = 40  # a header's cells are names, not sentences
 
 
@@ -128,6 +129,13 @@ def _delimited(text: str, deadline: float | None) -> Iterator[Cell]:
     while pos < len(text):
         end = text.find("\n", pos)
         end = len(text) if end == -1 else end
+        lines = 1
+        # A quoted field may hold line breaks (RFC 4180): the record goes on while its quotes are
+        # open, for at most RECORD_LINES lines.
+        while text.count('"', pos, end) % 2 and end < len(text) and lines < RECORD_LINES:
+            nxt = text.find("\n", end + 1)
+            end = len(text) if nxt == -1 else nxt
+            lines += 1
         line_stop = end - 1 if end > pos and text[end - 1] == "\r" else end
         rows += 1
         _check(rows, deadline)

@@ -212,3 +212,14 @@ def test_a_statement_ends_at_on_conflict(redactor: Redactor) -> None:
     )
     at = text.index("(2,")
     assert "Zq7Xr2Vb9Kp4Wm" in PieceRedactor(redactor).document(text, "db/s.sql", [(at, len(text))])[0]
+
+
+def test_a_column_added_by_alter_table(redactor: Redactor) -> None:
+    """Red team 4: `ALTER TABLE users ADD COLUMN api_token` before a column-less INSERT."""
+    schema = "CREATE TABLE users (id int, email text);\nALTER TABLE users ADD COLUMN api_token text;\n"
+    rows = "".join(f"INSERT INTO users VALUES ({i}, 'u{i}@x.io', '{_token(i)}');\n" for i in range(60))
+    dump = schema + "\n" * 20 + rows
+    assert not _leaked(redactor.redact(dump, "db/seed.sql").text, 60)
+    at = dump.index(f"({40},")
+    out = PieceRedactor(redactor).document(dump, "db/seed.sql", [(at, at + 200)])[0]
+    assert "u40@x.io" in out and not _leaked(out, 60)

@@ -190,3 +190,10 @@ def test_regions_that_start_at_a_delimiter_row_or_below_a_notebooks_header(redac
     at = csv.index("\n40;") + 1
     out = PieceRedactor(redactor).document(csv, "data/u.csv", [(at, len(csv))])[0]
     assert PW not in out and "u45@x.io" in out
+
+
+def test_a_quoted_csv_field_over_two_lines(redactor: Redactor) -> None:
+    """Red team 4: a note with a line break (RFC 4180) before the password column."""
+    text = f'id,note,password\n1,"line one\nline, two",{PW}\n2,plain,{PW}x\n'
+    out = redactor.redact(text, "db/load.csv").text
+    assert PW not in out and "line, two" in out
