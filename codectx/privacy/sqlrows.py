@@ -113,6 +113,12 @@ def secret_cells(text: str, deadline: float | None = None) -> Iterator[Cell]:
             pos = yield from _insert_cells(text, m.end(), columns, deadline)
 
 
+def check_deadline(rows: int, deadline: float | None) -> None:
+    """Every CHECK_EVERY rows: ScanTimeout once the caller's deadline has passed."""
+    if rows % CHECK_EVERY == 0 and deadline is not None and time.monotonic() > deadline:
+        raise ScanTimeout("the secret scan ran past its time limit")
+
+
 def _candidates(text: str) -> list[int]:
     """Where a statement's keyword starts, in order: found by substring search (C speed; a regex
     that ignores case tries every position)."""
@@ -333,8 +339,7 @@ def _insert_cells(text: str, at: int, columns: list[str], deadline: float | None
         if at >= n or text[at] != "(":
             return at
         rows += 1
-        if rows % CHECK_EVERY == 0 and deadline is not None and time.monotonic() > deadline:
-            raise ScanTimeout("the secret scan ran past its time limit")
+        check_deadline(rows, deadline)
         at, ok = yield from _tuple_cells(text, at + 1, columns)
         if not ok:
             at = _next_tuple_line(text, at)
@@ -463,8 +468,7 @@ def _copy_cells(text: str, at: int, columns: list[str], delimiter: str, deadline
         if line == "\\." or line.startswith(("COPY ", "INSERT ", "CREATE ", "SELECT ", "ALTER ")):
             return at
         rows += 1
-        if rows % CHECK_EVERY == 0 and deadline is not None and time.monotonic() > deadline:
-            raise ScanTimeout("the secret scan ran past its time limit")
+        check_deadline(rows, deadline)
         fields = split_fields(text, at, stop, delimiter, quotes=delimiter != "\t")
         if len(fields) == len(columns):
             for i in wanted:

@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import itertools
 import re
-import time
 from collections.abc import Iterator
 
-from codectx.privacy.errors import ScanTimeout
-from codectx.privacy.sqlrows import CHECK_EVERY, SECRET_COLUMN, Cell, split_fields
+from codectx.privacy.sqlrows import LEAD_REACH, SECRET_COLUMN, Cell, check_deadline, split_fields
 
 # Files read as delimited tables; the delimiter is the header line's most frequent of DELIMITERS
 # (a "csv" may hold tabs or semicolons, a ".txt" export commas).
@@ -38,7 +36,6 @@ _PATH = re.compile(r"https?://|(?:~|\.{1,2})?/?[\w.-]+(?:/[\w.-]+)+\.[A-Za-z0-9]
 _SEP_LINE = re.compile(r"^sep=(.)$")
 _HTML_TABLE = re.compile(r"<[tT][aA][bB][lL][eE]\b")
 HEADER_ROWS = 8  # rows of an HTML table its header row is looked for among
-LEAD_HTML_REACH = 4 * 1024 * 1024
 HEADER_REACH = 10_000  # lines a Markdown table's header is looked for above a region
 RECORD_LINES = 64  # lines one CSV record may span inside quotes
 HEADER_CELL_MAX = 40  # a header's cells are names, not sentences
@@ -98,13 +95,10 @@ def _suffix(origin: str) -> str:
     return name[dot:] if dot > 0 else ""
 
 
-def _wanted(names: list[str]) -> dict[int, str]:
-    return {i: n for i, n in enumerate(names) if n and SECRET_COLUMN.search(n)}
-
-
-def _check(rows: int, deadline: float | None) -> None:
-    if rows % CHECK_EVERY == 0 and deadline is not None and time.monotonic() > deadline:
-        raise ScanTimeout("the secret scan ran past its time limit")
+def _wanted(names: list[str] | dict[int, str]) -> dict[int, str]:
+    """The columns (by index) whose names say secret."""
+    pairs = names.items() if isinstance(names, dict) else enumerate(names)
+    return {i: n for i, n in pairs if n and SECRET_COLUMN.search(n)}
 
 
 # ---------------------------------------------------------------- delimited files
@@ -138,7 +132,7 @@ def _delimited(text: str, deadline: float | None) -> Iterator[Cell]:
             lines += 1
         line_stop = end - 1 if end > pos and text[end - 1] == "\r" else end
         rows += 1
-        _check(rows, deadline)
+        check_deadline(rows, deadline)
         cells = split_fields(text, pos, line_stop, delimiter)
         for i, name in wanted.items():
             if i < len(cells):
@@ -167,7 +161,7 @@ def _markdown(text: str, deadline: float | None) -> Iterator[Cell]:
                 wanted = {}  # the table ended
             continue
         rows += 1
-        _check(rows, deadline)
+        check_deadline(rows, deadline)
         cells = _md_cells(line, starts[n])
         for i, name in wanted.items():
             if i < len(cells):
@@ -232,12 +226,12 @@ def _html(text: str, deadline: float | None) -> Iterator[Cell]:
         if _find(text, ("<table", "<TABLE"), pos - 200 if pos > 200 else 0, pos) != -1:
             first_row = True
         rows += 1
-        _check(rows, deadline)
+        check_deadline(rows, deadline)
         cells = _columns_of(text, pos, row_end)
         names = {i: _bare(text[a:b]) for i, (kind, a, b) in cells.items()}
         heads = [i for i, (kind, _a, _b) in cells.items() if kind == "th"]
         if cells and len(heads) == len(cells):
-            wanted = _wanted_at(names)
+            wanted = _wanted(names)
         elif not cells:
             pass  # a row with no whole cell (`<tr>` in a script's string, a cell left open)
         elif heads == [min(cells)] and SECRET_COLUMN.search(names[heads[0]]):
@@ -245,7 +239,7 @@ def _html(text: str, deadline: float | None) -> Iterator[Cell]:
                 if i != heads[0]:
                     yield from _cell(text, a, b, names[heads[0]])
         elif first_row and any(SECRET_COLUMN.search(n) for n in names.values()) and _all_labels(names):
-            wanted = _wanted_at(names)
+            wanted = _wanted(names)
         elif wanted:
             for i, name in wanted.items():
                 if i in cells:
@@ -272,10 +266,6 @@ def _columns_of(text: str, start: int, end: int) -> dict[int, tuple[str, int, in
     return out
 
 
-def _wanted_at(names: dict[int, str]) -> dict[int, str]:
-    return {i: n for i, n in names.items() if n and SECRET_COLUMN.search(n)}
-
-
 def _all_labels(names: dict[int, str]) -> bool:
     """A row of labels: short names, none of them a value (a first row that is data is no header)."""
     return all(0 < len(n) <= HEADER_CELL_MAX and not any(c.isdigit() for c in n) for n in names.values())
@@ -291,7 +281,7 @@ def _html_header_above(text: str, lo: int) -> str:
     """The header row (all `<th>` cells; of several, the one naming a secret, else the last) among
     the first rows of the table `lo` is in, if that table is still open at `lo`. Body rows may
     start with a `<th>` too (pandas' index)."""
-    table = _HTML_TABLE.search(text, max(0, lo - LEAD_HTML_REACH), lo)
+    table = _HTML_TABLE.search(text, max(0, lo - LEAD_REACH), lo)
     last = None
     while table is not None:  # the last <table before lo
         last = table
