@@ -171,6 +171,9 @@ async def test_scraped_during_a_real_completion(tmp_path: Path, repo: Path, vllm
     port = free_port()
     opts = options(vllm_server.api_url, metrics_port=port)
     opts["codectx"]["backend"]["max_tokens"] = 16
+    # Greedy: sampled at the default temperature, the random-weight model's first token is now
+    # and then a stop token, and an answer with no token has no time to first token.
+    opts["codectx"]["backend"]["temperature"] = 0.0
     async with lsp_session(tmp_path, repo, opts) as lsp:
         uri = open_doc(lsp, repo / "calc" / "report.py")
         request = asyncio.ensure_future(lsp.text_document_completion_async(params(uri)))
@@ -185,6 +188,7 @@ async def test_scraped_during_a_real_completion(tmp_path: Path, repo: Path, vllm
         final, "codectx_requests_total", kind="completion", status="empty"
     )
     assert answered == 1
+    assert value(final, "codectx_requests_total", kind="completion", status="ok") == 1
     assert value(final, "codectx_backend_ttft_seconds_count", kind="completion") == 1
     assert value(final, "codectx_backend_ttft_seconds_sum", kind="completion") > 0
     assert value(final, "codectx_bytes_sent_total", kind="completion") > 0
