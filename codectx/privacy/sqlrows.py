@@ -14,8 +14,8 @@ of it to be read the same way: the header of the statement it starts in, and the
 of each column-less `INSERT` in it.
 
 Linear in the text: statements are looked for only where their keywords stand (substring search;
-`.replace(` in code costs one failed match), each row is read once, and the caller's deadline is
-checked every few hundred rows. The places of a text's statements are found once and kept for the
+`.replace(` in code costs one failed match), and each row is read once (`sqlvalues` reads the
+rows, checking the caller's deadline every few hundred). The places of a text's statements are found once and kept for the
 next regions of the same text (a small cache); otherwise pure functions.
 """
 
@@ -24,14 +24,11 @@ from __future__ import annotations
 import bisect
 import functools
 import re
-import time
-from collections.abc import Generator, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 
-from codectx.privacy.errors import ScanTimeout
+from codectx.privacy.sqlvalues import SECRET_COLUMN, Cell, copy_cells, insert_cells
 
 LEAD_REACH = 5_000_000  # how far above a region its statement's header is looked for (a whole document)
-CHECK_EVERY = 256  # rows between deadline checks
 TUPLE_LINES = 64  # how far up the start of a tuple spread over lines is looked for
 _NAME = r"""(?:[\w$]+|"[^"\n]{1,128}"|`[^`\n]{1,128}`|\[[^\]\n]{1,128}\])"""
 _TABLE = rf"({_NAME}(?:\s*\.\s*{_NAME}){{0,2}})"
@@ -50,10 +47,6 @@ _STATEMENT = re.compile(
     )""",
     re.VERBOSE | re.MULTILINE,
 )
-SECRET_COLUMN = re.compile(
-    r"(?i)pass(?:word|wd|phrase)?|pwd|(?<![a-z])pw(?![a-z])|secret|token|credential|(?:api|access|private|signing|"
-    r"encryption|master|auth|client|session)_?key|apikey"
-)
 # A CREATE TABLE item that is no column. `key` and `index` are also columns' names (`key text`,
 # `key varchar(255)`): as constraints they are followed by `(` or by a name and ` (`.
 _CONSTRAINT = re.compile(
@@ -64,20 +57,6 @@ _INSERTS = ("INSERT", "insert", "Insert", "REPLACE", "replace", "Replace")
 _HEADS = (*_INSERTS, "COPY", "copy", "Copy")
 _KEYWORDS = (*_HEADS, "CREATE", "create", "Create", "ALTER", "alter", "Alter")
 _STATEMENT_END = re.compile(r";[ \t]*(?:--[^\n]*)?\r?$", re.MULTILINE)
-_CAST = re.compile(r"(?:\s*::\s*\w+(?:[ \t]+\w+)*(?:\(\d+(?:,\s*\d+)?\))?(?:\[\])*)+(?=\s*[,)])")
-_PREFIX = re.compile(r"(?:[NnEeBbXx]|[Uu]&|_\w{1,20}\s?)'")
-
-
-Rows = Generator["Cell", None, int]  # a statement's cells; returns where its rows ended
-
-
-@dataclass(frozen=True)
-class Cell:
-    """A value of a secret-named column: its span in the text and the column's name."""
-
-    start: int
-    end: int
-    column: str
 
 
 def secret_cells(text: str, deadline: float | None = None) -> Iterator[Cell]:
@@ -108,15 +87,9 @@ def secret_cells(text: str, deadline: float | None = None) -> Iterator[Cell]:
             pos = m.end()
             continue
         if m.group("copy"):
-            pos = yield from _copy_cells(text, m.end(), columns, _copy_delimiter(m), deadline)
+            pos = yield from copy_cells(text, m.end(), columns, _copy_delimiter(m), deadline)
         else:
-            pos = yield from _insert_cells(text, m.end(), columns, deadline)
-
-
-def check_deadline(rows: int, deadline: float | None) -> None:
-    """Every CHECK_EVERY rows: ScanTimeout once the caller's deadline has passed."""
-    if rows % CHECK_EVERY == 0 and deadline is not None and time.monotonic() > deadline:
-        raise ScanTimeout("the secret scan ran past its time limit")
+            pos = yield from insert_cells(text, m.end(), columns, deadline)
 
 
 def _candidates(text: str) -> list[int]:
@@ -323,185 +296,3 @@ def _create_columns(text: str, at: int) -> tuple[list[str], int]:
             continue
         columns.append(item.split(None, 1)[0].strip('"`[]'))
     return columns, min(i + 1, len(text))
-
-
-# ---------------------------------------------------------------- rows
-
-
-def _insert_cells(text: str, at: int, columns: list[str], deadline: float | None) -> Rows:
-    """Quoted values of the `(...), (...)` tuples from `at` to the statement's end; returns where it
-    ended. A tuple that does not read (one spread over lines, when a region starts inside it) is
-    skipped to the next line that opens one."""
-    n = len(text)
-    rows = 0
-    while at < n:
-        at = _skip_gaps(text, at, " \t\r\n,")
-        if at >= n or text[at] != "(":
-            return at
-        rows += 1
-        check_deadline(rows, deadline)
-        at, ok = yield from _tuple_cells(text, at + 1, columns)
-        if not ok:
-            at = _next_tuple_line(text, at)
-    return at
-
-
-def _skip_gaps(text: str, at: int, blanks: str) -> int:
-    """Past blanks and SQL comments (`-- ...` to the line's end, `/* ... */`) from `at`."""
-    n = len(text)
-    while at < n:
-        if text[at] in blanks:
-            at += 1
-        elif text.startswith("--", at):
-            nl = text.find("\n", at)
-            at = n if nl == -1 else nl + 1
-        elif text.startswith("/*", at):
-            close = text.find("*/", at + 2)
-            at = n if close == -1 else close + 2
-        else:
-            break
-    return at
-
-
-def _tuple_cells(text: str, at: int, columns: list[str]) -> Generator[Cell, None, tuple[int, bool]]:
-    """One tuple's values, `at` just past its `(`; returns (where it ended, whether it read)."""
-    n = len(text)
-    column = 0
-    while at < n:
-        at = _skip_gaps(text, at, " \t\r\n")
-        end, start, stop = _value(text, at)
-        if column < len(columns) and stop > start and SECRET_COLUMN.search(columns[column]):
-            yield Cell(start, stop, columns[column])
-        at = _skip_gaps(text, end, " \t\r\n")
-        if at < n and text[at] == ",":
-            column += 1
-            at += 1
-            continue
-        if at < n and text[at] == ")":
-            return at + 1, True
-        return at, False
-    return at, False
-
-
-def _next_tuple_line(text: str, at: int) -> int:
-    """The first line after `at` that opens a tuple, or where the statement stops."""
-    while True:
-        nl = text.find("\n", at)
-        if nl == -1:
-            return len(text)
-        at = nl + 1
-        stripped = text[at : at + 64].lstrip(" \t")
-        if stripped.startswith("("):
-            return at
-        if stripped.strip():
-            return at  # not a tuple: the reader stops there
-
-
-def _value(text: str, at: int) -> tuple[int, int, int]:
-    """(where the value ends, its content's start and end): a quoted string's content (with ''
-    or backslash escapes, after an N, E, B, X or U& prefix or a `_charset` introducer); for a
-    call, the first string literal inside it (`crypt('pw', gen_salt('bf'))`); else nothing (a
-    number, NULL, an ARRAY[...] or a cast: read past it, not yielded)."""
-    n = len(text)
-    start = _literal_start(text, at)
-    if start is not None:
-        end, stop = _string_end(text, start)
-        cast = _CAST.match(text, end)  # 'x'::text, 'x'::character varying
-        return (cast.end() if cast else end), start + 1, stop
-    depth, first, i = 0, None, at
-    while i < n:
-        c = text[i]
-        if c in "'\"":
-            end, stop = _string_end(text, i)
-            if first is None and depth > 0 and stop > i + 1:
-                first = (i + 1, stop)
-            i = end
-            continue
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            if depth == 0:
-                break
-            depth -= 1
-        elif c in ",;\n" and depth == 0:
-            break
-        i += 1
-    return (i, *first) if first is not None else (i, at, at)
-
-
-def _literal_start(text: str, at: int) -> int | None:
-    """Where a string literal's opening quote is, if one starts at `at` (prefixes allowed)."""
-    if at < len(text) and text[at] in "'\"":
-        return at
-    prefix = _PREFIX.match(text, at)
-    return prefix.end() - 1 if prefix else None
-
-
-def _string_end(text: str, quote_at: int) -> tuple[int, int]:
-    """(past the closing quote, the closing quote's offset) of a string opened at `quote_at`."""
-    n, quote, i = len(text), text[quote_at], quote_at + 1
-    while i < n:
-        c = text[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == quote:
-            if i + 1 < n and text[i + 1] == quote:
-                i += 2
-                continue
-            return i + 1, i
-        i += 1
-    return n, quote_at + 1  # unclosed: nothing read as its content
-
-
-def _copy_cells(text: str, at: int, columns: list[str], delimiter: str, deadline: float | None) -> Rows:
-    """Fields of a COPY block's rows (tab-separated, or CSV), until its `\\.` line or a line that
-    starts another statement; returns where the block ended."""
-    wanted = [i for i, c in enumerate(columns) if SECRET_COLUMN.search(c)]
-    n = len(text)
-    rows = 0
-    while at < n:
-        end = text.find("\n", at)
-        end = n if end == -1 else end
-        stop = end - 1 if end > at and text[end - 1] == "\r" else end
-        line = text[at:stop]
-        if line == "\\." or line.startswith(("COPY ", "INSERT ", "CREATE ", "SELECT ", "ALTER ")):
-            return at
-        rows += 1
-        check_deadline(rows, deadline)
-        fields = split_fields(text, at, stop, delimiter, quotes=delimiter != "\t")
-        if len(fields) == len(columns):
-            for i in wanted:
-                a, b = fields[i]
-                if b > a + 1 and text[a] == '"' and text[b - 1] == '"':
-                    a, b = a + 1, b - 1
-                if b > a and text[a:b] != "\\N":
-                    yield Cell(a, b, columns[i])
-        at = end + 1
-    return n
-
-
-def split_fields(
-    text: str, start: int, end: int, delimiter: str, quotes: bool = True
-) -> list[tuple[int, int]]:
-    """The fields of text[start:end] (spans), split at `delimiter`; with `quotes`, a double-quoted
-    field's delimiters stay inside it (CSV)."""
-    if not quotes or '"' not in text[start:end]:
-        out, field_start = [], start
-        at = text.find(delimiter, start, end)
-        while at != -1:
-            out.append((field_start, at))
-            field_start = at + 1
-            at = text.find(delimiter, field_start, end)
-        out.append((field_start, end))
-        return out
-    out, field_start, quoted = [], start, False
-    for i in range(start, end):
-        c = text[i]
-        if c == '"':
-            quoted = not quoted
-        elif c == delimiter and not quoted:
-            out.append((field_start, i))
-            field_start = i + 1
-    out.append((field_start, end))
-    return out

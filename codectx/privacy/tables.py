@@ -4,7 +4,7 @@ HTML tables.
 A `users.csv` whose header says `password`, a Markdown table of staging logins, a notebook's
 HTML output of a data frame: each names its secret only in the header row, far from the value
 (red team 3 sent a notebook's `<td>` password). `secret_cells` pairs each cell of a column whose
-name says secret (sqlrows.SECRET_COLUMN) with that name; the redactor judges `name = "value"`
+name says secret (sqlvalues.SECRET_COLUMN) with that name; the redactor judges `name = "value"`
 with its assignment rules, as for SQL rows. `lead` gives a region that starts inside a table the
 header it needs in front (a request may send rows far below it).
 
@@ -18,7 +18,8 @@ import itertools
 import re
 from collections.abc import Iterator
 
-from codectx.privacy.sqlrows import LEAD_REACH, SECRET_COLUMN, Cell, check_deadline, split_fields
+from codectx.privacy.sqlrows import LEAD_REACH
+from codectx.privacy.sqlvalues import SECRET_COLUMN, Cell, check_deadline, split_fields
 
 # Files read as delimited tables; the delimiter is the header line's most frequent of DELIMITERS
 # (a "csv" may hold tabs or semicolons, a ".txt" export commas).

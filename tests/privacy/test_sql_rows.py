@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from codectx.privacy import sqlrows
+from codectx.privacy import sqlrows, sqlvalues
 from codectx.privacy.errors import ScanTimeout
 from codectx.privacy.pieces import PieceRedactor
 from codectx.privacy.redact import Redactor
@@ -135,9 +135,9 @@ def test_a_chunk_after_the_statement_ended_gets_no_header() -> None:
 
 
 def test_a_long_dump_is_read_within_the_deadline() -> None:
-    rows = "\n".join(f"{i}\t{_token(i)}" for i in range(3 * sqlrows.CHECK_EVERY))
+    rows = "\n".join(f"{i}\t{_token(i)}" for i in range(3 * sqlvalues.CHECK_EVERY))
     dump = f"COPY t (id, token) FROM stdin;\n{rows}\n\\.\n"
-    assert len(list(sqlrows.secret_cells(dump))) == 3 * sqlrows.CHECK_EVERY
+    assert len(list(sqlrows.secret_cells(dump))) == 3 * sqlvalues.CHECK_EVERY
     with pytest.raises(ScanTimeout):
         list(sqlrows.secret_cells(dump, deadline=time.monotonic() - 1))
 
