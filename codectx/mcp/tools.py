@@ -21,6 +21,7 @@ from codectx.app.handout import Released
 from codectx.app.index import search_filters
 from codectx.app.session import NoIndex
 from codectx.errors import CodectxError, UsageError
+from codectx.indexer.errors import IndexCorrupt
 from codectx.mcp.workspaces import Roots, Workspace
 from codectx.positions import Cursor, to_zero_based
 from codectx.privacy.egress import SourceSpan
@@ -50,6 +51,23 @@ class ToolFailed(CodectxError):
 
 class IndexUnreadable(CodectxError):
     """The index failed while answering (damaged files): it is checked and rebuilt."""
+
+
+# Where an untranslated damaged index's errors come from (the store translates its own reads
+# into IndexCorrupt; the memory-mapped lookup files are read by Arrow directly).
+_STORAGE_MODULES = ("lancedb", "lance", "pyarrow")
+
+
+def _from_storage(exc: BaseException) -> bool:
+    """Whether `exc` was raised inside the storage libraries (the innermost frame of its traceback
+    is theirs), not by codectx's own code, whose KeyError or ValueError is a bug to report."""
+    tb = exc.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    module = str(tb.tb_frame.f_globals.get("__name__") or "")
+    return module.split(".", 1)[0] in _STORAGE_MODULES
 
 
 def _cut(text: str, limit: int) -> tuple[str, bool]:
@@ -88,17 +106,25 @@ class Tools:
                 why = index.error or index.open_error or "it has not been built yet"
                 state = "being built" if index.state == "indexing" else f"not available: {why}"
                 raise NoIndex(f"the index of {ws.name} is {state}; try again shortly") from None
+            except IndexCorrupt:  # the store's translation of a LanceDB/Arrow failure
+                raise self._damaged(ws) from None
             except CodectxError as exc:
                 message = str(exc).replace(f"{ws.root}{os.sep}", "").replace(str(ws.root), ws.name)
                 if message == str(exc):
                     raise
                 raise ToolFailed(message) from None
-            except (OSError, RuntimeError, ValueError, KeyError) as exc:  # LanceDB/Arrow on bad files
-                ws.index.damaged()
-                raise IndexUnreadable(
-                    f"the index of {ws.name} could not be read ({type(exc).__name__}); it is being "
-                    "checked and rebuilt, try again shortly"
-                ) from None
+            except (OSError, RuntimeError, ValueError, KeyError) as exc:
+                if not _from_storage(exc):
+                    raise  # codectx's own failure: the SDK reports it; a rebuild would hide it
+                raise self._damaged(ws) from None
+
+    @staticmethod
+    def _damaged(ws: Workspace) -> IndexUnreadable:
+        """A read of the index failed on its files: a check (which rebuilds it) starts now."""
+        ws.index.damaged()
+        return IndexUnreadable(
+            f"the index of {ws.name} could not be read; it is being checked and rebuilt, try again shortly"
+        )
 
     def _fit(self, payload: dict[str, Any], key: str, notes: list[str]) -> dict[str, Any]:
         """Drop results from the end until the answer is within max_answer_chars."""

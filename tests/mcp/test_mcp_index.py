@@ -62,6 +62,9 @@ def test_a_damaged_index_is_a_tool_error_then_rebuilt(tmp_path: Path) -> None:
         assert "Traceback" not in text
         assert (is_error and "index" in text) or text.startswith("{"), text
     assert any(is_error for is_error, _ in after), after  # the damage was noticed, not papered over
+    # ... and repaired by the server, not left to the agent (the store's own message says to run
+    # `codectx index`, which an agent cannot do)
+    assert any("being checked and rebuilt" in text for _, text in after), after
     assert not again[0] and '"results":[{' in again[1], again
 
 

@@ -160,3 +160,27 @@ def test_read_code_cut_for_size_ends_at_the_last_whole_line_it_returns(tmp_path:
     assert (huge["end_line"], huge["truncated"]) == (1, True)
     assert huge["text"] == ("x = '" + "y" * 100_000)[:75_000]
     assert "line 1 is longer than" in huge["notes"][0] and "line 2" in huge["notes"][1]
+
+
+def test_only_the_storage_libraries_failures_count_as_a_damaged_index() -> None:
+    """A KeyError of codectx's own is a bug to report; taken for damage, it would start a rebuild
+    and hide it. One raised inside Arrow reading bad bytes is damage."""
+    import io
+
+    import pyarrow as pa
+
+    from codectx.mcp.tools import _from_storage
+
+    def ours() -> None:
+        raise KeyError("chunk")
+
+    for raising, expected in (
+        (ours, False),
+        (lambda: pa.ipc.open_file(io.BytesIO(b"not an arrow file at all")), True),
+    ):
+        try:
+            raising()
+        except (KeyError, OSError, ValueError) as exc:
+            assert _from_storage(exc) is expected, exc
+        else:
+            raise AssertionError("it did not raise")
