@@ -95,6 +95,9 @@ TYPED = "Parsnipmeadowcrumb"
             "\n",
         ),
         ("app/db.py", f'DSN = "postgres://app:{TYPED}', '"\n'),
+        # The value on the line after a continuation or an opening parenthesis.
+        ("app/settings.py", f'DB_PASSWORD = \\\n    "{TYPED}', '"\n'),
+        ("app/settings.py", f'DB_PASSWORD = (\n    "{TYPED}', '"\n)\n'),
     ],
 )
 def test_a_value_typed_where_its_name_is_far_is_masked(
