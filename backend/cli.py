@@ -136,7 +136,14 @@ def _plan_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", help="profile name (default: backend.profile, 'cpu-dev')")
     parser.add_argument("--port", type=int, help="port of the server (or of the router)")
     parser.add_argument(
-        "--host", help="address to listen on (default: the profile's, 127.0.0.1; 0.0.0.0 for all)"
+        "--host",
+        help="address to listen on (default: the profile's, 127.0.0.1; 0.0.0.0 for all, which needs "
+        "an API key: CODECTX_API_KEY or backend.api_key, handed to vLLM as VLLM_API_KEY)",
+    )
+    parser.add_argument(
+        "--allow-no-api-key",
+        action="store_true",
+        help="listen beyond loopback (--host) without an API key (a private network, a proxy in front)",
     )
     parser.add_argument("--model", help="model id, folder or s3:// URL (overrides the profile's)")
     parser.add_argument("--replicas", type=int, help="replicas behind the router (cluster profiles)")
@@ -212,8 +219,16 @@ def _plan(args: argparse.Namespace, dry_run: bool) -> Any:
         gpus=args.gpus,
         cpu_fp8=cpu_supports_fp8_kv(read_cpuinfo()),
         extra_args=args.extra,
+        api_key=serve_api_key(settings),
+        allow_no_api_key=args.allow_no_api_key,
     )
     return replace(plan, generated_model=generated)
+
+
+def serve_api_key(settings: Settings) -> str | None:
+    """The key vLLM will require: backend.api_key (CODECTX_API_KEY, what clients send), else a
+    VLLM_API_KEY already in the environment (vLLM would read it anyway)."""
+    return settings.backend.api_key or os.environ.get("VLLM_API_KEY") or None
 
 
 def _preflight(plan: Any, ignore: list[str]) -> Any:
@@ -231,7 +246,9 @@ def _plan_dict(plan: Any) -> dict[str, Any]:
         "client_url": plan.client_url,
         "notes": list(plan.notes),
         "processes": [
-            {"role": p.role, "argv": list(p.argv), "env": dict(p.env), "url": p.url} for p in plan.processes
+            # What codectx adds to each process's environment, the API key's value masked.
+            {"role": p.role, "argv": list(p.argv), "env": p.shown_env(), "url": p.url}
+            for p in plan.processes
         ],
     }
 

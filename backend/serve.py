@@ -5,10 +5,17 @@ Profiles are data (backend/profiles.toml, plus the user's own
 of processes: a single OpenAI-compatible vLLM server, or N replicas behind
 `vllm-router`. Building the plan is pure; `run_plan` starts the processes
 and stops them all together. We never route or schedule ourselves.
+
+Each process's `env` is everything codectx adds to the environment it inherits
+(telemetry off, the profile's variables, the API key as `VLLM_API_KEY`, the
+variable vLLM reads), so a printed plan (`--dry-run`, `--json`) is the command
+that runs; only the key's value is masked there. A plan that listens beyond
+loopback without an API key is refused unless the caller allows it.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import shlex
 import shutil
@@ -23,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from codectx.errors import CodectxError
-from codectx.runtime import child_environ
+from codectx.runtime import TELEMETRY_OFF, child_environ
 
 BUILTIN_PROFILES = Path(__file__).with_name("profiles.toml")
 # The vLLM release GPU profiles are written and tested for: the same release as the CPU
@@ -45,6 +52,13 @@ ROUTER_POLICIES = (
     "sticky_least_loaded",
 )
 FP8_CPU_FLAGS = ("avx512f", "amx_bf16", "amx_int8", "amx_tile")
+# vLLM's API key: read from this variable or `--api-key` (which `ps` shows to every user).
+API_KEY_ENV = "VLLM_API_KEY"
+# Variables whose values a printed plan masks.
+SECRET_ENV = frozenset({API_KEY_ENV, "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "AWS_SECRET_ACCESS_KEY"})
+HIDDEN = "<hidden>"
+# What codectx's own settings call the key; vLLM does not read it, so the servers do not get it.
+CODECTX_KEY_ENV = "CODECTX_API_KEY"
 
 
 class ServeError(CodectxError):
@@ -104,8 +118,12 @@ class ProcessSpec:
     env: Mapping[str, str]
     url: str  # its base URL (without /v1)
 
+    def shown_env(self) -> dict[str, str]:
+        """`env` as printed: secrets (the API key) masked."""
+        return {k: HIDDEN if k in SECRET_ENV and v else v for k, v in self.env.items()}
+
     def shell(self) -> str:
-        prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items())
+        prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.shown_env().items())
         return f"{prefix} {shlex.join(self.argv)}".strip()
 
 
@@ -215,6 +233,20 @@ def vllm_command(python: str) -> str:
     return "vllm"
 
 
+def is_loopback(host: str) -> bool:
+    """Only this machine can reach `host` ("" and 0.0.0.0 are every address; a name may be any)."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _has_api_key_flag(args: Sequence[str]) -> bool:
+    return any(a == "--api-key" or a.startswith("--api-key=") for a in args)
+
+
 def _server_argv(
     python: str, model: str, name: str, host: str, port: int, args: Sequence[str], device: str = "cpu"
 ) -> tuple[str, ...]:
@@ -247,11 +279,16 @@ def build_plan(
     cpu_fp8: bool = False,
     extra_args: Sequence[str] = (),
     replica_ports: Sequence[int] = (),
+    api_key: str | None = None,
+    allow_no_api_key: bool = False,
 ) -> ServePlan:
     """The processes a profile asks for.
 
     `cpu_fp8`: this CPU can hold an fp8 KV cache. `replica_ports`: ports for the
     replicas instead of the profile's consecutive ones (tests pick free ports).
+    `api_key`: the key vLLM requires (`VLLM_API_KEY` in each server's environment, never
+    on the command line). A host beyond loopback with no key (here or `--api-key` in the
+    vLLM flags) is a ServeError unless `allow_no_api_key`; then a note says so.
     """
     chosen_model = model or profile.model
     if not chosen_model:
@@ -274,7 +311,33 @@ def build_plan(
         else:
             notes.append("KV cache: bf16 (fp8 on CPU needs AVX-512 or AMX, which this CPU lacks)")
     args += list(extra_args)
-    env = dict(profile.env)
+    keyed = bool(api_key) or _has_api_key_flag(args)
+    if not is_loopback(profile.host):
+        where = f"{profile.host or '0.0.0.0'}:{listen}"
+        if not keyed and not allow_no_api_key:
+            raise ServeError(
+                f"--host {profile.host or repr('')} makes vLLM reachable from other machines ({where}) "
+                "with no API key: anyone who reaches the port can use the model. Set CODECTX_API_KEY "
+                f"(or backend.api_key; codectx hands it to vLLM as {API_KEY_ENV}, clients send it), "
+                "or pass --allow-no-api-key to serve without one (a private network, an "
+                "authenticating proxy in front)"
+            )
+        if keyed:
+            notes.append(
+                f"listening on {where}: vLLM checks the API key only under /v1 (and a few other "
+                "prefixes); its other endpoints (/tokenize, /metrics, /pause...) stay open, so keep "
+                "the port behind a firewall or an authenticating proxy"
+            )
+        else:
+            notes.append(
+                f"WARNING: listening on {where} with NO API KEY (--allow-no-api-key): anyone who "
+                "reaches the port can use the model"
+            )
+    # What codectx adds to the environment each process inherits (start_process): printed as is.
+    env = {**TELEMETRY_OFF, **profile.env}
+    if api_key:
+        env[API_KEY_ENV] = api_key
+        notes.append(f"API key: in {API_KEY_ENV} (the variable vLLM reads; its value is not printed)")
     if n_replicas == 1:
         server = ProcessSpec(
             "server",
@@ -321,7 +384,9 @@ def build_plan(
         profile.router_policy,
         *profile.router_args,
     )
-    processes.append(ProcessSpec("router", router_argv, {}, f"http://{reach}:{listen}"))
+    # The router checks no key itself; it forwards the client's Authorization header to the
+    # replicas, which do.
+    processes.append(ProcessSpec("router", router_argv, dict(TELEMETRY_OFF), f"http://{reach}:{listen}"))
     per_replica = profile.gpus_per_replica or 1
     return ServePlan(
         profile,
@@ -350,9 +415,12 @@ def start_process(spec: ProcessSpec, log: Path | None = None) -> subprocess.Pope
         else None
     )
     try:
+        env = {**child_environ(), **spec.env}  # telemetry off (codectx.runtime)
+        # codectx's own name for the key: vLLM reads VLLM_API_KEY (spec.env), not this one.
+        env.pop(CODECTX_KEY_ENV, None)
         return subprocess.Popen(
             spec.argv,
-            env={**child_environ(), **spec.env},  # telemetry off (codectx.runtime)
+            env=env,
             stdout=out,
             stderr=subprocess.STDOUT if out is not None else None,
             start_new_session=True,

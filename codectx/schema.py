@@ -4,8 +4,12 @@ Each key has a type, a default, a help line and flags saying whether it can
 weaken privacy (send code elsewhere, turn off redaction, shrink never-send
 lists) or choose where codectx writes and which code it loads (`trusted`).
 Both kinds are ignored in a workspace's `.codectx.toml`: a cloned repository
-must not be able to redirect a user's code to its own server, write the index
-outside itself or have its own model folder loaded.
+must not be able to redirect a user's code to its own server (or, through the
+model name a gateway routes by, to another provider), write the index outside
+itself or have its own model folder loaded. Keys that set how much codectx
+reads or sends have a `workspace_max` too: a workspace value above it is
+ignored with a warning, like any out-of-range value there; the user's own
+config, the environment and flags may still go up to `max`.
 
 Each package owns its own section; add keys there, nowhere else.
 """
@@ -28,6 +32,8 @@ class Key:
     choices: tuple[str, ...] = ()
     min: float | None = None
     max: float | None = None
+    # The largest value a workspace (untrusted) layer may set; None: `max` for every layer.
+    workspace_max: float | None = None
 
 
 SCHEMA: dict[str, dict[str, Key]] = {
@@ -35,7 +41,13 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "index_dir": Key(
             "optional_str", None, "Where the index lives (default: <workspace>/.codectx).", trusted=True
         ),
-        "max_file_bytes": Key("int", 1_000_000, "Files larger than this are skipped.", min=1),
+        "max_file_bytes": Key(
+            "int",
+            1_000_000,
+            "Files larger than this are skipped (a workspace config may set at most 10 MB).",
+            min=1,
+            workspace_max=10_000_000,
+        ),
         "never_index": Key(
             "list", [], "Extra globs that are never indexed (added to the built-in secret-file list)."
         ),
@@ -69,14 +81,22 @@ SCHEMA: dict[str, dict[str, Key]] = {
     },
     "retriever": {
         "k": Key("int", 10, "Results returned by search.", min=1, max=1000),
-        "budget_tokens": Key("int", 2048, "Token budget of a completion prompt.", min=128, max=1_000_000),
+        "budget_tokens": Key(
+            "int",
+            2048,
+            "Token budget of a completion prompt (a workspace config may set at most 16384).",
+            min=128,
+            max=1_000_000,
+            workspace_max=16_384,
+        ),
         "chat_budget_tokens": Key(
             "int",
             6144,
             "Token budget of a chat turn's implicit context (at most half of what the model's window "
-            "leaves after the answer's reserve).",
+            "leaves after the answer's reserve; a workspace config may set at most 32768).",
             min=64,
             max=1_000_000,
+            workspace_max=32_768,
         ),
         "prefix_share": Key("float", 0.5, "Share of the budget for code before the cursor.", min=0, max=1),
         "suffix_share": Key("float", 0.15, "Share of the budget for code after the cursor.", min=0, max=1),
@@ -273,7 +293,13 @@ SCHEMA: dict[str, dict[str, Key]] = {
             "optional_str", None, "Model server base URL, e.g. http://127.0.0.1:8000/v1.", privacy=True
         ),
         "api_key": Key("optional_str", None, "API key for the model server.", privacy=True),
-        "model": Key("optional_str", None, "Served model name (default: the server's first model)."),
+        # A gateway (LiteLLM-style) routes by model name: the name can send code to another provider.
+        "model": Key(
+            "optional_str",
+            None,
+            "Served model name (default: the server's first model).",
+            privacy=True,
+        ),
         "family": Key(
             "str",
             "auto",

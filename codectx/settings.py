@@ -186,8 +186,11 @@ def _parse_bool(raw: str) -> bool:
     raise ValueError(f"'{raw}' is not a boolean (use true or false)")
 
 
-def coerce(section: str, key: str, raw: Any, source: str) -> Any:
-    """Check and convert one value; strings (env vars, flags) are parsed."""
+def coerce(section: str, key: str, raw: Any, source: str, trusted: bool = True) -> Any:
+    """Check and convert one value; strings (env vars, flags) are parsed.
+
+    `trusted` False (a workspace's or an editor folder's settings): a number above the key's
+    `workspace_max` is out of range too."""
     spec: Key = SCHEMA[section][key]
     where = f"{source}: {section}.{key}"
     try:
@@ -201,6 +204,12 @@ def coerce(section: str, key: str, raw: Any, source: str) -> Any:
             raise ConfigError(f"{where}: {value} is below the minimum {spec.min:g}")
         if spec.max is not None and value > spec.max:
             raise ConfigError(f"{where}: {value} is above the maximum {spec.max:g}")
+        if not trusted and spec.workspace_max is not None and value > spec.workspace_max:
+            cap = int(spec.workspace_max) if float(spec.workspace_max).is_integer() else spec.workspace_max
+            raise ConfigError(
+                f"{where}: {value} is above {cap}, the most a workspace may set (a larger value only "
+                "from your user config, environment or flags)"
+            )
     return value
 
 
@@ -347,7 +356,7 @@ def resolve(root: Path | None, layers: list[Layer]) -> Settings:
             for key, raw in body.items():
                 try:
                     _split_key(f"{section}.{key}", layer.name)
-                    value = coerce(section, key, raw, layer.name)
+                    value = coerce(section, key, raw, layer.name, layer.trusted)
                 except ConfigError as exc:
                     if layer.trusted:
                         raise

@@ -86,7 +86,7 @@ def validate(data: SectionData, source: str, trusted: bool) -> tuple[SectionData
             if raw is None and SCHEMA[section][key].type != "optional_str":
                 continue  # editors send null for "unset"; keep the lower layer
             try:
-                value = coerce(section, key, raw, source)
+                value = coerce(section, key, raw, source, trusted)
             except ConfigError as exc:
                 problems.append(f"{exc}; using the default")
                 continue

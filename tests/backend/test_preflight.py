@@ -72,7 +72,10 @@ def test_h200_ready_on_an_h200() -> None:
     got = statuses(report)
     assert got["vllm"] == got["gpus"] == got["gpu-memory"] == got["fp8"] == OK
     assert got["weights"] == WARN  # not cached: downloaded at first start, said so
-    assert report.commands[0].startswith("/opt/vllm/bin/vllm serve Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8 ")
+    # The command as it runs: the environment codectx sets (usage stats off), then vLLM's argv.
+    env, argv = report.commands[0].split(" /opt/vllm/bin/vllm ", 1)
+    assert argv.startswith("serve Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8 ")
+    assert "VLLM_NO_USAGE_STATS=1" in env.split() and "DO_NOT_TRACK=1" in env.split()
 
 
 @pytest.mark.parametrize(

@@ -158,6 +158,96 @@ def test_cli_dry_run_json_and_user_profile(capsys: pytest.CaptureFixture[str], t
     assert flag(tuple(proc["argv"]), "--port") == "8555"
 
 
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "10.1.2.3", "gpu-box.lan"])
+def test_a_host_beyond_loopback_without_an_api_key_is_refused(host: str) -> None:
+    """vLLM on every interface with no key: anyone on the network uses the model (red team 5, S10)."""
+    profiles = load_profiles()
+    for name in ("h200", "cluster"):
+        with pytest.raises(ServeError, match="no API key") as info:
+            build_plan(profiles[name], python=PY, host=host)
+        assert "CODECTX_API_KEY" in str(info.value) and "--allow-no-api-key" in str(info.value)
+        # Allowed on purpose (a private network, a proxy in front): said loudly.
+        plan = build_plan(profiles[name], python=PY, host=host, allow_no_api_key=True)
+        assert any("NO API KEY" in note for note in plan.notes)
+    # A key, here or as vLLM's own flag, opens it; loopback needs none.
+    assert build_plan(profiles["h200"], python=PY, host=host, api_key="k")
+    assert build_plan(profiles["h200"], python=PY, host=host, extra_args=["--api-key=k"])
+    for local in ("127.0.0.1", "127.0.0.2", "::1", "[::1]", "localhost"):
+        assert build_plan(profiles["h200"], python=PY, host=local).notes == ()
+
+
+def test_the_api_key_reaches_vllm_in_the_variable_it_reads_and_is_never_printed() -> None:
+    profiles = load_profiles()
+    plan = build_plan(profiles["h200"], python=PY, host="0.0.0.0", api_key="k-rt5-123")
+    (server,) = plan.processes
+    assert server.env["VLLM_API_KEY"] == "k-rt5-123"
+    assert "k-rt5-123" not in " ".join(server.argv)  # argv is what `ps` shows every user
+    assert server.shown_env()["VLLM_API_KEY"] == "<hidden>"
+    assert "k-rt5-123" not in server.shell() and "VLLM_API_KEY='<hidden>'" in server.shell()
+    assert "k-rt5-123" not in json.dumps(plan.notes)
+    # Behind the router every replica checks the key (the router forwards the client's header).
+    cluster = build_plan(profiles["cluster"], python=PY, host="0.0.0.0", api_key="k", replicas=2)
+    assert [p.env.get("VLLM_API_KEY") for p in cluster.processes] == ["k", "k", None]
+
+
+def test_the_printed_plan_has_the_environment_codectx_sets(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An operator copies the printed command into a unit file: it must switch usage stats off too."""
+    monkeypatch.delenv("VLLM_API_KEY", raising=False)
+    monkeypatch.setenv("CODECTX_API_KEY", "k-rt5-123")
+    ignore = [a for check in ("vllm", "gpus", "weights", "gpu-memory", "fp8") for a in ("--ignore", check)]
+    args = ["backend", "serve", "--profile", "h200", "--host", "0.0.0.0", "--dry-run", *ignore]
+    assert main([*args, "--json"]) == 0
+    out = capsys.readouterr().out
+    assert "k-rt5-123" not in out
+    (proc,) = json.loads(out)["processes"]
+    env = proc["env"]
+    for name in ("VLLM_NO_USAGE_STATS", "VLLM_DO_NOT_TRACK", "DO_NOT_TRACK", "HF_HUB_DISABLE_TELEMETRY"):
+        assert env[name] == "1", name
+    assert env["VLLM_API_KEY"] == "<hidden>" and "--api-key" not in proc["argv"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    command = next(line for line in out.splitlines() if "vllm serve" in line)
+    assert command.startswith("ORT_DISABLE_TELEMETRY=1 ") and "VLLM_NO_USAGE_STATS=1" in command
+    assert "VLLM_API_KEY='<hidden>'" in command and "k-rt5-123" not in out
+    assert "only under /v1" in out  # what the key does not cover, said where the operator reads
+    # Without the key: refused, and nothing printed as if it would run.
+    monkeypatch.delenv("CODECTX_API_KEY")
+    assert main([*args, "--json"]) != 0
+    captured = capsys.readouterr()
+    assert "no API key" in captured.err and '"processes"' not in captured.out
+
+
+def test_a_real_start_gives_vllm_what_the_plan_printed(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A fake interpreter dumps the environment vLLM would get: the printed env is in it, the key
+    is in VLLM_API_KEY, and codectx's own CODECTX_API_KEY is not handed on."""
+    import os
+    import sys
+
+    dump = tmp_path / "env.json"
+    fake = tmp_path / "python"
+    body = f"json.dump({{'env': dict(os.environ), 'argv': sys.argv}}, open({str(dump)!r}, 'w'))"
+    fake.write_text(f"#!{sys.executable}\nimport json, os, sys\n{body}\n")
+    fake.chmod(0o755)
+    monkeypatch.delenv("VLLM_API_KEY", raising=False)
+    monkeypatch.setenv("CODECTX_API_KEY", "k-rt5-123")
+    args = ["backend", "serve", "--profile", "cpu-dev", "--model", "/m", "--python", str(fake)]
+    args += ["--host", "0.0.0.0", "--no-preflight"]
+    assert main([*args, "--dry-run", "--json"]) == 0
+    (printed,) = json.loads(capsys.readouterr().out)["processes"]
+    assert main(args) == 0
+    seen = json.loads(dump.read_text())
+    assert seen["argv"][1:] == printed["argv"][1:]
+    assert seen["env"]["VLLM_API_KEY"] == "k-rt5-123" and "CODECTX_API_KEY" not in seen["env"]
+    for name, value in printed["env"].items():
+        assert seen["env"][name] == ("k-rt5-123" if name == "VLLM_API_KEY" else value), name
+    assert "k-rt5-123" not in capsys.readouterr().err  # the "starting server: ..." line
+    assert os.environ["CODECTX_API_KEY"] == "k-rt5-123"  # codectx's own environment is untouched
+
+
 def test_cli_unknown_profile_and_missing_model(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["backend", "serve", "--profile", "nope", "--dry-run"]) == 2
     assert "unknown profile 'nope'" in capsys.readouterr().err

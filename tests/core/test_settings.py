@@ -49,6 +49,69 @@ def test_workspace_cannot_weaken_privacy(tmp_path: Path) -> None:
     assert all("ignored" in w for w in s.warnings)
 
 
+def test_workspace_cannot_choose_the_served_model(tmp_path: Path) -> None:
+    """On a gateway that routes by model name (LiteLLM-style), `openai/gpt-4o` sends the code to a
+    third-party provider: backend.model is user-level only, like backend.url (red team 5, S8)."""
+    ws = tmp_path / "ws"
+    _write(ws / ".codectx.toml", '[backend]\nmodel = "openai/gpt-4o"\n')
+    s = load_settings(ws, environ={})
+    assert s.backend.model is None and s.sources["backend.model"] == "default"
+    assert any("ignored backend.model" in w and "workspace config" in w for w in s.warnings), s.warnings
+    # The user's own config, the environment and flags choose it.
+    _write(user_config_path(), '[backend]\nmodel = "qwen3-coder"\n')
+    assert load_settings(ws, environ={}).backend.model == "qwen3-coder"
+    env = {"CODECTX_BACKEND_MODEL": "from-env"}
+    assert load_settings(ws, environ=env).backend.model == "from-env"
+    assert load_settings(ws, {"backend.model": "from-flag"}, environ={}).backend.model == "from-flag"
+    # An editor's folder-scoped settings are as untrusted as the file.
+    from codectx.lsp.config import build_settings
+
+    folder = {"codectx": {"backend": {"model": "openai/gpt-4o"}}}
+    result = build_settings(tmp_path, editor_folder=folder, environ={})
+    assert result.settings.backend.model == "qwen3-coder"  # the user's, not the folder's
+    assert any("ignored backend.model" in p for p in result.problems)
+
+
+@pytest.mark.parametrize(
+    ("key", "huge", "allowed"),
+    [
+        ("retriever.chat_budget_tokens", 1_000_000, 32_768),
+        ("retriever.budget_tokens", 1_000_000, 16_384),
+        ("index.max_file_bytes", 10**12, 10_000_000),
+    ],
+)
+def test_workspace_values_of_how_much_is_read_or_sent_are_capped(
+    tmp_path: Path, key: str, huge: int, allowed: int
+) -> None:
+    """A cloned repository cannot make codectx send a million-token context or read a terabyte
+    file: above the key's workspace limit its value is a warning and the default stands."""
+    from codectx.lsp.config import build_settings
+
+    from codectx.schema import SCHEMA
+
+    section, name = key.split(".")
+    default = SCHEMA[section][name].default
+    ws = tmp_path / "ws"
+    _write(ws / ".codectx.toml", f"[{section}]\n{name} = {huge}\n")
+    s = load_settings(ws, environ={})
+    assert s.get(key) == default and s.sources[key] == "default"
+    assert any(key in w and "the most a workspace may set" in w for w in s.warnings), s.warnings
+    result = build_settings(ws, editor_folder={"codectx": {key: huge}}, environ={})
+    assert result.settings.get(key) == default
+    assert any(key in p and "the most a workspace may set" in p for p in result.problems)
+    # Up to the limit a workspace may tune it ...
+    _write(ws / ".codectx.toml", f"[{section}]\n{name} = {allowed}\n")
+    s = load_settings(ws, environ={})
+    assert s.get(key) == allowed and not s.warnings
+    # ... and the user's own config, the environment and flags may go past it.
+    _write(user_config_path(), f"[{section}]\n{name} = {huge}\n")
+    (ws / ".codectx.toml").unlink()
+    assert load_settings(ws, environ={}).get(key) == huge
+    env = {f"CODECTX_{section.upper()}_{name.upper()}": str(huge)}
+    assert load_settings(tmp_path, environ=env).get(key) == huge
+    assert load_settings(tmp_path, {key: huge}, environ={}).get(key) == huge
+
+
 def test_user_level_may_set_endpoint(tmp_path: Path) -> None:
     _write(user_config_path(), '[backend]\nurl = "http://127.0.0.1:9/v1"\n')
     s = load_settings(tmp_path, environ={"CODECTX_API_KEY": "sekrit"})
