@@ -21,8 +21,10 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from codectx.app.chat import ChatService, TurnInput
+from codectx.app.chat_apply import target_refusal
 from codectx.app.chat_mentions import mention_items
 from codectx.app.chat_model import MENTION_KINDS, Mention, mentions_in, union
+from codectx.app.refactor import EditRefused
 from codectx.app.results import SentRequest
 
 if TYPE_CHECKING:
@@ -253,6 +255,16 @@ def register(server: CodectxServer) -> None:
         index = args.get("blockIndex")
         if not isinstance(index, int) or isinstance(index, bool):
             raise InvalidParams("codectx/chat/applyBlock needs blockIndex: number")
+        # Judged before the file is read: a never-send file's text never goes into newText, and
+        # nothing is ever proposed for `.git/` (its config names commands git runs).
+        folder, _path, rel = ls.workspaces.locate(uri)
+        refused = target_refusal(rel, folder.settings, folder.root)
+        judged = getattr(ls.session(folder).client.gate, "refusal", None)  # links out of the workspace too
+        why = judged(rel) if refused is None and judged is not None else None
+        if why:
+            refused = f"refused to apply the code block to {rel}: {why}"
+        if refused:
+            raise EditRefused(refused)
         folder, _path, rel, text = ls.document(uri)
         lines = split_lines(text)
         selection = None

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from codectx.app import chat_prompt as prompt
-from codectx.app.chat_apply import apply_block
+from codectx.app.chat_apply import apply_block, target_refusal
 from codectx.app.chat_context import Gathered, Gatherer, Piece, Span, TurnInput
 from codectx.app.chat_model import (
     UNTITLED,
@@ -138,13 +138,21 @@ class ChatService:
         shown: Callable[[str], str] | None,
     ) -> tuple[str, list[str]]:
         """(the whole file after applying block `index` of an answer, warnings); EditRefused when the
-        result does not parse.
+        result does not parse, or when `path` is never a target (chat_apply.target_refusal: under
+        `.git/`, never-send; the surface judges it with the folder's settings before it reads the
+        file, this with the built-in list).
 
         `shown` (text -> as a request would send it; None only when privacy.redact is off) checks
-        the secrets the block puts back (restore.py): one the model moved where no rule finds it
-        keeps its placeholder in the block, and a warning says so. When the block's secrets cannot
-        be told apart (no mapping in memory after a restart, and the stored texts do not align), all
-        of them keep their placeholders: unchecked, none is written."""
+        the secrets the block puts back (restore.py). A secret is written only into a file that
+        holds that value already (the file it came from): one from another file (a git-ignored
+        `local_settings.py`, the question) could land in a tracked file and be committed, so it
+        keeps its placeholder in the block, and a warning says so. One the model moved where no
+        rule finds it keeps its placeholder too, with its own warning. When the block's secrets
+        cannot be told apart (no mapping in memory after a restart, and the stored texts do not
+        align), all of them keep their placeholders: unchecked, none is written."""
+        refused = target_refusal(path, None)
+        if refused:
+            raise EditRefused(refused)
         turn = self.store.get(conversation_id).turn(turn_id)
         if turn is None or turn.role != "assistant" or not 0 <= index < len(turn.blocks):
             raise CodectxError(f"turn {turn_id!r} has no code block {index!r}")
@@ -166,17 +174,29 @@ class ChatService:
                 "them apart to check where they go; put the values in yourself"
             )
             return new, warnings
+        # Only into the file that holds the value already: elsewhere it may be committed or shared
+        # where its own file is not (an ignored local_settings.py's token in a tracked settings.py).
+        foreign = {o for o in put_back.originals.values() if o not in text}
         new, warnings = apply_block(block, path, text, selection)
-        exposed = unprotected(text, new, put_back.originals.values(), shown)
-        if not exposed:
+        held = [o for o in put_back.originals.values() if o not in foreign]
+        exposed = unprotected(text, new, held, shown)
+        if not foreign and not exposed:
             return new, warnings
-        kept = Placeholders({t: o for t, o in put_back.originals.items() if o not in exposed})
+        kept = Placeholders({t: o for t, o in put_back.originals.items() if o not in foreign | exposed})
         new, warnings = apply_block(replace(block, text=restore_prose(raw.text, kept)), path, text, selection)
-        warnings.append(
-            f"{len(exposed)} redacted secret(s) were left as placeholders: the answer moved them "
-            "where codectx would not recognise them as secrets, and the next request would send "
-            "them in cleartext; put the value in yourself (an environment variable, a secrets file)"
-        )
+        if foreign:
+            warnings.append(
+                f"{len(foreign)} redacted secret(s) were left as placeholders: {path} does not hold "
+                "them, and codectx writes a secret back only into the file it came from (copied into "
+                "another file it could be committed or shared, e.g. from a git-ignored file into a "
+                "tracked one); put the value in yourself (an environment variable, a secrets file)"
+            )
+        if exposed:
+            warnings.append(
+                f"{len(exposed)} redacted secret(s) were left as placeholders: the answer moved them "
+                "where codectx would not recognise them as secrets, and the next request would send "
+                "them in cleartext; put the value in yourself (an environment variable, a secrets file)"
+            )
         return new, warnings
 
     def _put_back(self, conversation_id: object, raw: str, restored: str) -> Placeholders | None:

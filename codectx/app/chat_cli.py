@@ -5,7 +5,7 @@ workspace: the same context, redaction, audit log and saved conversations (under
 folder; `codectx chat --list` shows them, `--resume ID` goes on with one). `ask` prints the answer
 as it streams, then its sources; `--json` prints the turn's result as the language server sends
 it. `chat` reads questions with line editing and history (arrow keys), renders answers with rich,
-and takes /file, /clear, /save, /help and /quit; Ctrl-C stops an answer, Ctrl-D leaves.
+and takes /file, /clear, /save (/save! to overwrite), /help and /quit; Ctrl-C stops an answer, Ctrl-D leaves.
 """
 
 from __future__ import annotations
@@ -42,7 +42,9 @@ from codectx.settings import Settings, state_dir
 HELP = """commands:
   /file PATH [LINE]   the current file (and 1-based line, or PATH:LINE) for context; /file alone clears it
   /clear              start a new conversation
-  /save [PATH]        export the conversation as Markdown (default: ./codectx-chat-ID.md)
+  /save [PATH]        export the conversation as Markdown (default: ./codectx-chat-ID.md); never
+                      overwrites a file
+  /save! PATH         the same, replacing PATH if it exists
   /help               this list
   /quit               leave (Ctrl-D too); Ctrl-C stops an answer
 mentions: @file:PATH @symbol:NAME @folder:PATH @codebase:QUERY @diff"""

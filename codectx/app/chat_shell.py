@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.live import Live
 from rich.markdown import Markdown
+from rich.markup import escape
 
 from codectx.app.chat import ChatService
 from codectx.app.chat_cli import HELP, run_turn
@@ -138,15 +139,31 @@ class Shell:
                 self.err.print(f"[dim]new conversation {self.cid}[/dim]")
             elif name == "/file":
                 self.set_file(rest)
-            elif name == "/save":
-                target = Path(rest or f"codectx-chat-{self.cid}.md").expanduser()
-                target.write_text(self.chat.export(self.cid) + "\n", encoding="utf-8")
-                self.err.print(f"saved to {target}")
+            elif name in ("/save", "/save!"):
+                self.save(rest, overwrite=name == "/save!")
             else:
                 self.err.print(f"unknown command {name}; /help lists them")
         except (CodectxError, OSError) as exc:
             self.err.print(f"[red]codectx: error:[/red] {exc}")
         return True
+
+    def save(self, rest: str, *, overwrite: bool) -> None:
+        """Export the conversation to a file; an existing one (a link too) only with `/save!`."""
+        target = Path(rest or f"codectx-chat-{self.cid}.md").expanduser()
+        text = self.chat.export(self.cid) + "\n"
+        try:
+            # "x": created here, never an existing file (checked and created in one step).
+            with target.open("w" if overwrite else "x", encoding="utf-8") as out:
+                out.write(text)
+        except FileExistsError:
+            name = escape(str(target))
+            self.err.print(
+                f"[red]codectx: error:[/red] {name} exists; nothing saved (/save! {name} overwrites it, "
+                "or give another name)",
+                soft_wrap=True,  # the path whole, to copy
+            )
+            return
+        self.err.print(f"saved to {escape(str(target))}", soft_wrap=True)
 
     def set_file(self, rest: str) -> None:
         if not rest:

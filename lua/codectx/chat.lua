@@ -502,9 +502,22 @@ end
 
 -- ---- apply a code block ------------------------------------------------------------------------
 
---- Where a block goes: the file it names (inside the workspace), else the file the chat is about.
+--- True when a path the answer names has a `.git` part (`.git/config`, `sub/.GIT/hooks/x`): model
+--- output must never choose one (git runs the commands its config and hooks name). The server
+--- refuses those and never-send files (`.env`, keys...) anyway, with a message that says why.
+local function names_git(path)
+  for part in path:gmatch("[^/\\]+") do
+    if part:gsub("[ .]+$", ""):lower() == ".git" then
+      return true
+    end
+  end
+  return false
+end
+
+--- Where a block goes: the file it names (inside the workspace, not under .git/), else the file the
+--- chat is about.
 local function target_for(block, client)
-  if block.path and block.path ~= vim.NIL and block.path ~= "" and client.root_dir then
+  if block.path and block.path ~= vim.NIL and block.path ~= "" and client.root_dir and not names_git(block.path) then
     local path = vim.fs.normalize(vim.fs.joinpath(client.root_dir, block.path))
     if vim.startswith(path, vim.fs.normalize(client.root_dir) .. "/") and vim.uv.fs_stat(path) then
       return path
@@ -518,6 +531,8 @@ local function target_for(block, client)
     end
   end
 end
+
+M._target_for = target_for -- for the tests
 
 --- Apply the code block under the cursor: ask the server for the edit, show it as a diff, and change
 --- the file only on :CodectxChat accept (ga in the proposal), never before.

@@ -184,6 +184,34 @@ def test_interactive_chat_commands(repo: Path, backend: FixedBackend, tmp_path: 
     assert len(json.loads(codectx(["chat", "--list", "--json"], repo).stdout)) == 1
 
 
+def test_save_never_overwrites_a_file_unless_told(repo: Path, backend: FixedBackend, tmp_path: Path) -> None:
+    """Red team 5 (S9): `/save index.php` replaced the source file with the Markdown transcript.
+    An existing path (a link too, even a dangling one) is refused; `/save! PATH` replaces it."""
+    source = repo / "calc" / "report.py"
+    before = source.read_text("utf-8")
+    notes, fresh, link = tmp_path / "notes.md", tmp_path / "talk.md", tmp_path / "link.md"
+    notes.write_text("my own notes\n", encoding="utf-8")
+    link.symlink_to(tmp_path / "nowhere.md")
+    script = [chat_scenario.QUESTION, f"/save {source}", f"/save {link}", f"/save {notes}", f"/save {fresh}"]
+    done = codectx(
+        ["chat", "--backend-url", backend.url, "--lexical"],
+        repo,
+        stdin="\n".join([*script, "/help", "/quit"]) + "\n",
+    )
+    assert done.returncode == 0, done.stderr
+    assert source.read_text("utf-8") == before and not (tmp_path / "nowhere.md").exists()
+    assert notes.read_text("utf-8") == "my own notes\n"
+    assert f"{source} exists; nothing saved (/save! {source} overwrites it" in done.stderr
+    assert done.stderr.count("exists; nothing saved") == 3
+    assert chat_scenario.QUESTION in fresh.read_text("utf-8") and f"saved to {fresh}" in done.stderr
+    assert "/save! PATH" in done.stdout  # /help names the overwriting form
+    again = codectx(
+        ["chat", "--backend-url", backend.url, "--lexical"], repo, stdin=f"/save! {notes}\n/quit\n"
+    )
+    assert again.returncode == 0, again.stderr
+    assert notes.read_text("utf-8").startswith("# ") and f"saved to {notes}" in again.stderr
+
+
 def test_ask_diff_folder_and_codebase_mentions(repo: Path, backend: FixedBackend) -> None:
     def git(*args: str) -> None:
         subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)

@@ -185,8 +185,11 @@ def test_apply_keeps_the_placeholder_of_a_secret_the_answer_moved_out_of_sight(t
     moved, warnings = chat.apply(conv.conversation_id, "a1", 0, "app/greeting.py", source, None, shown)
     assert "Parsnipcrumble" not in moved and f'WELCOME = "{token}"' in moved
     assert any("left as placeholders" in w for w in warnings)
-    kept, warnings = chat.apply(conv.conversation_id, "a1", 1, "app/greeting.py", source, None, shown)
-    assert 'db_password = "Parsnipcrumble"' in kept and not warnings
+    # Where a rule still finds it, in the file that holds it already: put back, no warning. (Red
+    # team 5 moved this control from a file without the value: see the next test.)
+    holder = 'db_password = "Parsnipcrumble"\n'
+    kept, warnings = chat.apply(conv.conversation_id, "a1", 1, "app/greeting.py", holder, None, shown)
+    assert kept.count('db_password = "Parsnipcrumble"') == 2 and not warnings
     unchecked, _ = chat.apply(conv.conversation_id, "a1", 0, "app/greeting.py", source, None, None)
     assert 'WELCOME = "Parsnipcrumble"' in unchecked  # privacy.redact off: nothing to keep it from
 
@@ -215,7 +218,8 @@ def test_apply_checks_a_block_with_a_multi_line_secret_and_fails_closed_when_uns
     conv.turns += [Turn("u1", "user", "q"), Turn("a1", "assistant", text, blocks=blocks_of(text), sent=sent)]
     store.save(conv)
     chat = ChatService(ChatStore(tmp_path / "chats"))
-    new, warnings = chat.apply(conv.conversation_id, "a1", 0, "app/keys.py", "x = 1\n", None, shown)
+    holder = f'KEY = """{key}\n\n"""\n'  # the file the key came from: it may go back there
+    new, warnings = chat.apply(conv.conversation_id, "a1", 0, "app/keys.py", holder, None, shown)
     assert "Parsnipcrumble" not in new and f'WELCOME = "{word_token}"' in new and key in new
     assert any("left as placeholders" in w for w in warnings)
     # A stored answer whose block no longer matches what the model sent: nothing is put back.
@@ -226,3 +230,85 @@ def test_apply_checks_a_block_with_a_multi_line_secret_and_fails_closed_when_uns
     new, warnings = chat.apply(conv.conversation_id, "a1", 0, "app/keys.py", "x = 1\n", None, shown)
     assert "Parsnipcrumble" not in new and "BEGIN PRIVATE KEY" not in new and key_token in new
     assert any("could not tell" in w for w in warnings)
+
+
+def test_apply_puts_a_secret_back_only_into_the_file_that_holds_it(tmp_path: Path) -> None:
+    """Red team 5 (S7): a token from a git-ignored local_settings.py (sent via @file as a
+    placeholder) was put back into a tracked src/settings.py the answer named, where a rule still
+    finds it: one `git commit && git push` from being shared. A secret now goes back only into a
+    file that holds that value already; elsewhere it stays a placeholder, and a warning says so."""
+    from codectx.app.chat import ChatService
+    from codectx.app.restore import restore_prose
+    from codectx.privacy.pieces import Placeholders
+    from codectx.privacy.redact import Redactor
+    from codectx.settings import load_settings
+
+    redactor = Redactor(load_settings(None, {}, environ={}, user_config=tmp_path / "none.toml"))
+
+    def shown(text: str) -> str:
+        return redactor.redact(text, "src/settings.py").text
+
+    value = "ghp_" + "Zq8mL2xR7tN4vW9yZ1bC3dF6gH0jK5pS8aE9"
+    token = "[REDACTED:github-token:0a1b2c3d]"
+    sent = f'Updated.\n```python path=src/settings.py\nimport os\nGITHUB_TOKEN = "{token}"\n```\n'
+    text = restore_prose(sent, Placeholders({token: value}))
+    store = ChatStore(tmp_path / "chats")
+    conv = store.create("t")
+    conv.turns += [Turn("u1", "user", "q"), Turn("a1", "assistant", text, blocks=blocks_of(text), sent=sent)]
+    store.save(conv)
+    live = ChatService(store)  # the process that made the answer: its mapping is in memory
+    live.placeholders[conv.conversation_id] = Placeholders({token: value})
+    for chat in (live, ChatService(ChatStore(tmp_path / "chats"))):  # and after a restart
+        tracked, warnings = chat.apply(
+            conv.conversation_id, "a1", 0, "src/settings.py", "import os\n", None, shown
+        )
+        assert value not in tracked and f'GITHUB_TOKEN = "{token}"' in tracked
+        assert any("does not hold" in w and "src/settings.py" in w for w in warnings), warnings
+        origin = f'GITHUB_TOKEN = "{value}"\n'
+        back, warnings = chat.apply(conv.conversation_id, "a1", 0, "local_settings.py", origin, None, shown)
+        assert token not in back and back.count(value) == 2
+        assert warnings == [
+            "the answer names src/settings.py for this block; it is applied to local_settings.py"
+        ]
+
+
+def test_apply_refuses_git_and_never_send_targets(tmp_path: Path) -> None:
+    """Red team 5 (S6): a block labelled ```ini path=.git/config became an edit of .git/config (its
+    `core.fsmonitor` command ran on the next `git status`), and .env's text came back in newText.
+    Never-send files, anything under .git/ (by its own name or a link's real path) are refused."""
+    from codectx.app.chat import ChatService
+    from codectx.app.chat_apply import target_refusal
+    from codectx.settings import load_settings
+
+    root = tmp_path / "ws"
+    (root / ".git").mkdir(parents=True)
+    (root / ".git" / "config").write_text("[core]\n", encoding="utf-8")
+    (root / "conf").mkdir()
+    (root / "conf" / "git.ini").symlink_to(root / ".git" / "config")
+    (root / "conf" / "env.txt").symlink_to(root / ".env")
+    (root / "conf" / "app.ini").write_text("[app]\n", encoding="utf-8")
+    user = tmp_path / "user.toml"
+    user.write_text('[privacy]\nnever_send = ["private/**"]\n', encoding="utf-8")
+    settings = load_settings(root, {}, environ={}, user_config=user)
+    refused = (".git/config", ".git", "sub/.GIT/hooks/pre-commit", ".git./config", ".env", "deploy/.env.prod")
+    for rel in (*refused, "keys/id_rsa", "private/notes.md", "conf/git.ini", "conf/env.txt"):
+        why = target_refusal(rel, settings, root)
+        assert why and rel in why and (".git/" in why or "never-send" in why), (rel, why)
+    for rel in ("src/a.py", ".gitignore", ".github/workflows/ci.yml", "conf/app.ini", "docs/git.md"):
+        assert target_refusal(rel, settings, root) is None, rel
+    assert target_refusal("private/notes.md", None) is None  # the user's list needs their settings
+    # The service refuses too (built-in list), before it reads a block or a file.
+    text = "Fix:\n```ini path=.git/config\n[core]\n\tfsmonitor = touch pwned\n```\n"
+    store = ChatStore(tmp_path / "chats")
+    conv = store.create("t")
+    conv.turns += [Turn("u1", "user", "q"), Turn("a1", "assistant", text, blocks=blocks_of(text), sent=text)]
+    store.save(conv)
+    for rel in (".git/config", ".env"):
+        with pytest.raises(EditRefused, match="refused to apply the code block"):
+            ChatService(store).apply(conv.conversation_id, "a1", 0, rel, "x\n", None, None)
+    # An editor that skipped the label (it names .git/) and chose the open file is told why.
+    _new, warnings = ChatService(store).apply(conv.conversation_id, "a1", 0, "notes.ini", "[a]\n", None, None)
+    assert warnings == [
+        "the answer names .git/config for this block (a file codectx never edits: under .git/ or "
+        "never-send); it is applied to notes.ini"
+    ]

@@ -144,3 +144,45 @@ def test_chat_buffer_stream_citations_apply_stop_resume(tmp_path: Path) -> None:
     assert "## You" in export and question in export
     context = "\n".join(result["context"])
     assert "Context items" in context and "calc/ops.py" in context and "Exact payload" in context
+
+
+def test_apply_never_picks_a_git_path_the_answer_names(tmp_path: Path) -> None:
+    """Red team 5 (S6b): `:CodectxChat apply` on a block labelled ```ini path=.git/config proposed
+    an edit of .git/config (after accept and :w, `git status` ran its `core.fsmonitor` command).
+    The label is skipped like one with `..` (the server refuses such targets in any case)."""
+    root = make_repo(tmp_path / "repo")
+    (root / ".git" / "config").write_text("[core]\n", encoding="utf-8")
+    (root / ".git" / "hooks").mkdir()
+    (root / ".git" / "hooks" / "pre-commit").write_text("#!/bin/sh\n", encoding="utf-8")
+    script = tmp_path / "targets.lua"
+    script.write_text(
+        """
+vim.opt.runtimepath:prepend(vim.env.PLUGIN_ROOT)
+local chat = require("codectx.chat")
+local client = { root_dir = vim.env.ROOT }
+local out = {}
+for _, label in ipairs({ ".git/config", ".GIT/config", ".git./config", "calc/../.git/hooks/pre-commit",
+                         ".git\\\\config", "calc/ops.py", ".gitignore" }) do
+  out[label] = chat._target_for({ path = label }, client) or vim.NIL
+end
+io.stdout:write(vim.json.encode(out))
+vim.cmd("qa!")
+""",
+        encoding="utf-8",
+    )
+    (root / ".gitignore").write_text("*.log\n", encoding="utf-8")
+    env = server_env(tmp_path)
+    env.update({"PLUGIN_ROOT": str(REPO_ROOT), "ROOT": str(root)})
+    proc = subprocess.run(
+        [nvim_binary(), "--headless", "--clean", "-l", str(script)],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    targets = json.loads(proc.stdout)
+    picked = {label: target for label, target in targets.items() if target is not None}
+    assert set(picked) == {"calc/ops.py", ".gitignore"}, targets
+    assert picked["calc/ops.py"].endswith("/calc/ops.py")

@@ -4,14 +4,16 @@ The server is the one tests/support/chat_scenario.py's `server_command()` picks 
 CODECTX_CHAT_SERVER names another command), with a loopback model server whose answers the scenario
 fixes. The checks: deltas before the response and the result authoritative, one running turn per
 conversation, both ways of cancelling giving a result, the error codes, a refused never-send
-mention, mention completion, applyBlock's whole-file `newText`, list/get/export/delete, the context
-sent per turn.
+mention, mention completion, applyBlock's whole-file `newText` (and the targets and secrets it
+refuses), list/get/export/delete, the context sent per turn.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ from pygls.exceptions import JsonRpcException
 
 from tests.support import chat_scenario
 from tests.support.lsp_helpers import (
+    FixedBackend,
     apply_text_edits,
     capabilities,
     make_repo,
@@ -35,13 +38,14 @@ REQUEST_FAILED, INVALID_PARAMS = -32803, -32602
 
 
 @contextlib.asynccontextmanager
-async def chat_session(tmp: Path, root: Path) -> AsyncIterator[Any]:
-    """The chosen chat server, initialized on `root`, with its chat notifications recorded in order."""
+async def chat_session(tmp: Path, root: Path, backend: Any = None) -> AsyncIterator[Any]:
+    """The chosen chat server, initialized on `root`, with its chat notifications recorded in order
+    (`backend`: a started model server of the test's own, stopped here; else the scenario's)."""
     from pytest_lsp import make_test_lsp_client
 
     lsp: Any = make_test_lsp_client()
     lsp.chat_events = []
-    backend = chat_scenario.real_mode_backend(root)
+    backend = backend if backend is not None else chat_scenario.real_mode_backend(root)
 
     @lsp.feature("codectx/chat/delta")
     def _delta(params: Any) -> None:
@@ -308,3 +312,66 @@ async def test_a_title_made_of_the_first_question_is_as_the_request_had_it(
         assert pasted not in listed["title"] and listed["title"].startswith(
             "why does [REDACTED:github-token:"
         )
+
+
+TOKEN = "ghp_" + "Zq8mL2xR7tN4vW9yZ1bC3dF6gH0jK5pS8aE9"
+PLACEHOLDER = re.compile(r"\[REDACTED:github-token:[0-9a-f]{8}\]")
+
+
+def hostile_answer(body: dict[str, Any]) -> str:
+    """A model prompted by hostile workspace text: a block for .git/config (a command git runs), and
+    one for a tracked file that echoes the placeholder of a secret sent from another file."""
+    placeholder = PLACEHOLDER.search(json.dumps(body))
+    echoed = placeholder.group(0) if placeholder else "none"
+    return (
+        'Here is the fix.\n\n```ini path=.git/config\n[core]\n\tfsmonitor = "touch pwned #"\n```\n\n'
+        f'```python path=calc/settings.py\nimport os\nGITHUB_TOKEN = "{echoed}"\n```\n'
+    )
+
+
+async def test_apply_refuses_git_and_never_send_targets_and_keeps_foreign_secrets(
+    tmp_path: Path, repo: Path
+) -> None:
+    """Red team 5: applyBlock made an edit of .git/config (its `core.fsmonitor` ran on the next
+    `git status`) and of .env (whose text came back in newText); and it put a token from a
+    git-ignored local_settings.py back into a tracked file the answer named."""
+    (repo / ".git" / "config").write_text("[core]\n\tbare = false\n", encoding="utf-8")
+    (repo / ".gitignore").write_text("local_settings.py\n", encoding="utf-8")
+    (repo / "local_settings.py").write_text(f'GITHUB_TOKEN = "{TOKEN}"\n', encoding="utf-8")
+    (repo / "calc" / "settings.py").write_text("import os\n", encoding="utf-8")
+    backend = FixedBackend(chat=hostile_answer).start()
+    async with chat_session(tmp_path, repo, backend) as lsp:
+        cid = (await call(lsp, "codectx/chat/start", {}))["conversationId"]
+        result = await call(
+            lsp, "codectx/chat/send", {"conversationId": cid, "message": "tidy @file:local_settings.py"}
+        )
+        assert [b.get("path") for b in result["blocks"]] == [".git/config", "calc/settings.py"]
+        assert TOKEN in result["text"]  # the answer the user sees has it put back
+
+        def apply(index: int, target: Path) -> dict[str, Any]:
+            return {
+                "conversationId": cid,
+                "turnId": result["turnId"],
+                "blockIndex": index,
+                "uri": target.as_uri(),
+            }
+
+        for target in (repo / ".git" / "config", repo / ".env"):
+            error = await refused(lsp, "codectx/chat/applyBlock", apply(0, target))
+            assert error.code == REQUEST_FAILED, error
+            assert "refused to apply the code block" in error.message and (
+                ".git/" in error.message or "never-send" in error.message
+            ), error.message
+            assert "do-not-send-this" not in error.message
+        assert "fsmonitor" not in (repo / ".git" / "config").read_text("utf-8")
+
+        # The token goes back only into the file that holds it; elsewhere it stays a placeholder.
+        tracked = await call(lsp, "codectx/chat/applyBlock", apply(1, repo / "calc" / "settings.py"))
+        assert TOKEN not in tracked["newText"] and PLACEHOLDER.search(tracked["newText"])
+        assert any("placeholder" in w and "does not hold" in w for w in tracked["warnings"]), tracked[
+            "warnings"
+        ]
+        origin = await call(lsp, "codectx/chat/applyBlock", apply(1, repo / "local_settings.py"))
+        assert origin["newText"].count(TOKEN) == 2 and not PLACEHOLDER.search(origin["newText"])
+        assert not [w for w in origin["warnings"] if "placeholder" in w]
+    assert not any(TOKEN in json.dumps(r["body"]) for r in backend.requests)

@@ -81,4 +81,13 @@ describe("which file a block goes to", () => {
     expect(targetFor({ path: "missing.py" }, folders, "file:///w/proj/x.py", exists)).toBe("file:///w/proj/x.py");
     expect(targetFor({ path: "missing.py" }, folders, undefined, exists)).toBeUndefined();
   });
+
+  it("never a file under .git/, which the answer may name to have git run a command", () => {
+    const everything = () => true;
+    for (const path of [".git/config", "sub/.git/hooks/pre-commit", ".GIT/config", ".git./config", ".git\\config", ".git"]) {
+      expect(targetFor({ path }, folders, "file:///w/proj/x.py", everything), path).toBe("file:///w/proj/x.py");
+    }
+    expect(targetFor({ path: ".gitignore" }, folders, undefined, everything)).toBe("file:///w/proj/.gitignore");
+    expect(targetFor({ path: ".github/ci.yml" }, folders, undefined, everything)).toBe("file:///w/proj/.github/ci.yml");
+  });
 });

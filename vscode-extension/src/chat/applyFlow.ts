@@ -25,7 +25,9 @@ export type ApplyOutcome =
 
 /**
  * The file a block goes to: the workspace file its fence names (a relative path inside a folder that
- * exists; never `..` or an absolute path, which model output must not choose), else the active file.
+ * exists; never `..`, an absolute path or anything under `.git/`, which model output must not
+ * choose), else the active file. The server refuses `.git/` and never-send files (`.env`, keys...)
+ * whichever file is asked for, with a message that says why.
  */
 export function targetFor(
   block: Pick<CodeBlock, "path">,
@@ -34,7 +36,9 @@ export function targetFor(
   exists: (uri: string) => boolean,
 ): string | undefined {
   const path = block.path?.trim();
-  if (path && !path.startsWith("/") && !/^[a-z]+:/i.test(path) && !path.split(/[\\/]/).includes("..")) {
+  const parts = path?.split(/[\\/]/) ?? [];
+  const refused = parts.some((part) => part === ".." || part.replace(/[ .]+$/, "").toLowerCase() === ".git");
+  if (path && !path.startsWith("/") && !/^[a-z]+:/i.test(path) && !refused) {
     for (const folder of folders) {
       const uri = `${folder.replace(/\/+$/, "")}/${path.split(/[\\/]/).map(encodeURIComponent).join("/")}`;
       if (exists(uri)) return uri;
