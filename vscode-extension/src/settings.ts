@@ -49,6 +49,7 @@ export const USER_LEVEL_ONLY = [
   "server.command",
   "server.interpreter",
   "backend.url",
+  "backend.model", // a gateway routes by model name: it can send the code to another provider
   "privacy.neverSend",
   "privacy.redact",
 ] as const;
@@ -90,7 +91,7 @@ export function readSettings(inspect: Inspect): ExtensionSettings {
     serverCommand: stringList(userLevel(inspect, "server.command")),
     serverInterpreter: str(userLevel(inspect, "server.interpreter"), ""),
     backendUrl: str(userLevel(inspect, "backend.url"), ""),
-    backendModel: str(anyLevel(inspect, "backend.model"), ""),
+    backendModel: str(userLevel(inspect, "backend.model"), ""),
     completionEnabled: anyLevel<boolean>(inspect, "completion.enabled") !== false,
     debounceMs: clampInt(anyLevel(inspect, "completion.debounceMs"), DEFAULTS.debounceMs, 0, 5000),
     neverSend: stringList(userLevel(inspect, "privacy.neverSend")),
@@ -129,11 +130,6 @@ export function toServerSettings(s: ExtensionSettings, apiKey?: string): { codec
  */
 export function toFolderSettings(inspect: Inspect): { codectx: ServerSections } {
   const sections: ServerSections = {};
-  const model = inspect<string>("backend.model");
-  const folderModel = model?.workspaceFolderValue ?? model?.workspaceValue;
-  if (typeof folderModel === "string" && folderModel.trim()) {
-    sections.backend = { model: folderModel.trim() };
-  }
   const enabled = inspect<boolean>("completion.enabled");
   const folderEnabled = enabled?.workspaceFolderValue ?? enabled?.workspaceValue;
   if (typeof folderEnabled === "boolean") {

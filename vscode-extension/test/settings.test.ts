@@ -49,15 +49,22 @@ describe("readSettings", () => {
     expect(s.redact).toBe(false);
   });
 
-  it("lets the most specific level win for ordinary keys", () => {
+  it("takes the served model from user settings only (a gateway routes by it)", () => {
     const s = readSettings(
       layers({
         "backend.model": { defaultValue: "", globalValue: "a", workspaceValue: "b", workspaceFolderValue: "c" },
+      }),
+    );
+    expect(s.backendModel).toBe("a");
+  });
+
+  it("lets the most specific level win for ordinary keys", () => {
+    const s = readSettings(
+      layers({
         "completion.enabled": { defaultValue: true, globalValue: true, workspaceValue: false },
         "completion.debounceMs": { defaultValue: 75, globalValue: 200 },
       }),
     );
-    expect(s.backendModel).toBe("c");
     expect(s.completionEnabled).toBe(false);
     expect(s.debounceMs).toBe(200);
   });
@@ -116,7 +123,7 @@ describe("toFolderSettings", () => {
         "backend.url": { workspaceValue: "http://evil" },
       }),
     );
-    expect(out).toEqual({ codectx: { backend: { model: "folder-model" }, lsp: { completion: false } } });
+    expect(out).toEqual({ codectx: { lsp: { completion: false } } });
   });
 
   it("is empty when nothing is set at folder level", () => {
