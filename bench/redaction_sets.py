@@ -22,18 +22,19 @@ HERE = Path(__file__).resolve().parent
 SETS = HERE / "redaction-sets"
 DEV = SETS / "independent-dev.jsonl"
 HOLDOUT = SETS / "independent-holdout.jsonl"
-# A third set (stop 51) and a fourth (stop 53), each by another helper who read neither the rules
-# nor the earlier sets: the rules were tuned on their even ids; their odd ids are held out
-# (README.md there).
+# A third set (stop 51), a fourth (stop 53) and a fifth (stop 54), each by another helper who read
+# neither the rules nor the earlier sets: the rules were tuned on their even ids; their odd ids are
+# held out (README.md there).
 THIRD = SETS / "independent-holdout-3.jsonl"
 FOURTH = SETS / "independent-holdout-4.jsonl"
+FIFTH = SETS / "independent-holdout-5.jsonl"
 
 
 def halves() -> dict[str, list[Record]]:
-    """The third and fourth sets as `independent-N-tuned` (even ids) and `independent-N-holdout`
+    """The third, fourth and fifth sets as `independent-N-tuned` (even ids) and `independent-N-holdout`
     (odd ids)."""
     out: dict[str, list[Record]] = {}
-    for n, path in ((3, THIRD), (4, FOURTH)):
+    for n, path in ((3, THIRD), (4, FOURTH), (5, FIFTH)):
         if not path.exists():
             continue
         records = load_jsonl(path)

@@ -20,7 +20,7 @@ import logging
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -353,7 +353,20 @@ class Gatherer:
         self.searched(" ".join(x for x in (turn.message, turn.previous) if x), "search", SEARCH_K)
         for name in words:  # plain words ("scale") may be symbols too: after the search's hits
             self.symbol(name, "named in the question", sites=SITES_PER_WORD)
+        self._echo_known()
         return self.out
+
+    def _echo_known(self) -> None:
+        """Mask in every piece the values found secret in any piece of this turn: a piece gathered
+        early (a diagnostic quoting `Literal['hunter2...']`) does not know what a later one's
+        file said."""
+        if self.redactor is None:
+            return
+        for n, piece in enumerate(self.out.pieces):
+            text = self.redactor.echo(piece.text)
+            if text != piece.text:
+                self.out.tokens += self.cost(text) - self.cost(piece.text)
+                self.out.pieces[n] = replace(piece, text=text)
 
     def mention(self, m: Mention, turn: TurnInput) -> None:
         if m.kind == "file":
@@ -565,6 +578,12 @@ class Gatherer:
             severity = {1: "error", 2: "warning", 3: "info", 4: "hint"}.get(d.get("severity") or 1, "error")
             rows.append(f"line {line + 1}: {severity}: {d.get('message', '')}")
             lines.append(line)
+        # The diagnosed lines' secrets are learned first: a message may quote a value found only
+        # with its line (`Type "Literal['...']" is not assignable` under `DB_PASSWORD: int = ...`).
+        source = self.file_text(turn.path, turn)
+        if source is not None and self.redactor is not None:
+            self._fresh_deadline()
+            self.redactor.learn(source, turn.path, _line_cuts(source, [(x + 1, 1) for x in lines]))
         text = self.redact("\n".join(rows), turn.path)
         self.add(Piece(turn.path, min(lines), max(lines), text, "@problems"), explicit=True)
 

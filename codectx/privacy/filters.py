@@ -20,13 +20,27 @@ CONFIG_SUFFIXES = (
     ".env", ".ini", ".cfg", ".conf", ".config", ".properties", ".yaml", ".yml", ".toml",
     ".sh", ".bash", ".zsh", ".envrc", ".tfvars", ".netrc", ".pgpass", ".npmrc", ".pypirc",
     ".md", ".txt", ".rst", ".sql", ".netrc", ".service", ".socket", ".timer", ".mount", ".desktop",
-    ".history", ".env.example", ".gradle.properties", ".tfvars", ".hcl", ".tf",
+    ".history", ".env.example", ".gradle.properties", ".tfvars", ".hcl", ".tf", ".cnf", ".credentials",
+    ".creds",
 )  # fmt: skip
 CONFIG_NAMES = (
     "dockerfile", ".env", ".envrc", ".netrc", "netrc", ".npmrc", ".pypirc", "makefile", ".bash_history",
     ".zsh_history", ".sh_history", ".history", "history", ".pgpass", "containerfile",
 )  # fmt: skip
 
+# Copies and templates are judged by the name they are a copy of: `config.ini~`, `db.cfg.orig`.
+_COPY_SUFFIXES = (
+    "~", ".orig", ".bak", ".old", ".save", ".backup", ".dist", ".sample", ".example", ".template",
+    ".tmpl", ".tpl", ".default", ".rej",
+)  # fmt: skip
+# Extensionless names that are code (Ruby, Groovy, Starlark...), not text.
+_CODE_NAMES = frozenset(
+    (
+        "rakefile", "gemfile", "vagrantfile", "jenkinsfile", "podfile", "fastfile", "appfile",
+        "brewfile", "guardfile", "capfile", "berksfile", "dangerfile", "build", "workspace",
+        "sconstruct", "sconscript",
+    )
+)  # fmt: skip
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _DOTTED = re.compile(r"[A-Za-z_$@][\w$]*(?:(?:\.|->|::)[A-Za-z_$][\w$]*)+\Z")
 _DIGITS = re.compile(r"[0-9]+\Z")
@@ -68,6 +82,8 @@ _NAME_EXCLUDE = re.compile(
     r"page|continuation|cancel|cancellation|csrf|xsrf|sync|resume|pagination|max|min|num|output|input|id|"
     r"kind|type|sentinel|separator|delimiter|stop|eot|fim\w*|split|lexer|parser|current|last)[_.-]?tokens?$"
     r"|(?:^|[^a-z])(?:by|com|sur|tres|encom|over)pass$"
+    # Helm charts' `existingSecret: <name>`: the name of a Kubernetes Secret, not its content
+    r"|(?:^|[_.$-])existing_secrets?$"
 )
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 
@@ -158,6 +174,8 @@ def is_placeholder(value: str, markers: tuple[str, ...], allow: frozenset[str]) 
     long_value = len(value) > 64
     if any(marker in low for marker in markers if not (long_value and len(marker) < 5)):
         return True
+    if re.search(r"[•●∙*]{4}", value):
+        return True  # shown masked (`sk_live_••••••••4242`, `****1234`): what a UI prints, not the key
     return set(low) <= set("x*.-_#0 •●·∙…")
 
 
@@ -209,7 +227,7 @@ _LABEL_PARTS = (
     "setting", "config", "default", "value", "string", "text", "type", "hidden", "required", "optional",
     "none", "null", "example", "sample", "secure", "private", "public", "access", "client", "account",
 )  # fmt: skip
-_LETTERS = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)*\Z")
+_LETTERS = re.compile(r"[A-Za-z]+(?:[-_][A-Za-z]+)*\Z")
 _PASSWORD_NAME = re.compile(
     r"(?:pass(?:word|wd|phrase|wort)?|kennwort|contrase(?:n|ñ)a|senha|wachtwoord|has(?:l|ł)o|pwd|pw|secret"
     # a credential key (api_key, secretKey, partner.api-key), not a bare `key` (a dict's, a sort's)
@@ -244,19 +262,20 @@ def letters_secret(value: str, strong: bool) -> bool:
     mixed case that is not made of words, or a long run with few vowels."""
     if not _LETTERS.match(value):
         return False
-    letters = value.replace("-", "")
+    letters = value.replace("-", "").replace("_", "")
     low = letters.lower()
     if len(letters) < 8 or low in _NOT_SECRET_WORDS or any(part in low for part in _LABEL_PARTS):
         return False
     if letters.isupper():
         return False  # a constant's or an enum member's name (PLAINTEXT, SCRAM)
-    if strong:
-        return True
+    if strong and "_" not in value:
+        return True  # an underscore makes a name (`cond_frame_outputs`) unless it reads random below
     if letters.islower():
         vowels = sum(c in _VOWELS for c in low)
         return len(letters) >= 16 and vowels / len(letters) < 0.25
     transitions = sum(a.islower() != b.islower() for a, b in itertools.pairwise(letters))
-    return len(letters) >= 16 and transitions >= len(letters) // 4 and not wordlike(letters)
+    shortest = 12 if strong else 16  # where a password goes, a shorter random mix is one
+    return len(letters) >= shortest and transitions >= len(letters) // 4 and not wordlike(letters)
 
 
 def in_public_block(text: str, offset: int) -> bool:
@@ -296,10 +315,27 @@ def bare_value_is_literal(value: str, line: str, origin: str) -> bool:
     return bare_is_config(line, origin)
 
 
+def judged_name(origin: str) -> str:
+    """The file name the config and prose checks judge, lower case: a copy's or template's without
+    its suffix (`config.ini~` -> `config.ini`); one without an extension (README, INSTALL,
+    `credentials`, `.bundle/config`, an unsaved `scratchpad`) as text, `.txt`: nothing says it is
+    code, and its `key = value` lines were sent unread when it counted as code."""
+    name = origin.lower().rsplit("/", 1)[-1]
+    stripped = True
+    while stripped and name:
+        stripped = False
+        for suffix in _COPY_SUFFIXES:
+            if name.endswith(suffix) and len(name) > len(suffix) and name[: -len(suffix)].strip("."):
+                name, stripped = name[: -len(suffix)], True
+                break
+    if name and "." not in name.lstrip(".") and name not in _CODE_NAMES and name not in CONFIG_NAMES:
+        return f"{name}.txt"
+    return name
+
+
 def bare_is_config(line: str, origin: str) -> bool:
     """A bare value on `line` is a literal: the file is config or shell, or (no origin) the line looks so."""
-    low = origin.lower()
-    name = low.rsplit("/", 1)[-1]
+    name = judged_name(origin)
     if name.endswith(CONFIG_SUFFIXES) or name in CONFIG_NAMES or name.startswith((".env", "dockerfile")):
         return True
     if origin:
@@ -358,7 +394,7 @@ def is_config_value(col: int, layout: LineLayout, line: str, origin: str) -> boo
     first on its line, the value outside any string literal."""
     if layout.in_string(col):
         return False
-    if origin.lower().endswith(_PROSE_SUFFIXES):
+    if judged_name(origin).endswith(_PROSE_SUFFIXES):
         return bool(_ENV_LINE.match(line))  # a shell line in a README (`export PW=...`), not prose
     if not line[:col].strip():
         return bare_is_config(line, origin)  # alone on its line: its key is on a line above
@@ -401,9 +437,16 @@ def is_high_entropy(value: str, before: str, bits: float = 4.0, shortest: int = 
             "sha512-",
             "sha256:",
             "sha1:",
+            "sha256=",  # a wheel's RECORD: path,sha256=<urlsafe base64>,size
+            "sha384=",
+            "sha512=",
             "base64,",
             "ssh-",
             "ecdsa-",
+            "contenthash",  # NuGet's packages.lock.json: a package's digest
+            "enc[aes256_gcm,data:",  # SOPS: the value encrypted, its IV and tag
+            ",iv:",
+            ",tag:",
         )
     ):
         return False
@@ -417,6 +460,8 @@ def is_high_entropy(value: str, before: str, bits: float = 4.0, shortest: int = 
         return False  # a prefixed public object id (cus_..., pi_..., ch_...): providers' secrets have rules
     if "/" in value and value.count("/") >= 2 and re.search(r"[a-z]{3,}/[a-z]{3,}", value):
         return False  # a path
+    if value.startswith("//"):
+        return False  # a URL read after its scheme's colon (`https: //host/...`); URL secrets have rules
     if "." in value and re.fullmatch(r"[\w-]+(?:\.[\w-]+)+", value) and re.search(r"\.[a-z]{2,}\b", value):
         return False  # a dotted name or host
     has_digit = any(c.isdigit() for c in value)

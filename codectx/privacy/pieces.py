@@ -37,6 +37,9 @@ from codectx.privacy import sqlrows, tables
 from codectx.privacy.keys import tag
 from codectx.privacy.redact import ECHO_MIN_CHARS, TOKEN_PREFIX, Finding, Redactor
 
+# Between two literals of a value joined from several (`" + "`, `" . "`, `"\n    "`).
+_JOINT = re.compile(r"[\"'][^\"'\w]*[\"']")
+
 MARGIN_LINES = 6  # lines scanned beyond a region's edges (rules look at most 4 lines around a value)
 KEY_BLOCK_REACH = 64 * 1024  # how far a BEGIN ... PRIVATE KEY line may sit before a region and widen it
 PROBE_MIN_CHARS = 6  # a token run at the cursor shorter than this gives too little away to probe
@@ -199,7 +202,12 @@ class PieceRedactor:
                 continue  # in the header put in front: not part of this text
             start = max(f.start, len(lead))
             out.append(Secret(shift + start, shift + f.end, f.rule))
-            self.known.setdefault(region[start : f.end], f.rule)
+            value = region[start : f.end]
+            self.known.setdefault(value, f.rule)
+            if '"' in value or "'" in value:  # literals joined (`"sk-..." + "..."`): each part too
+                for part in _JOINT.split(value):
+                    if len(part) >= ECHO_MIN_CHARS:
+                        self.known.setdefault(part, f.rule)
         return out
 
     def _typing(self, text: str, origin: str, cursor: int) -> list[Secret]:

@@ -37,6 +37,8 @@ SECRET_FILES: tuple[str, ...] = (
     "*.ovpn", "secrets.yml", "secrets.yaml", "secrets.json", "secrets.toml", ".vault-token", ".my.cnf",
     ".s3cfg", ".boto", ".dockercfg", ".dev.vars", "local.settings.json", "**/.ssh/*", ".git/",
     "cookies.txt", "cookies.sqlite*", "*.cookiejar", "cookiejar.txt", "cookiejar.json",
+    "**/.bundle/config", "**/.gem/credentials", "**/.cargo/credentials", "**/.cargo/credentials.toml",
+    "*.credentials",
 )  # fmt: skip
 
 

@@ -397,6 +397,8 @@ _PASSWORD_SLOTS = frozenset(
         "sql-password",
         "cli-password-flag",
         "login-pair",
+        "basic-auth-pair",
+        "positional-password",
     }
 )
 

@@ -15,8 +15,9 @@ of each column-less `INSERT` in it.
 
 Linear in the text: statements are looked for only where their keywords stand (substring search;
 `.replace(` in code costs one failed match), and each row is read once (`sqlvalues` reads the
-rows, checking the caller's deadline every few hundred). The places of a text's statements are found once and kept for the
-next regions of the same text (a small cache); otherwise pure functions.
+rows, checking the caller's deadline every few hundred). The places of a text's statements are
+found once and kept for the next regions of the same text (a small cache); otherwise pure
+functions.
 """
 
 from __future__ import annotations

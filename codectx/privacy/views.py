@@ -36,7 +36,8 @@ _IMPLICIT = r"[ \t]*\r?\n[ \t]*"  # adjacent literals on two lines: Python and C
 
 def _junction_regex(implicit: bool) -> re2._Regexp:
     gap = _GAP + ("|" + _IMPLICIT if implicit else "")
-    return re2.compile(rf"""{_T}("(?:{gap})"|'(?:{gap})'){_T}""".encode())
+    # A URL's user part may end a literal (`"mongodb://admin:" + pw`) and its host start one (`"@db"`).
+    return re2.compile(rf"""(?:{_T}|:)("(?:{gap})"|'(?:{gap})')(?:{_T}|@)""".encode())
 
 
 _JUNCTIONS = {implicit: _junction_regex(implicit) for implicit in (False, True)}

@@ -4,7 +4,8 @@ The planted repository (tests/fixtures/planted, see tests/privacy/test_channels.
 real; the loopback capture server keeps every request's bytes, and its chat answers echo the code
 they were given (placeholders included). For every file with a planted secret, one conversation
 asks about it with the file open at the secret's line, mentions it (`@file`), names its symbols,
-and sends diagnostics quoting the secret's line (`@problems`); a second turn resends the first.
+and sends diagnostics quoting the secret's line and the secret alone (`@problems`); a second turn
+resends the first.
 No 12-character window of any secret may reach the server; never-send files are refused by path,
 and the answers the user sees have every placeholder put back.
 """
@@ -46,7 +47,7 @@ async def test_chat_leaks_no_planted_secret(
             text = (planted_repo / file).read_text("utf-8")
             row = text.split("\n")[line]
             cid = chat.start().conversation_id
-            message = f"What does @file:{file} do? @problems"
+            message = f"@problems What does @file:{file} do?"  # the problems first: nothing known yet
             turn = TurnInput(
                 message,
                 path=file,
@@ -54,7 +55,17 @@ async def test_chat_leaks_no_planted_secret(
                 position=(line, len(row) // 2),
                 mentions=mentions_in(message),
                 diagnostics=[
-                    {"range": {"start": {"line": line, "character": 0}}, "message": f"check: {row}"}
+                    {"range": {"start": {"line": line, "character": 0}}, "message": f"check: {row}"},
+                    # A type checker quotes the value alone, without the name that makes it secret
+                    # (red team 5): masked because the same line's value was found secret.
+                    *(
+                        {
+                            "range": {"start": {"line": s.line, "character": 0}},
+                            "message": f'Type "Literal[\'{s.value}\']" is not assignable to "int"',
+                        }
+                        for s in secrets
+                        if s.file == file and "\n" not in s.value
+                    ),
                 ],
             )
             notices.clear()
