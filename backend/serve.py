@@ -123,8 +123,15 @@ class ProcessSpec:
         return {k: HIDDEN if k in SECRET_ENV and v else v for k, v in self.env.items()}
 
     def shell(self) -> str:
-        prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.shown_env().items())
-        return f"{prefix} {shlex.join(self.argv)}".strip()
+        """The command line to copy: a secret's value is taken from the caller's environment
+        (`VLLM_API_KEY="${VLLM_API_KEY:?...}"` stops the shell when it is not set), never printed."""
+        parts = []
+        for k, v in self.env.items():
+            if k in SECRET_ENV and v:
+                parts.append(f'{k}="${{{k}:?set {k}}}"')
+            else:
+                parts.append(f"{k}={shlex.quote(v)}")
+        return f"{' '.join(parts)} {shlex.join(self.argv)}".strip()
 
 
 @dataclass(frozen=True)
@@ -243,6 +250,17 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def _last_flag(args: Sequence[str], flag: str) -> str | None:
+    """The value of the last `flag VALUE` or `flag=VALUE` in `args`, or None."""
+    found = None
+    for i, a in enumerate(args):
+        if a == flag and i + 1 < len(args):
+            found = args[i + 1]
+        elif a.startswith(flag + "="):
+            found = a[len(flag) + 1 :]
+    return found
+
+
 def _has_api_key_flag(args: Sequence[str]) -> bool:
     return any(a == "--api-key" or a.startswith("--api-key=") for a in args)
 
@@ -312,11 +330,16 @@ def build_plan(
             notes.append("KV cache: bf16 (fp8 on CPU needs AVX-512 or AMX, which this CPU lacks)")
     args += list(extra_args)
     keyed = bool(api_key) or _has_api_key_flag(args)
-    if not is_loopback(profile.host):
-        where = f"{profile.host or '0.0.0.0'}:{listen}"
+    # vLLM takes the last --host it is given: one in the profile's or the extra arguments wins
+    # over the one codectx puts first (and reaches the replicas too).
+    exposed = next(
+        (h for h in (_last_flag(args, "--host"), profile.host) if h is not None and not is_loopback(h)), None
+    )
+    if exposed is not None:
+        where = f"{exposed or '0.0.0.0'}:{listen}"
         if not keyed and not allow_no_api_key:
             raise ServeError(
-                f"--host {profile.host or repr('')} makes vLLM reachable from other machines ({where}) "
+                f"--host {exposed or repr('')} makes vLLM reachable from other machines ({where}) "
                 "with no API key: anyone who reaches the port can use the model. Set CODECTX_API_KEY "
                 f"(or backend.api_key; codectx hands it to vLLM as {API_KEY_ENV}, clients send it), "
                 "or pass --allow-no-api-key to serve without one (a private network, an "

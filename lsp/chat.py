@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from codectx.lsp.custom import _params
 from codectx.lsp.errors import LspError
+from codectx.lsp.folders import lexical_names
 from codectx.lsp.handlers import guarded, in_worker
 from codectx.lsp.positions import Codec, clamp, split_lines
 from lsprotocol import types
@@ -257,8 +258,10 @@ def register(server: CodectxServer) -> None:
             raise InvalidParams("codectx/chat/applyBlock needs blockIndex: number")
         # Judged before the file is read: a never-send file's text never goes into newText, and
         # nothing is ever proposed for `.git/` (its config names commands git runs).
-        folder, _path, rel = ls.workspaces.locate(uri)
+        folder, path, rel = ls.workspaces.locate(uri)
         refused = target_refusal(rel, folder.settings, folder.root)
+        for own in lexical_names(path, ls.workspaces.folders):  # a link's own name (`p/.git` -> ...)
+            refused = refused or target_refusal(own, folder.settings)
         judged = getattr(ls.session(folder).client.gate, "refusal", None)  # links out of the workspace too
         why = judged(rel) if refused is None and judged is not None else None
         if why:

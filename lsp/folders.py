@@ -255,7 +255,7 @@ class Workspaces:
         if os.path.realpath(path) != os.path.abspath(path):
             from codectx.privacy.policy import never_send_match
 
-            for own in _lexical_names(path, self.folders):
+            for own in lexical_names(path, self.folders):
                 pattern = never_send_match(own, folder.settings)
                 if pattern:
                     raise UriRefused(f"{path} matches the never-send pattern '{pattern}'; codectx ignores it")
@@ -365,7 +365,7 @@ def _inside(path: Path, root: Path) -> bool:
     return True
 
 
-def _lexical_names(path: Path, folders: Iterable[Path]) -> list[str]:
+def lexical_names(path: Path, folders: Iterable[Path]) -> list[str]:
     """`path` relative to each folder it lies in by name (a symlink's own name, not its target)."""
     names = []
     for folder in folders:

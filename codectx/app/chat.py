@@ -176,7 +176,7 @@ class ChatService:
             return new, warnings
         # Only into the file that holds the value already: elsewhere it may be committed or shared
         # where its own file is not (an ignored local_settings.py's token in a tracked settings.py).
-        foreign = {o for o in put_back.originals.values() if o not in text}
+        foreign = {o for o in put_back.originals.values() if not _holds(text, o)}
         new, warnings = apply_block(block, path, text, selection)
         held = [o for o in put_back.originals.values() if o not in foreign]
         exposed = unprotected(text, new, held, shown)
@@ -445,3 +445,21 @@ class ChatService:
 def _implicit(piece: Piece) -> bool:
     """A snippet codectx chose (not one the user mentioned or selected)."""
     return not (piece.reason.startswith("@") or piece.reason == "selection")
+
+
+def _holds(text: str, value: str) -> bool:
+    """`text` has `value` as a whole value, not inside a longer one (`admin123` in `admin1234`)."""
+    at = text.find(value)
+    while at != -1:
+        end = at + len(value)
+        if not (at and _extends(text[at - 1], value[0])) and not (
+            end < len(text) and _extends(text[end], value[-1])
+        ):
+            return True
+        at = text.find(value, at + 1)
+    return False
+
+
+def _extends(neighbour: str, edge: str) -> bool:
+    """The character next to a value would make it part of a longer one: both are word characters."""
+    return (neighbour.isalnum() or neighbour == "_") and (edge.isalnum() or edge == "_")

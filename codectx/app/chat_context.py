@@ -49,6 +49,7 @@ MAX_NAMES = 24  # identifiers of a question looked up in the symbol table
 # repository lower than at 0.806. 8192 tokens gave 0.930, for a send-to-first-byte p95 over 100 ms
 # on Django; 130 hits 0.916.
 SEARCH_K = 100
+MAX_PROBLEMS = 200  # diagnostics read per @problems (an editor may send thousands)
 SEARCH_WHOLE = 3
 SEARCH_SHARE = 64
 CODEBASE_K = 12  # an explicit @codebase search: its hits are sent whole, budget permitting
@@ -572,8 +573,12 @@ class Gatherer:
         if self.refusal(turn.path) is not None:
             self.notice("refused", f"@problems: {turn.path} is a never-send file; its problems were left out")
             return
+        if len(turn.diagnostics) > MAX_PROBLEMS:
+            self.notice(
+                "budget", f"@problems: the first {MAX_PROBLEMS} of {len(turn.diagnostics)} diagnostics"
+            )
         rows, lines = [], []
-        for d in turn.diagnostics:
+        for d in turn.diagnostics[:MAX_PROBLEMS]:
             line = int(((d.get("range") or {}).get("start") or {}).get("line", 0))
             severity = {1: "error", 2: "warning", 3: "info", 4: "hint"}.get(d.get("severity") or 1, "error")
             rows.append(f"line {line + 1}: {severity}: {d.get('message', '')}")
@@ -583,7 +588,7 @@ class Gatherer:
         source = self.file_text(turn.path, turn)
         if source is not None and self.redactor is not None:
             self._fresh_deadline()
-            self.redactor.learn(source, turn.path, _line_cuts(source, [(x + 1, 1) for x in lines]))
+            self.redactor.learn(source, turn.path, _line_cuts(source, _line_runs(lines)))
         text = self.redact("\n".join(rows), turn.path)
         self.add(Piece(turn.path, min(lines), max(lines), text, "@problems"), explicit=True)
 
@@ -611,3 +616,15 @@ def _line_cuts(text: str, ranges: list[tuple[int, int]]) -> list[tuple[int, int]
         b = min(a + max(count, 1), len(starts))
         cuts.append((starts[a], starts[b] if b < len(starts) else len(text)))
     return cuts
+
+
+def _line_runs(lines: Sequence[int], gap: int = 8) -> list[tuple[int, int]]:
+    """0-based line numbers as 1-based (first, count) runs, lines up to `gap` apart in one run:
+    a file's many diagnostics are scanned as a few regions, not one region each."""
+    runs: list[list[int]] = []
+    for line in sorted(set(lines)):
+        if runs and line - runs[-1][1] <= gap:
+            runs[-1][1] = line
+        else:
+            runs.append([line, line])
+    return [(a + 1, b - a + 1) for a, b in runs]

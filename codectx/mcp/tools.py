@@ -58,6 +58,12 @@ class IndexUnreadable(CodectxError):
 _STORAGE_MODULES = ("lancedb", "lance", "pyarrow")
 
 
+def _damage(exc: BaseException) -> bool:
+    """A failure that says the index's files are bad: any OSError or undecodable JSON (a column
+    codectx reads back), or whatever the storage libraries raised."""
+    return isinstance(exc, (OSError, json.JSONDecodeError)) or _from_storage(exc)
+
+
 def _from_storage(exc: BaseException) -> bool:
     """Whether `exc` was raised inside the storage libraries (the innermost frame of its traceback
     is theirs), not by codectx's own code, whose KeyError or ValueError is a bug to report."""
@@ -114,7 +120,7 @@ class Tools:
                     raise
                 raise ToolFailed(message) from None
             except (OSError, RuntimeError, ValueError, KeyError) as exc:
-                if not _from_storage(exc):
+                if not _damage(exc):
                     raise  # codectx's own failure: the SDK reports it; a rebuild would hide it
                 raise self._damaged(ws) from None
 

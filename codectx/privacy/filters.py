@@ -49,6 +49,9 @@ _NUMBER = re.compile(
     r"[0-9][0-9_]{0,15}(?:\.[0-9_]+)?(?:[eE][+-]?[0-9]+)?[jJlLfFuU]?\Z"  # 129_599, 1e-5, 10L
     r"|0[xX][0-9a-fA-F_]{1,16}\Z"
 )
+_URL_REST = re.compile(r"//[\w-]+(?:\.[\w-]+)+(?:[:/?#]|\Z)")  # `//host.domain` after `https:`
+_DIGEST_NAME = re.compile(r"(?i)content_?hash[\"']?\s*[:=]\s*[\"']?\Z")
+_MASK_RUN = re.compile(r"[•●∙*]+")
 _COLOR = re.compile(r"#[0-9a-fA-F]{3,8}\Z")
 _HEX = re.compile(r"[0-9a-fA-F]+\Z")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
@@ -174,7 +177,8 @@ def is_placeholder(value: str, markers: tuple[str, ...], allow: frozenset[str]) 
     long_value = len(value) > 64
     if any(marker in low for marker in markers if not (long_value and len(marker) < 5)):
         return True
-    if re.search(r"[•●∙*]{4}", value):
+    masked = max((len(m) for m in _MASK_RUN.findall(value)), default=0)
+    if masked >= 4 and 3 * masked >= len(value):
         return True  # shown masked (`sk_live_••••••••4242`, `****1234`): what a UI prints, not the key
     return set(low) <= set("x*.-_#0 •●·∙…")
 
@@ -425,6 +429,8 @@ def is_high_entropy(value: str, before: str, bits: float = 4.0, shortest: int = 
         return False
     if _HEX.match(value) or _UUID.match(value) or _DIGEST_PREFIX.match(value) or _HEX_0X.match(value):
         return False  # digests, ids, hex words and 0x-addresses (a private key in hex has its own rule)
+    if _DIGEST_NAME.search(before):
+        return False  # NuGet's packages.lock.json: `"contentHash": "<a package's digest>"`
     if _JWK_PUBLIC.search(before):
         return False  # a public JWK member (n, e, x, y, x5c...): public key material
     lowered_before = before[-24:].lower()
@@ -443,7 +449,6 @@ def is_high_entropy(value: str, before: str, bits: float = 4.0, shortest: int = 
             "base64,",
             "ssh-",
             "ecdsa-",
-            "contenthash",  # NuGet's packages.lock.json: a package's digest
             "enc[aes256_gcm,data:",  # SOPS: the value encrypted, its IV and tag
             ",iv:",
             ",tag:",
@@ -460,7 +465,7 @@ def is_high_entropy(value: str, before: str, bits: float = 4.0, shortest: int = 
         return False  # a prefixed public object id (cus_..., pi_..., ch_...): providers' secrets have rules
     if "/" in value and value.count("/") >= 2 and re.search(r"[a-z]{3,}/[a-z]{3,}", value):
         return False  # a path
-    if value.startswith("//"):
+    if before.endswith(":") and _URL_REST.match(value):
         return False  # a URL read after its scheme's colon (`https: //host/...`); URL secrets have rules
     if "." in value and re.fullmatch(r"[\w-]+(?:\.[\w-]+)+", value) and re.search(r"\.[a-z]{2,}\b", value):
         return False  # a dotted name or host

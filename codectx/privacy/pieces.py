@@ -39,6 +39,15 @@ from codectx.privacy.redact import ECHO_MIN_CHARS, TOKEN_PREFIX, Finding, Redact
 
 # Between two literals of a value joined from several (`" + "`, `" . "`, `"\n    "`).
 _JOINT = re.compile(r"[\"'][^\"'\w]*[\"']")
+_WORDS_PREFIX = re.compile(r"[A-Za-z]+(?:[-_][A-Za-z]+)*[-_]?\Z")  # `sk-proj-`, `xoxb-`: a format's prefix
+
+
+def _own_part(part: str) -> bool:
+    """A part of a joined secret worth masking wherever it recurs: long enough, and not a public
+    prefix (`sk-proj-`) or a URL's fixed head (`https://hooks.slack.com/services/`), which every
+    such value shares."""
+    return len(part) >= ECHO_MIN_CHARS and "://" not in part and not _WORDS_PREFIX.match(part)
+
 
 MARGIN_LINES = 6  # lines scanned beyond a region's edges (rules look at most 4 lines around a value)
 KEY_BLOCK_REACH = 64 * 1024  # how far a BEGIN ... PRIVATE KEY line may sit before a region and widen it
@@ -206,7 +215,7 @@ class PieceRedactor:
             self.known.setdefault(value, f.rule)
             if '"' in value or "'" in value:  # literals joined (`"sk-..." + "..."`): each part too
                 for part in _JOINT.split(value):
-                    if len(part) >= ECHO_MIN_CHARS:
+                    if _own_part(part):
                         self.known.setdefault(part, f.rule)
         return out
 

@@ -264,7 +264,7 @@ class Redactor:
                 continue
             for h in self._hits(view.text, origin, deadline):
                 s, e = view.start(h.start), view.end(h.end)
-                if view.crosses(s, e):
+                if view.crosses(s, e) or view.touches(s, e):
                     out.append(_Hit(lo + s, lo + e, h.priority, h.rule))
         for s, e, decoded in views.encoded_runs(text):
             if views.is_credential_pair(decoded):

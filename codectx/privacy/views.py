@@ -67,6 +67,11 @@ class Joined:
         """The original span [start, end) contains a junction."""
         return any(start < s and e < end for s, e in self.spans)
 
+    def touches(self, start: int, end: int) -> bool:
+        """The original span [start, end) is a whole literal next to a junction: a value found
+        only in the joined text (`"postgres://app:" + "pw" + "@db"`), not on its own."""
+        return any(e == start or s == end for s, e in self.spans)
+
 
 def _junctions(text: str, origin: str) -> list[tuple[int, int]]:
     implicit = origin.lower().endswith(_IMPLICIT_SUFFIXES)

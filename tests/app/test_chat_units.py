@@ -270,6 +270,12 @@ def test_apply_puts_a_secret_back_only_into_the_file_that_holds_it(tmp_path: Pat
         assert warnings == [
             "the answer names src/settings.py for this block; it is applied to local_settings.py"
         ]
+        # A longer value that starts with it is not it (review: a substring test held it).
+        longer, warnings = chat.apply(
+            conv.conversation_id, "a1", 0, "src/settings.py", f'OLD = "{value}9"\n', None, shown
+        )
+        assert f'GITHUB_TOKEN = "{token}"' in longer
+        assert any("does not hold" in w for w in warnings), warnings
 
 
 def test_apply_refuses_git_and_never_send_targets(tmp_path: Path) -> None:
@@ -312,3 +318,28 @@ def test_apply_refuses_git_and_never_send_targets(tmp_path: Path) -> None:
         "the answer names .git/config for this block (a file codectx never edits: under .git/ or "
         "never-send); it is applied to notes.ini"
     ]
+
+
+def test_a_link_named_git_is_judged_by_its_own_name(tmp_path: Path) -> None:
+    """Review of stop 54: with `p/.git -> ../.repo/projects/p.git` (Android's repo tool), the real
+    path holds no `.git` part; the name the editor uses does, and is refused."""
+    from codectx.lsp.folders import lexical_names
+
+    from codectx.app.chat_apply import target_refusal
+
+    root = tmp_path / "ws"
+    (root / ".repo" / "projects" / "p.git").mkdir(parents=True)
+    (root / ".repo" / "projects" / "p.git" / "config").write_text("[core]\n", encoding="utf-8")
+    (root / "p").mkdir()
+    (root / "p" / ".git").symlink_to("../.repo/projects/p.git")
+    assert target_refusal(".repo/projects/p.git/config", None, root) is None  # the real path alone
+    names = lexical_names(root / "p" / ".git" / "config", [root])
+    assert names == ["p/.git/config"] and target_refusal(names[0], None)
+
+
+def test_many_diagnostics_are_scanned_as_a_few_regions() -> None:
+    """Review of stop 54: one scan per diagnostic ran past the scan's time limit with thousands."""
+    from codectx.app.chat_context import _line_runs
+
+    assert _line_runs([40, 3, 5, 3, 12, 500]) == [(4, 10), (41, 1), (501, 1)]
+    assert len(_line_runs(list(range(0, 3000, 2)))) == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from functools import partial
@@ -169,7 +170,7 @@ def test_only_the_storage_libraries_failures_count_as_a_damaged_index() -> None:
 
     import pyarrow as pa
 
-    from codectx.mcp.tools import _from_storage
+    from codectx.mcp.tools import _damage, _from_storage
 
     def ours() -> None:
         raise KeyError("chunk")
@@ -184,3 +185,6 @@ def test_only_the_storage_libraries_failures_count_as_a_damaged_index() -> None:
             assert _from_storage(exc) is expected, exc
         else:
             raise AssertionError("it did not raise")
+    # Bad bytes wherever they are read: any OSError, or a JSON column that does not decode.
+    assert _damage(OSError(5, "Input/output error")) and _damage(json.JSONDecodeError("x", "{", 0))
+    assert not _damage(KeyError("chunk"))

@@ -53,6 +53,13 @@ SECRETS = [
     ),
     ("src/up.c", 'curl_easy_setopt(curl, CURLOPT_USERPWD, "backup:Walrus3Cobalt");\n', "Walrus3Cobalt"),
     ("app/db.py", 'URL = "postgres://app:%s@db.internal/app" % "Walrus3Cobalt"\n', "Walrus3Cobalt"),
+    # Review: a password that is a whole literal between two others of a URL.
+    ("app/db.py", 'URL = "postgres://admin:" + "Walrus3Cobalt" + "@db/app"\n', "Walrus3Cobalt"),
+    ("app/cache.js", 'const u = "redis://:" + "Walrus3Cobalt" + "@cache:6379";\n', "Walrus3Cobalt"),
+    ("app/a.py", 'pw = os.environ.get("DB_PW") or "Fjord8Pumice"\n', "Fjord8Pumice"),
+    ("app/a.py", 'p = os.getenv("DB_PASSWORD") or "Fjord8Pumice"\n', "Fjord8Pumice"),
+    ("A.cs", 'var p = Environment.GetEnvironmentVariable("DB_PASSWORD") ?? "Fjord8Pumi";\n', "Fjord8Pumi"),
+    ("app/a.js", 'const pw = process.env.PW ?? "Fjord8Pumice";\n', "Fjord8Pumice"),
     (
         "app/db.py",
         'conn = pymysql.connect("db.internal", "app", "Walrus3Cobalt", "orders")\n',
@@ -138,6 +145,9 @@ LOOK_ALIKES = [
     ("a.py", 'fmt = "postgres://%s:%s@%s/%s" % (user, pw, host, db)\n'),
     ("a.php", "<?php\n$pdo = new PDO($dsn, $user, $pass);\n"),
     ("compose.yaml", "x-env: &default-env\n  TZ: UTC\n"),
+    ("a.js", 'const d = Buffer.from("data:text/plain,hello");\nconst u = btoa("urn:uuid:1234");\n'),
+    ("a.py", 'c = b64encode(b"Content-Type:application/json")\n'),
+    ("a.py", 'home = os.getenv("HOME") or "/home/someone"\n'),
     # Names, hosts and what a UI prints.
     ("values.yaml", "auth:\n  existingSecret: acme-redis\n"),
     ("settings.yml", 'stripe:\n  secret_key: "sk_live_••••••••••••••••4242"\n'),
@@ -197,3 +207,13 @@ def test_a_joined_secrets_parts_are_masked_wherever_they_recur(redactor: Redacto
     source = f'const k = "{head}" + "{tail}";\n'
     assert head not in pieces.document(source, "web/llm.ts", [(0, len(source))])[0]
     assert tail not in pieces.echo(f"Type \"'{tail}'\" is not assignable to type 'number'")
+
+
+def test_a_joined_secrets_public_prefix_is_not_masked_elsewhere(redactor: Redactor) -> None:
+    """`"sk-proj-" + "..."`: the prefix every such key shares stays readable in other pieces."""
+    pieces = PieceRedactor(redactor)
+    body = "Zq7Xr2Vb9Kp4Wm6Ty3Hn8Jc5Ld1Sg0FaQe7Ru2Io9PzXw4Mv6Nb3Ck8Jh5Gf1"
+    source = f'const k = "sk-proj-" + "{body}";\n'
+    assert body not in pieces.document(source, "web/llm.ts", [(0, len(source))])[0]
+    note = "keys look like sk-proj-... (see the docs)"
+    assert pieces.echo(note) == note
