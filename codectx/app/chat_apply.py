@@ -23,7 +23,7 @@ from codectx.app.chat_model import CodeBlock
 from codectx.app.index import enclosing_definition, language_for
 from codectx.app.redaction import cursor_offset
 from codectx.app.refactor import check_parses
-from codectx.privacy.policy import never_send_match
+from codectx.privacy.policy import is_dot_git, never_send_match
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -40,7 +40,7 @@ _DEFINITION = re.compile(
 def target_refusal(rel: str, settings: Settings | None, root: Path | None = None) -> str | None:
     """Why a code block may not be applied to the workspace-relative file `rel`, or None.
 
-    Refused: a path with a `.git` part (any case, as a case-insensitive file system reads it) and a
+    Refused: a path with a `.git` part (any spelling a file system reads as it: policy.is_dot_git) and a
     never-send file (`settings`: the folder's; None judges by the built-in list only). With `root`,
     the real path a link resolves to is judged too."""
     names = [rel]
@@ -50,7 +50,7 @@ def target_refusal(rel: str, settings: Settings | None, root: Path | None = None
             names.append(os.path.relpath(real, base).replace(os.sep, "/"))
     for name in dict.fromkeys(names):
         via = "" if name == rel else f" (a link to {name})"
-        if any(part.rstrip(" .").lower() == ".git" for part in _parts(name)):
+        if any(is_dot_git(part) for part in _parts(name)):
             return (
                 f"refused to apply the code block to {rel}{via}: files under .git/ are the "
                 "repository's own configuration and hooks (git runs the commands they name)"

@@ -102,6 +102,25 @@ def never_send_match(path: str, settings: Settings | None) -> str | None:
 
 
 _PADDED = re.compile(r"[ .](?:/|$)")
+# Code points HFS+ ignores in names (`.g\u200cit` is `.git` there), as git itself lists them.
+_HFS_IGNORED = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
+# An NTFS alternate data stream after a name: `.env:stream`, `.git::$INDEX_ALLOCATION`.
+_STREAM = re.compile(r":[^/]*$")
+_ODD = re.compile("[ .:](?:/|$)|[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
+
+
+def file_system_name(part: str) -> str:
+    """One path part as a case-insensitive file system reads it: without the code points HFS+
+    ignores, an NTFS stream suffix, or trailing dots and spaces (Windows drops them)."""
+    bare = _STREAM.sub("", _HFS_IGNORED.sub("", part)).rstrip(" .")
+    return bare or part
+
+
+def is_dot_git(part: str) -> bool:
+    """`part` names the repository's `.git` folder on some file system: `.git`, `.GIT.`, `.g\u200cit`
+    (HFS+), `GIT~1` (NTFS's short name)."""
+    name = file_system_name(part).lower()
+    return name == ".git" or bool(re.fullmatch(r"git~\d+", name))
 
 
 def _forms(path: str) -> tuple[str, ...]:
@@ -110,8 +129,8 @@ def _forms(path: str) -> tuple[str, ...]:
     if not norm:
         return ()
     forms = [norm, norm.lower()]
-    if _PADDED.search(norm):
-        trimmed = "/".join(part.rstrip(" .") or part for part in norm.split("/"))
+    if _ODD.search(norm) or ":" in norm:
+        trimmed = "/".join(file_system_name(part) for part in norm.split("/"))
         forms += [trimmed, trimmed.lower()]
     return tuple(dict.fromkeys(forms))
 

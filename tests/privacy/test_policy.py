@@ -122,6 +122,10 @@ def test_discovery_skips_the_never_send_only_files_as_secret_files(tmp_path: Pat
         "app/.env.",
         "deploy/.pgpass ",
         "keys/id_rsa. ",
+        # Review of stop 54: an NTFS stream after the name, a code point HFS+ ignores.
+        ".env:stream",
+        ".git::$INDEX_ALLOCATION/config",
+        ".g\u200cit/config",
     ],
 )
 def test_credential_files_in_any_letter_case_and_git_internals_are_refused(path: str) -> None:
@@ -140,3 +144,13 @@ def test_a_user_pattern_in_another_letter_case_refuses_too() -> None:
         "notes. /a.py",
     ):
         assert never_send_match(path, settings) is None
+
+
+def test_the_git_folder_is_known_in_every_file_systems_spelling() -> None:
+    """What git itself refuses as `.git` on NTFS and HFS+ (is_ntfs_dotgit, is_hfs_dotgit)."""
+    from codectx.privacy.policy import is_dot_git
+
+    for part in (".git", ".GIT", ".git.", ".git ", "GIT~1", "git~2", ".g\u200cit", ".git::$INDEX_ALLOCATION"):
+        assert is_dot_git(part), part
+    for part in (".github", ".gitignore", "git", "digit~1", "notes:2024.txt"):
+        assert not is_dot_git(part), part
