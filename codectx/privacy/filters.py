@@ -243,6 +243,9 @@ _PASSWORD_NAME = re.compile(
     re.IGNORECASE,
 )
 _VOWELS = frozenset("aeiouy")
+_PASSWORD_WORD = re.compile(
+    r"(?:^|_)(?:pass(?:word|wd|phrase|wort)?|pwd|pw|kennwort|senha|contrase(?:n|ñ)a)$"
+)
 
 
 def is_password_name(name: str | None) -> bool:
@@ -255,7 +258,15 @@ def is_password_name(name: str | None) -> bool:
     return bool(_PASSWORD_NAME.search(_CAMEL.sub(r"\1_\2", bare))) and not is_excluded_name(bare)
 
 
-def letters_secret(value: str, strong: bool) -> bool:
+def names_a_password(name: str | None) -> bool:
+    """A name for a password proper (db_password, PASSPHRASE, smtpPwd), not for a key or token."""
+    if not name:
+        return False
+    bare = _CAMEL.sub(r"\1_\2", name.rstrip("\"'`]").rstrip("_.-0123456789")).lower()
+    return bool(_PASSWORD_WORD.search(bare)) and not is_excluded_name(bare)
+
+
+def letters_secret(value: str, strong: bool, passphrase: bool = False) -> bool:
     """A value made only of letters is still a secret when it sits where a password does.
 
     `is_weak_literal` drops letters-only values (field names, labels, lexer token kinds); but
@@ -263,7 +274,9 @@ def letters_secret(value: str, strong: bool) -> bool:
     `"AibNyyurlGFbEkjKWREhbiGj"`). `strong`: the slot holds a password by its syntax or name (a
     URL's password, `db_password = "..."`): any such value of 8 letters or more that does not
     read as a label counts. Otherwise (a token's or a key's name, prose) only random letters do:
-    mixed case that is not made of words, or a long run with few vowels."""
+    mixed case that is not made of words, or a long run with few vowels. `passphrase`: the name
+    says password (not key or token), so words joined by `_` count too
+    (`password = "correct_horse_battery"`), where under a key's name they make a name."""
     if not _LETTERS.match(value):
         return False
     letters = value.replace("-", "").replace("_", "")
@@ -272,7 +285,7 @@ def letters_secret(value: str, strong: bool) -> bool:
         return False
     if letters.isupper():
         return False  # a constant's or an enum member's name (PLAINTEXT, SCRAM)
-    if strong and "_" not in value:
+    if strong and ("_" not in value or (passphrase and value.count("_") >= 2)):
         return True  # an underscore makes a name (`cond_frame_outputs`) unless it reads random below
     if letters.islower():
         vowels = sum(c in _VOWELS for c in low)

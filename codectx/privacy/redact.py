@@ -366,7 +366,8 @@ class Redactor:
                 # a log message or Markdown ("Second pass: resolves every import").
                 row, col, line_text = lines.at(start)
                 strong = filters.is_config_value(col, lines.layout(row), line_text, origin)
-            if not filters.letters_secret(value, strong):
+            passphrase = strong and (rule.id in _PASSWORD_SLOTS or filters.names_a_password(name))
+            if not filters.letters_secret(value, strong, passphrase):
                 return False
         if rule.check == "unquoted":
             row, col, line_text = lines.at(start)

@@ -100,6 +100,9 @@ SECRETS = [
         "Walrus3Cobalt",
     ),
     ("app/mail.py", '    s.login("ops@example.org", "qhdRTyuPLmnB_xw")\n', "qhdRTyuPLmnB_xw"),
+    # A passphrase of words joined by `_` under a password's name (review of stop 54).
+    ("app/settings.py", 'DB_PASSWORD = "tangerine_violet_moss"\n', "tangerine_violet_moss"),
+    ("app/conf.ts", 'const c = { smtpPassword: "harbor_lantern_quince" };\n', "harbor_lantern_quince"),
     # The word for password in other languages, in comments and prose.
     ("src/a.py", "# mot de passe de production : Hirondelle1987\n", "Hirondelle1987"),
     ("src/a.py", "# 本番環境のパスワードは Sakura2024Tokyo です\n", "Sakura2024Tokyo"),
@@ -152,6 +155,7 @@ LOOK_ALIKES = [
     ("values.yaml", "auth:\n  existingSecret: acme-redis\n"),
     ("settings.yml", 'stripe:\n  secret_key: "sk_live_••••••••••••••••4242"\n'),
     ("a.py", '        storage_key = "cond_frame_outputs" if first else "non_cond_frame_outputs"\n'),
+    ("a.py", 'auth_token = "some_session_value"\npassword = "not_set"\n'),
     (
         ".kube/config",
         "clusters:\n- cluster:\n    server: https://2FB34D0D296ACBADFE3B98BE7DC62B5F.gr7.eu-west-1.eks.amazonaws.com\n",
