@@ -284,6 +284,45 @@ def _server_argv(
     )
 
 
+def _reach(host: str) -> str:
+    """Where this machine reaches a server listening on `host`: every address is loopback too."""
+    return "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+
+
+def _exposure_notes(
+    host: str, args: Sequence[str], listen: int, api_key: bool, allow_no_api_key: bool
+) -> list[str]:
+    """Notes about who can reach the servers; a ServeError for a host beyond loopback with no key
+    (here or `--api-key` in the vLLM flags) unless `allow_no_api_key`."""
+    keyed = api_key or _has_api_key_flag(args)
+    # vLLM takes the last --host it is given: one in the profile's or the extra arguments wins
+    # over the one codectx puts first (and reaches the replicas too).
+    exposed = next(
+        (h for h in (_last_flag(args, "--host"), host) if h is not None and not is_loopback(h)), None
+    )
+    if exposed is None:
+        return []
+    where = f"{exposed or '0.0.0.0'}:{listen}"
+    if not keyed and not allow_no_api_key:
+        raise ServeError(
+            f"--host {exposed or repr('')} makes vLLM reachable from other machines ({where}) "
+            "with no API key: anyone who reaches the port can use the model. Set CODECTX_API_KEY "
+            f"(or backend.api_key; codectx hands it to vLLM as {API_KEY_ENV}, clients send it), "
+            "or pass --allow-no-api-key to serve without one (a private network, an "
+            "authenticating proxy in front)"
+        )
+    if keyed:
+        return [
+            f"listening on {where}: vLLM checks the API key only under /v1 (and a few other "
+            "prefixes); its other endpoints (/tokenize, /metrics, /pause...) stay open, so keep "
+            "the port behind a firewall or an authenticating proxy"
+        ]
+    return [
+        f"WARNING: listening on {where} with NO API KEY (--allow-no-api-key): anyone who "
+        "reaches the port can use the model"
+    ]
+
+
 def build_plan(
     profile: Profile,
     *,
@@ -318,8 +357,7 @@ def build_plan(
     n_gpus = gpus or profile.gpus
     listen = port or profile.port
     profile = replace(profile, host=host or profile.host)
-    # A server listening on every address is reached on loopback from this machine.
-    reach = "127.0.0.1" if profile.host in ("0.0.0.0", "::", "") else profile.host
+    reach = _reach(profile.host)
     args = [a.replace("{gpus}", str(n_gpus)).replace("{replicas}", str(n_replicas)) for a in profile.args]
     notes = []
     if profile.cpu_fp8_kv and "--kv-cache-dtype" not in args:
@@ -329,33 +367,7 @@ def build_plan(
         else:
             notes.append("KV cache: bf16 (fp8 on CPU needs AVX-512 or AMX, which this CPU lacks)")
     args += list(extra_args)
-    keyed = bool(api_key) or _has_api_key_flag(args)
-    # vLLM takes the last --host it is given: one in the profile's or the extra arguments wins
-    # over the one codectx puts first (and reaches the replicas too).
-    exposed = next(
-        (h for h in (_last_flag(args, "--host"), profile.host) if h is not None and not is_loopback(h)), None
-    )
-    if exposed is not None:
-        where = f"{exposed or '0.0.0.0'}:{listen}"
-        if not keyed and not allow_no_api_key:
-            raise ServeError(
-                f"--host {exposed or repr('')} makes vLLM reachable from other machines ({where}) "
-                "with no API key: anyone who reaches the port can use the model. Set CODECTX_API_KEY "
-                f"(or backend.api_key; codectx hands it to vLLM as {API_KEY_ENV}, clients send it), "
-                "or pass --allow-no-api-key to serve without one (a private network, an "
-                "authenticating proxy in front)"
-            )
-        if keyed:
-            notes.append(
-                f"listening on {where}: vLLM checks the API key only under /v1 (and a few other "
-                "prefixes); its other endpoints (/tokenize, /metrics, /pause...) stay open, so keep "
-                "the port behind a firewall or an authenticating proxy"
-            )
-        else:
-            notes.append(
-                f"WARNING: listening on {where} with NO API KEY (--allow-no-api-key): anyone who "
-                "reaches the port can use the model"
-            )
+    notes += _exposure_notes(profile.host, args, listen, bool(api_key), allow_no_api_key)
     # What codectx adds to the environment each process inherits (start_process): printed as is.
     env = {**TELEMETRY_OFF, **profile.env}
     if api_key:
@@ -378,6 +390,36 @@ def build_plan(
             gpus_needed=n_gpus if profile.device == "gpu" else 0,
             python=python,
         )
+    processes = _cluster(
+        profile, python, router, chosen_model, name, args, env, n_replicas, listen, replica_ports
+    )
+    per_replica = profile.gpus_per_replica or 1
+    return ServePlan(
+        profile,
+        chosen_model,
+        name,
+        tuple(processes),
+        f"http://{reach}:{listen}/v1",
+        tuple(notes),
+        gpus_needed=n_replicas * per_replica if profile.device == "gpu" else 0,
+        python=python,
+    )
+
+
+def _cluster(
+    profile: Profile,
+    python: str,
+    router: str,
+    model: str,
+    name: str,
+    args: Sequence[str],
+    env: Mapping[str, str],
+    n_replicas: int,
+    listen: int,
+    replica_ports: Sequence[int],
+) -> list[ProcessSpec]:
+    """N replicas on loopback ports, each on its own GPUs, and the router in front of them."""
+    reach = _reach(profile.host)
     processes = []
     for i in range(n_replicas):
         replica_env = dict(env)
@@ -390,7 +432,7 @@ def build_plan(
         processes.append(
             ProcessSpec(
                 "replica",
-                _server_argv(python, chosen_model, name, "127.0.0.1", replica_port, args, profile.device),
+                _server_argv(python, model, name, "127.0.0.1", replica_port, args, profile.device),
                 replica_env,
                 f"http://127.0.0.1:{replica_port}",
             )
@@ -410,17 +452,7 @@ def build_plan(
     # The router checks no key itself; it forwards the client's Authorization header to the
     # replicas, which do.
     processes.append(ProcessSpec("router", router_argv, dict(TELEMETRY_OFF), f"http://{reach}:{listen}"))
-    per_replica = profile.gpus_per_replica or 1
-    return ServePlan(
-        profile,
-        chosen_model,
-        name,
-        tuple(processes),
-        f"http://{reach}:{listen}/v1",
-        tuple(notes),
-        gpus_needed=n_replicas * per_replica if profile.device == "gpu" else 0,
-        python=python,
-    )
+    return processes
 
 
 def router_next_to(python: str) -> str:
