@@ -29,6 +29,7 @@ from codectx.app.chat_context import Gathered, Gatherer, Piece, Span, TurnInput
 from codectx.app.chat_model import (
     UNTITLED,
     Citation,
+    CodeBlock,
     Conversation,
     Turn,
     TurnResult,
@@ -174,30 +175,7 @@ class ChatService:
                 "them apart to check where they go; put the values in yourself"
             )
             return new, warnings
-        # Only into the file that holds the value already: elsewhere it may be committed or shared
-        # where its own file is not (an ignored local_settings.py's token in a tracked settings.py).
-        foreign = {o for o in put_back.originals.values() if not _holds(text, o)}
-        new, warnings = apply_block(block, path, text, selection)
-        held = [o for o in put_back.originals.values() if o not in foreign]
-        exposed = unprotected(text, new, held, shown)
-        if not foreign and not exposed:
-            return new, warnings
-        kept = Placeholders({t: o for t, o in put_back.originals.items() if o not in foreign | exposed})
-        new, warnings = apply_block(replace(block, text=restore_prose(raw.text, kept)), path, text, selection)
-        if foreign:
-            warnings.append(
-                f"{len(foreign)} redacted secret(s) were left as placeholders: {path} does not hold "
-                "them, and codectx writes a secret back only into the file it came from (copied into "
-                "another file it could be committed or shared, e.g. from a git-ignored file into a "
-                "tracked one); put the value in yourself (an environment variable, a secrets file)"
-            )
-        if exposed:
-            warnings.append(
-                f"{len(exposed)} redacted secret(s) were left as placeholders: the answer moved them "
-                "where codectx would not recognise them as secrets, and the next request would send "
-                "them in cleartext; put the value in yourself (an environment variable, a secrets file)"
-            )
-        return new, warnings
+        return _checked(block, raw, put_back, path, text, selection, shown)
 
     def _put_back(self, conversation_id: object, raw: str, restored: str) -> Placeholders | None:
         """What restoring `raw` (a block as the model sent it) into `restored` put back: from this
@@ -463,3 +441,41 @@ def _holds(text: str, value: str) -> bool:
 def _extends(neighbour: str, edge: str) -> bool:
     """The character next to a value would make it part of a longer one: both are word characters."""
     return (neighbour.isalnum() or neighbour == "_") and (edge.isalnum() or edge == "_")
+
+
+def _checked(
+    block: CodeBlock,
+    raw: CodeBlock,
+    put_back: Placeholders,
+    path: str,
+    text: str,
+    selection: tuple[int, int, int, int] | None,
+    shown: Callable[[str], str],
+) -> tuple[str, list[str]]:
+    """`block` applied with only the secrets that may go back: those `path` already holds (the
+    file they came from) and that a rule still finds where the block puts them; the others stay
+    placeholders (as in `raw`, the block as the model sent it), each kind with its warning."""
+    # Only into the file that holds the value already: elsewhere it may be committed or shared
+    # where its own file is not (an ignored local_settings.py's token in a tracked settings.py).
+    foreign = {o for o in put_back.originals.values() if not _holds(text, o)}
+    new, warnings = apply_block(block, path, text, selection)
+    held = [o for o in put_back.originals.values() if o not in foreign]
+    exposed = unprotected(text, new, held, shown)
+    if not foreign and not exposed:
+        return new, warnings
+    kept = Placeholders({t: o for t, o in put_back.originals.items() if o not in foreign | exposed})
+    new, warnings = apply_block(replace(block, text=restore_prose(raw.text, kept)), path, text, selection)
+    if foreign:
+        warnings.append(
+            f"{len(foreign)} redacted secret(s) were left as placeholders: {path} does not hold "
+            "them, and codectx writes a secret back only into the file it came from (copied into "
+            "another file it could be committed or shared, e.g. from a git-ignored file into a "
+            "tracked one); put the value in yourself (an environment variable, a secrets file)"
+        )
+    if exposed:
+        warnings.append(
+            f"{len(exposed)} redacted secret(s) were left as placeholders: the answer moved them "
+            "where codectx would not recognise them as secrets, and the next request would send "
+            "them in cleartext; put the value in yourself (an environment variable, a secrets file)"
+        )
+    return new, warnings
