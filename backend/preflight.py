@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from codectx.backend.machine import Gpu, Machine, listen_address
-from codectx.backend.serve import VLLM_VERSION, ServePlan
+from codectx.backend.serve import VLLM_VERSION, ServePlan, flag_value
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 OBJECT_STORES = ("s3://", "gs://", "az://")
@@ -51,20 +51,6 @@ class Report:
             "checks": [asdict(c) for c in self.checks],
             "commands": self.commands,
         }
-
-
-# -- parsing ---------------------------------------------------------------------------------
-
-
-def flag_value(args: Sequence[str], name: str) -> str | None:
-    """The value of `--name VALUE` or `--name=VALUE` in an argv, last one winning."""
-    value = None
-    for i, arg in enumerate(args):
-        if arg == name and i + 1 < len(args):
-            value = args[i + 1]
-        elif arg.startswith(name + "="):
-            value = arg.split("=", 1)[1]
-    return value
 
 
 def visible(gpus: Sequence[Gpu], env: Mapping[str, str]) -> list[Gpu]:

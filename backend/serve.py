@@ -250,15 +250,16 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _last_flag(args: Sequence[str], flag: str) -> str | None:
-    """The value of the last `flag VALUE` or `flag=VALUE` in `args`, or None."""
-    found = None
-    for i, a in enumerate(args):
-        if a == flag and i + 1 < len(args):
-            found = args[i + 1]
-        elif a.startswith(flag + "="):
-            found = a[len(flag) + 1 :]
-    return found
+def flag_value(args: Sequence[str], name: str) -> str | None:
+    """The value of `--name VALUE` or `--name=VALUE` in an argv, last one winning (as vLLM reads
+    its flags)."""
+    value = None
+    for i, arg in enumerate(args):
+        if arg == name and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith(name + "="):
+            value = arg.split("=", 1)[1]
+    return value
 
 
 def _has_api_key_flag(args: Sequence[str]) -> bool:
@@ -298,7 +299,7 @@ def _exposure_notes(
     # vLLM takes the last --host it is given: one in the profile's or the extra arguments wins
     # over the one codectx puts first (and reaches the replicas too).
     exposed = next(
-        (h for h in (_last_flag(args, "--host"), host) if h is not None and not is_loopback(h)), None
+        (h for h in (flag_value(args, "--host"), host) if h is not None and not is_loopback(h)), None
     )
     if exposed is None:
         return []

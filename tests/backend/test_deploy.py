@@ -25,8 +25,7 @@ import jsonschema
 import pytest
 import yaml
 from codectx.backend.metrics import Metrics
-from codectx.backend.preflight import flag_value
-from codectx.backend.serve import VLLM_VERSION, build_plan, load_profiles
+from codectx.backend.serve import VLLM_VERSION, build_plan, flag_value, load_profiles
 from prometheus_client import generate_latest
 
 from tests.support.paths import REPO_ROOT
