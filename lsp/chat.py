@@ -256,18 +256,16 @@ def register(server: CodectxServer) -> None:
         index = args.get("blockIndex")
         if not isinstance(index, int) or isinstance(index, bool):
             raise InvalidParams("codectx/chat/applyBlock needs blockIndex: number")
-        # Judged before the file is read: a never-send file's text never goes into newText, and
-        # nothing is ever proposed for `.git/` (its config names commands git runs).
+        # Judged before the file is read (a never-send file's text never goes into newText, and
+        # nothing is proposed for `.git/`, whose config names commands git runs): on the path, its
+        # real path and a link's own name (`p/.git` -> ...); the gate adds real paths outside.
         folder, path, rel = ls.workspaces.locate(uri)
-        refused = target_refusal(rel, folder.settings, folder.root)
-        for own in lexical_names(path, ls.workspaces.folders):  # a link's own name (`p/.git` -> ...)
-            refused = refused or target_refusal(own, folder.settings)
-        judged = getattr(ls.session(folder).client.gate, "refusal", None)  # links out of the workspace too
-        why = judged(rel) if refused is None and judged is not None else None
+        names = dict.fromkeys([rel, *lexical_names(path, ls.workspaces.folders)])
+        refused = next(filter(None, (target_refusal(n, folder.settings, folder.root) for n in names)), None)
+        judged = getattr(ls.session(folder).client.gate, "refusal", None)  # as the mentions' list does
+        why = refused or (judged(rel) if judged is not None else None)
         if why:
-            refused = f"refused to apply the code block to {rel}: {why}"
-        if refused:
-            raise EditRefused(refused)
+            raise EditRefused(refused or f"refused to apply the code block to {rel}: {why}")
         folder, _path, rel, text = ls.document(uri)
         lines = split_lines(text)
         selection = None
