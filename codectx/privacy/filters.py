@@ -7,6 +7,7 @@ Pure functions over the matched value and the line it sits on; the rule's
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import math
 import re
@@ -244,7 +245,7 @@ _PASSWORD_NAME = re.compile(
 )
 _VOWELS = frozenset("aeiouy")
 _PASSWORD_WORD = re.compile(
-    r"(?:^|_)(?:pass(?:word|wd|phrase|wort)?|pwd|pw|kennwort|senha|contrase(?:n|ñ)a)$"
+    r"(?:^|_)(?:pass(?:word|wd|phrase|wort)?|pwd|pw|kennwort|senha|contrase(?:n|ñ)a)$", re.IGNORECASE
 )
 
 
@@ -252,18 +253,21 @@ def is_password_name(name: str | None) -> bool:
     """A name whose value is a credential by its meaning: a password (db_password, CLIENT_SECRET,
     passphrase), a credential key (API_KEY, secretKey) or a token named for what it opens
     (BOT_TOKEN), unlike a lexer's bare `token = "identifier"`."""
-    if not name:
-        return False
-    bare = name.rstrip("\"'`]").rstrip("_.-0123456789")
-    return bool(_PASSWORD_NAME.search(_CAMEL.sub(r"\1_\2", bare))) and not is_excluded_name(bare)
+    return _name_says(_PASSWORD_NAME, name)
 
 
 def names_a_password(name: str | None) -> bool:
     """A name for a password proper (db_password, PASSPHRASE, smtpPwd), not for a key or token."""
+    return _name_says(_PASSWORD_WORD, name)
+
+
+def _name_says(words: re.Pattern[str], name: str | None) -> bool:
+    """`name` (quotes, brackets and a numbered suffix off; camelCase as snake_case) ends in one of
+    `words`, and is no excluded name (`next_token`, `bypass`)."""
     if not name:
         return False
-    bare = _CAMEL.sub(r"\1_\2", name.rstrip("\"'`]").rstrip("_.-0123456789")).lower()
-    return bool(_PASSWORD_WORD.search(bare)) and not is_excluded_name(bare)
+    bare = name.rstrip("\"'`]").rstrip("_.-0123456789")
+    return bool(words.search(_CAMEL.sub(r"\1_\2", bare))) and not is_excluded_name(bare)
 
 
 def letters_secret(value: str, strong: bool, passphrase: bool = False) -> bool:
@@ -332,6 +336,7 @@ def bare_value_is_literal(value: str, line: str, origin: str) -> bool:
     return bare_is_config(line, origin)
 
 
+@functools.lru_cache(maxsize=256)  # per finding, for the few files a request holds
 def judged_name(origin: str) -> str:
     """The file name the config and prose checks judge, lower case: a copy's or template's without
     its suffix (`config.ini~` -> `config.ini`); one without an extension (README, INSTALL,

@@ -101,12 +101,13 @@ def never_send_match(path: str, settings: Settings | None) -> str | None:
     return policy_for(settings).pattern_for(path)
 
 
-_PADDED = re.compile(r"[ .](?:/|$)")
 # Code points HFS+ ignores in names (`.g\u200cit` is `.git` there), as git itself lists them.
-_HFS_IGNORED = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
+_HFS_CHARS = "[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]"
+_HFS_IGNORED = re.compile(_HFS_CHARS)
 # An NTFS alternate data stream after a name: `.env:stream`, `.git::$INDEX_ALLOCATION`.
 _STREAM = re.compile(r":[^/]*$")
-_ODD = re.compile("[ .:](?:/|$)|[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
+# What file_system_name would change (most paths have none of it: one search, no rewrite).
+_ODD = re.compile(r"[ .](?:/|$)|:|" + _HFS_CHARS)
 
 
 def file_system_name(part: str) -> str:
@@ -129,7 +130,7 @@ def _forms(path: str) -> tuple[str, ...]:
     if not norm:
         return ()
     forms = [norm, norm.lower()]
-    if _ODD.search(norm) or ":" in norm:
+    if _ODD.search(norm):
         trimmed = "/".join(file_system_name(part) for part in norm.split("/"))
         forms += [trimmed, trimmed.lower()]
     return tuple(dict.fromkeys(forms))
