@@ -24,7 +24,8 @@ Sources = Sequence["SourceSpan"]  # the file regions whose text is in a request 
 
 
 class Gate(Protocol):
-    """What codectx.privacy.egress.EgressGate provides: redaction of a body, and the audit log."""
+    """What codectx.privacy.egress.EgressGate provides: redaction of a body, the audit log, and
+    the judgement of which files may be sent."""
 
     @property
     def offline(self) -> bool: ...
@@ -36,6 +37,10 @@ class Gate(Protocol):
     def bodyless(self, method: str, url: str) -> Prepared: ...
 
     def record(self, prepared: Prepared, sent: bool, status: str, intent: str | None = None) -> str: ...
+
+    def refusal(self, path: str) -> str | None:
+        """Why a workspace file may not contribute to any request (never-send, outside), or None."""
+        ...
 
 
 def default_gate(settings: Settings) -> Gate:

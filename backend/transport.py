@@ -107,7 +107,7 @@ class Transport:
 
     @property
     def offline(self) -> bool:
-        return bool(getattr(self.gate, "offline", False))
+        return bool(self.gate.offline)
 
     async def aclose(self) -> None:
         await self._http.aclose()

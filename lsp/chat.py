@@ -232,10 +232,9 @@ def register(server: CodectxServer) -> None:
         asked = args.get("kind")
         kind = asked if isinstance(asked, str) and asked in MENTION_KINDS else None
         gate = ls.session(folder).client.gate
-        refusal = getattr(gate, "refusal", None)
 
         def allowed(path: str) -> bool:
-            return refusal is None or refusal(path) is None
+            return gate.refusal(path) is None
 
         items = await in_worker(
             mention_items,
@@ -262,8 +261,7 @@ def register(server: CodectxServer) -> None:
         folder, path, rel = ls.workspaces.locate(uri)
         names = dict.fromkeys([rel, *lexical_names(path, ls.workspaces.folders)])
         refused = next(filter(None, (target_refusal(n, folder.settings, folder.root) for n in names)), None)
-        judged = getattr(ls.session(folder).client.gate, "refusal", None)  # as the mentions' list does
-        why = refused or (judged(rel) if judged is not None else None)
+        why = refused or ls.session(folder).client.gate.refusal(rel)  # as the mentions' list does
         if why:
             raise EditRefused(refused or f"refused to apply the code block to {rel}: {why}")
         folder, _path, rel, text = ls.document(uri)

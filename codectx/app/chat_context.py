@@ -30,8 +30,8 @@ from codectx.app.chat_model import Mention
 from codectx.app.documents import DocumentCache, line_sums
 from codectx.app.files import NeverSend
 from codectx.app.index import RecentRegion, enclosing_definition, language_for, read_document
+from codectx.backend.gate import Gate
 from codectx.errors import CodectxError
-from codectx.privacy.egress import EgressGate
 from codectx.privacy.pieces import PieceRedactor
 
 log = logging.getLogger(__name__)
@@ -116,7 +116,7 @@ class Gatherer:
     def __init__(
         self,
         session: ChatSession,
-        gate: object,
+        gate: Gate,
         pieces: PieceRedactor | None,
         budget: int,
         chars_per_token: float,
@@ -234,8 +234,6 @@ class Gatherer:
 
     def refusal(self, path: str) -> str | None:
         """Why a file may not be sent (the gate's judgement, asked once a path per turn)."""
-        if not isinstance(self.gate, EgressGate):
-            return None
         if path not in self._refusals:
             self._refusals[path] = self.gate.refusal(path)
         return self._refusals[path]

@@ -90,8 +90,6 @@ def redact_around_cursor(
 def sendable(items: Sequence[P], gate: Gate) -> list[P]:
     """Items whose file may be sent: a chunk of a never-send file (an index from before a never-send
     glob was added, say) is dropped here rather than blocking the whole request at the gate."""
-    if not isinstance(gate, EgressGate):
-        return list(items)
     return [i for i in items if gate.refusal(i.path) is None]
 
 

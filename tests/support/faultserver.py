@@ -324,6 +324,11 @@ class RecordingGate:
         self.records.append((prepared.endpoint, sent, status))
         return f"audit-{len(self.records)}"
 
+    refused: dict[str, str] = field(default_factory=dict)  # path -> why, for tests of refusals
+
+    def refusal(self, path: str) -> str | None:
+        return self.refused.get(path)
+
 
 @dataclass
 class _Prepared:
