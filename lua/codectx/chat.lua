@@ -532,7 +532,18 @@ local function target_for(block, client)
   end
 end
 
+--- Why a block is not applied at all: its fence names a file under `.git/`. That is model output
+--- steering the edit at what git executes, so it is refused rather than proposed for another file.
+local function fence_refusal(block)
+  if type(block.path) == "string" and names_git(block.path) then
+    return ("the code block names %s, under .git/: codectx never applies a block there (git runs the commands its config and hooks name)"):format(
+      block.path
+    )
+  end
+end
+
 M._target_for = target_for -- for the tests
+M._fence_refusal = fence_refusal
 
 --- Apply the code block under the cursor: ask the server for the edit, show it as a diff, and change
 --- the file only on :CodectxChat accept (ga in the proposal), never before.
@@ -550,6 +561,11 @@ function M.apply_at_cursor()
   end
   local client = client_or_nil()
   if not client then
+    return
+  end
+  local refused = fence_refusal(block)
+  if refused then
+    notify(refused, vim.log.levels.ERROR)
     return
   end
   local path = target_for(block, client)

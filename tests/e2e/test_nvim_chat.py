@@ -149,7 +149,8 @@ def test_chat_buffer_stream_citations_apply_stop_resume(tmp_path: Path) -> None:
 def test_apply_never_picks_a_git_path_the_answer_names(tmp_path: Path) -> None:
     """Red team 5 (S6b): `:CodectxChat apply` on a block labelled ```ini path=.git/config proposed
     an edit of .git/config (after accept and :w, `git status` ran its `core.fsmonitor` command).
-    The label is skipped like one with `..` (the server refuses such targets in any case)."""
+    The label is skipped like one with `..`, and the block is refused outright rather than proposed
+    for the current file (the server refuses such targets in any case)."""
     root = make_repo(tmp_path / "repo")
     (root / ".git" / "config").write_text("[core]\n", encoding="utf-8")
     (root / ".git" / "hooks").mkdir()
@@ -163,7 +164,7 @@ local client = { root_dir = vim.env.ROOT }
 local out = {}
 for _, label in ipairs({ ".git/config", ".GIT/config", ".git./config", "calc/../.git/hooks/pre-commit",
                          ".git\\\\config", "calc/ops.py", ".gitignore" }) do
-  out[label] = chat._target_for({ path = label }, client) or vim.NIL
+  out[label] = { chat._target_for({ path = label }, client) or vim.NIL, chat._fence_refusal({ path = label }) or vim.NIL }
 end
 io.stdout:write(vim.json.encode(out))
 vim.cmd("qa!")
@@ -183,6 +184,10 @@ vim.cmd("qa!")
     )
     assert proc.returncode == 0, proc.stderr
     targets = json.loads(proc.stdout)
-    picked = {label: target for label, target in targets.items() if target is not None}
+    picked = {label: target for label, (target, _) in targets.items() if target is not None}
     assert set(picked) == {"calc/ops.py", ".gitignore"}, targets
     assert picked["calc/ops.py"].endswith("/calc/ops.py")
+    # A fence under .git/ refuses the block (no proposal for the current file either); `..` does not.
+    refused = {label for label, (_, why) in targets.items() if why is not None}
+    assert refused == {".git/config", ".GIT/config", ".git./config", "calc/../.git/hooks/pre-commit", ".git\\config"}
+    assert "never applies a block there" in targets[".git/config"][1]

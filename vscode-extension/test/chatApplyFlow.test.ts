@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { applyBlock, type ApplyPorts, targetFor } from "../src/chat/applyFlow";
+import { applyBlock, type ApplyPorts, fenceRefusal, targetFor } from "../src/chat/applyFlow";
 
 const EDIT = { changes: { "file:///w/a.py": [{ range: { start: { line: 0, character: 0 }, end: { line: 1, character: 0 } }, newText: "y\n" }] } };
 
@@ -82,12 +82,16 @@ describe("which file a block goes to", () => {
     expect(targetFor({ path: "missing.py" }, folders, undefined, exists)).toBeUndefined();
   });
 
-  it("never a file under .git/, which the answer may name to have git run a command", () => {
+  it("never a file under .git/, which the answer may name to have git run a command: the block is refused", () => {
     const everything = () => true;
     for (const path of [".git/config", "sub/.git/hooks/pre-commit", ".GIT/config", ".git./config", ".git\\config", ".git"]) {
       expect(targetFor({ path }, folders, "file:///w/proj/x.py", everything), path).toBe("file:///w/proj/x.py");
+      expect(fenceRefusal({ path }), path).toContain("never applies a block there");
     }
     expect(targetFor({ path: ".gitignore" }, folders, undefined, everything)).toBe("file:///w/proj/.gitignore");
+    expect(fenceRefusal({ path: ".gitignore" })).toBeUndefined();
+    expect(fenceRefusal({ path: "calc/ops.py" })).toBeUndefined();
+    expect(fenceRefusal({ path: undefined })).toBeUndefined();
     expect(targetFor({ path: ".github/ci.yml" }, folders, undefined, everything)).toBe("file:///w/proj/.github/ci.yml");
   });
 });

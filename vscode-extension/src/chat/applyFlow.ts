@@ -29,6 +29,24 @@ export type ApplyOutcome =
  * choose), else the active file. The server refuses `.git/` and never-send files (`.env`, keys...)
  * whichever file is asked for, with a message that says why.
  */
+/** A path part that is `.git` as some file system reads it (case, trailing dots and spaces). */
+function isGitPart(part: string): boolean {
+  return part.replace(/[ .]+$/, "").toLowerCase() === ".git";
+}
+
+/**
+ * Why a block is not applied at all: its fence names a file under `.git/` (or `.git` itself). Such
+ * a fence is model output steering the edit at what git executes (`core.fsmonitor`, hooks), so the
+ * block is refused rather than proposed for another file.
+ */
+export function fenceRefusal(block: Pick<CodeBlock, "path">): string | undefined {
+  const path = block.path?.trim();
+  if (path && path.split(/[\\/]/).some(isGitPart)) {
+    return `the code block names ${path}, under .git/: codectx never applies a block there (git runs the commands its config and hooks name)`;
+  }
+  return undefined;
+}
+
 export function targetFor(
   block: Pick<CodeBlock, "path">,
   folders: string[],
@@ -37,7 +55,7 @@ export function targetFor(
 ): string | undefined {
   const path = block.path?.trim();
   const parts = path?.split(/[\\/]/) ?? [];
-  const refused = parts.some((part) => part === ".." || part.replace(/[ .]+$/, "").toLowerCase() === ".git");
+  const refused = parts.some((part) => part === ".." || isGitPart(part));
   if (path && !path.startsWith("/") && !/^[a-z]+:/i.test(path) && !refused) {
     for (const folder of folders) {
       const uri = `${folder.replace(/\/+$/, "")}/${path.split(/[\\/]/).map(encodeURIComponent).join("/")}`;

@@ -10,7 +10,7 @@ import { randomBytes } from "node:crypto";
 
 import * as vscode from "vscode";
 
-import { applyBlock, targetFor } from "./applyFlow";
+import { applyBlock, fenceRefusal, targetFor } from "./applyFlow";
 import { type ChatClient, chatError } from "./chatClient";
 import { parseMentions } from "./mentions";
 import type { HostMessage } from "./messages";
@@ -289,6 +289,8 @@ Mention more with @file: @symbol: @folder: @codebase: @diff @problems.</div>
     const block = turn.blocks.find((b) => b.index === index);
     const conversation = this.session.conversation;
     if (!block || !turn.turnId || !conversation) throw new Error("this code block cannot be applied until its answer is complete");
+    const refused = fenceRefusal(block);
+    if (refused) throw new Error(refused);
     const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.toString());
     const active = this.lastEditor && !this.lastEditor.document.isClosed ? this.lastEditor.document.uri.toString() : undefined;
     const uri = targetFor(block, folders, active, (u) => existsSync(vscode.Uri.parse(u).fsPath));
