@@ -245,7 +245,7 @@ _PASSWORD_NAME = re.compile(
 )
 _VOWELS = frozenset("aeiouy")
 _PASSWORD_WORD = re.compile(
-    r"(?:^|_)(?:pass(?:word|wd|phrase|wort)?|pwd|pw|kennwort|senha|contrase(?:n|ñ)a)$", re.IGNORECASE
+    r"(?:^|[_.-])(?:pass(?:word|wd|phrase|wort)?|pwd|pw|kennwort|senha|contrase(?:n|ñ)a)$", re.IGNORECASE
 )
 
 
@@ -297,6 +297,40 @@ def letters_secret(value: str, strong: bool, passphrase: bool = False) -> bool:
     transitions = sum(a.islower() != b.islower() for a, b in itertools.pairwise(letters))
     shortest = 12 if strong else 16  # where a password goes, a shorter random mix is one
     return len(letters) >= shortest and transitions >= len(letters) // 4 and not wordlike(letters)
+
+
+# A passphrase's word: lowercase or capitalised letters, perhaps ending in digits (`anchor-23`).
+_PHRASE_WORD = re.compile(r"[A-Za-z][a-z]+(?:-?\d{1,4})?\Z")
+# Words that make a spaced value a sentence or a label (a prompt, a hint, an error message), which a
+# passphrase of random words almost never holds.
+_SENTENCE_WORDS = frozenset(
+    """a an the and or but not no of to in on at for with by from as is are was be been must should
+    can cannot will would may do does your you my our this that it its here there again please enter
+    type use using new old current confirm confirmation invalid incorrect wrong required optional
+    too short long least most characters character letters digits number numbers contain contains
+    match matches change reset forgot forgotten set field blank empty missing show hide remember
+    sign log login logout in out up if when then than into only all any one two each per""".split()
+)
+
+
+def spaced_passphrase(value: str) -> bool:
+    """`"summit tundra ember anchor-23"`: random words joined by single spaces, where a password
+    goes (the caller knows the slot says password). A prompt, a hint or an error message under a
+    password's name reads as a sentence or a label instead: it holds a function word, a UI verb, a
+    label's part (`"Enter the new password"`, `"must contain digits"`, `"Database Password"`), or
+    is written in sentence case."""
+    words = value.split(" ")
+    if not 3 <= len(words) <= 8 or sum(len(w) for w in words) < 12:
+        return False
+    for word in words:
+        low = word.lower()
+        if not _PHRASE_WORD.match(word) or low in _SENTENCE_WORDS or low in _NOT_SECRET_WORDS:
+            return False
+        if any(part in low for part in _LABEL_PARTS):
+            return False
+    capitals = [w[0].isupper() for w in words]
+    # Sentence case: "Extended precision modular arithmetic" (`/* The magic pass: "..." */`).
+    return not (capitals[0] and not any(capitals[1:]))
 
 
 def in_public_block(text: str, offset: int) -> bool:

@@ -367,7 +367,7 @@ class Redactor:
                 row, col, line_text = lines.at(start)
                 strong = filters.is_config_value(col, lines.layout(row), line_text, origin)
             passphrase = strong and (rule.id in _PASSWORD_SLOTS or filters.names_a_password(name))
-            if not filters.letters_secret(value, strong, passphrase):
+            if not (filters.letters_secret(value, strong, passphrase) or (passphrase and filters.spaced_passphrase(value))):
                 return False
         if rule.check == "unquoted":
             row, col, line_text = lines.at(start)
