@@ -304,13 +304,18 @@ _PHRASE_WORD = re.compile(r"[A-Za-z][a-z]+(?:-?\d{1,4})?\Z")
 # Words that make a spaced value a sentence or a label (a prompt, a hint, an error message), which a
 # passphrase of random words almost never holds.
 _SENTENCE_WORDS = frozenset(
-    """a an the and or but not no of to in on at for with by from as is are was be been must should
-    can cannot will would may do does your you my our this that it its here there again please enter
-    type use using new old current confirm confirmation invalid incorrect wrong required optional
-    too short long least most characters character letters digits number numbers contain contains
-    match matches change reset forgot forgotten set field blank empty missing show hide remember
-    sign log login logout in out up if when then than into only all any one two each per""".split()
-)
+    (
+        "a", "an", "the", "and", "or", "but", "not", "no", "of", "to", "in", "on", "at", "for", "with",
+        "by", "from", "as", "is", "are", "was", "be", "been", "must", "should", "can", "cannot", "will",
+        "would", "may", "do", "does", "your", "you", "my", "our", "this", "that", "it", "its", "here",
+        "there", "again", "please", "enter", "type", "use", "using", "new", "old", "current", "confirm",
+        "confirmation", "invalid", "incorrect", "wrong", "required", "optional", "too", "short", "long",
+        "least", "most", "characters", "character", "letters", "digits", "number", "numbers", "contain",
+        "contains", "match", "matches", "change", "reset", "forgot", "forgotten", "set", "field", "blank",
+        "empty", "missing", "show", "hide", "remember", "sign", "log", "login", "logout", "in", "out", "up",
+        "if", "when", "then", "than", "into", "only", "all", "any", "one", "two", "each", "per"
+    )
+)  # fmt: skip
 
 
 def spaced_passphrase(value: str) -> bool:

@@ -367,7 +367,8 @@ class Redactor:
                 row, col, line_text = lines.at(start)
                 strong = filters.is_config_value(col, lines.layout(row), line_text, origin)
             passphrase = strong and (rule.id in _PASSWORD_SLOTS or filters.names_a_password(name))
-            if not (filters.letters_secret(value, strong, passphrase) or (passphrase and filters.spaced_passphrase(value))):
+            spaced = passphrase and filters.spaced_passphrase(value)
+            if not (spaced or filters.letters_secret(value, strong, passphrase)):
                 return False
         if rule.check == "unquoted":
             row, col, line_text = lines.at(start)

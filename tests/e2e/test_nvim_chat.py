@@ -164,7 +164,8 @@ local client = { root_dir = vim.env.ROOT }
 local out = {}
 for _, label in ipairs({ ".git/config", ".GIT/config", ".git./config", "calc/../.git/hooks/pre-commit",
                          ".git\\\\config", "calc/ops.py", ".gitignore" }) do
-  out[label] = { chat._target_for({ path = label }, client) or vim.NIL, chat._fence_refusal({ path = label }) or vim.NIL }
+  local target = chat._target_for({ path = label }, client) or vim.NIL
+  out[label] = { target, chat._fence_refusal({ path = label }) or vim.NIL }
 end
 io.stdout:write(vim.json.encode(out))
 vim.cmd("qa!")
@@ -187,7 +188,13 @@ vim.cmd("qa!")
     picked = {label: target for label, (target, _) in targets.items() if target is not None}
     assert set(picked) == {"calc/ops.py", ".gitignore"}, targets
     assert picked["calc/ops.py"].endswith("/calc/ops.py")
-    # A fence under .git/ refuses the block (no proposal for the current file either); `..` does not.
+    # A fence under .git/ refuses the block (no proposal for the current file either).
     refused = {label for label, (_, why) in targets.items() if why is not None}
-    assert refused == {".git/config", ".GIT/config", ".git./config", "calc/../.git/hooks/pre-commit", ".git\\config"}
+    assert refused == {
+        ".git/config",
+        ".GIT/config",
+        ".git./config",
+        ".git\\config",
+        "calc/../.git/hooks/pre-commit",
+    }
     assert "never applies a block there" in targets[".git/config"][1]

@@ -35,7 +35,7 @@ SECRETS = [
 
 
 @pytest.mark.parametrize(("path", "text"), SECRETS)
-def test_a_spaced_passphrase_where_a_password_goes_is_redacted(redactor: Redactor, path: str, text: str) -> None:
+def test_a_spaced_passphrase_in_a_password_slot_is_redacted(redactor: Redactor, path: str, text: str) -> None:
     out = redactor.redact(text, path).text
     assert PHRASE not in out and "Correct Horse" not in out, out
 
