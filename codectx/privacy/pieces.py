@@ -235,14 +235,16 @@ class PieceRedactor:
         context = sqlrows.lead(text, above, end) + tables.lead(text, above, end, origin) + text[above:start]
         shift = len(context)
         out: list[Secret] = []
-        formats = self.redactor.rules.format_ids
-        for probe, keep, filled in _probes(line, col):
+        formats, slots = self.redactor.rules.format_ids, self.redactor.rules.slot_ids
+        for probe, keep, how in _probes(line, col):
             for f in self._probe_findings(context + probe, origin):
                 f_start, f_end = f.start - shift, f.end - shift
                 if f_end <= 0:
                     continue  # in the lines above: their own scan masks them
-                if filled and (f.rule not in formats or not keep[0] <= f_start < keep[1] - 3):
+                if how == _FILLED and (f.rule not in formats or not keep[0] <= f_start < keep[1] - 3):
                     continue  # lengthened by filler: only a provider format whose prefix was typed counts
+                if how == _SLOT and (f.rule not in slots or f_start > keep[0] or f_end < keep[1]):
+                    continue  # a value's slot: only a rule that reads the whole value as the secret
                 s, e = max(f_start, keep[0]), min(f_end, keep[1])
                 if e > s:
                     out.append(Secret(start + s, start + e, f.rule))
@@ -331,28 +333,43 @@ def _union(secrets: Iterable[Secret]) -> list[Secret]:
     return merged
 
 
-def _probes(line: str, col: int) -> list[tuple[str, tuple[int, int], bool]]:
+_CLOSED, _FILLED, _SLOT = "closed", "filled", "slot"  # how a probe finished the value being typed
+# The bare value that ends at the cursor (`PASSWORD=Wq8`, `password: Wq8`), after `=` or `:`.
+_BARE_VALUE = re.compile(r"[=:][ \t]*([^\s\"'`=:,;(){}\[\]<>]+)\Z")
+
+
+def _probes(line: str, col: int) -> list[tuple[str, tuple[int, int], str]]:
     """Finished versions of the cursor's line, each with the span of `line` a finding may mask.
 
     An unclosed quote before the cursor is closed (at the cursor, and at the line's end); a token run
-    that touches the cursor is lengthened with each filler (flagged True: only provider formats may
-    count there). Findings count only inside the value actually typed.
+    that touches the cursor is lengthened with each filler (`_FILLED`: only provider formats may
+    count there). A value being typed, quoted or bare after `=`/`:`, is also finished with a filler
+    that any value check takes (`_SLOT`): a rule that reads the whole value as a secret by where
+    it sits (a password's name, a connect call's argument) masks it from its first character,
+    before its typed part would pass the rule's checks alone. Findings count only inside the value
+    actually typed.
     """
-    probes: list[tuple[str, tuple[int, int], bool]] = []
-    quote, opened = _open_quote(line[:col])
-    if quote:
-        probes.append((line[:col] + quote + line[col:], (opened + 1, col), False))
-        if quote not in line[col:]:
-            probes.append((line + quote, (opened + 1, len(line)), False))
+    probes: list[tuple[str, tuple[int, int], str]] = []
     head = line[:col]
+    quote, opened = _open_quote(head)
+    if quote:
+        probes.append((head + quote + line[col:], (opened + 1, col), _CLOSED))
+        if quote not in line[col:]:
+            probes.append((line + quote, (opened + 1, len(line)), _CLOSED))
+        if col > opened + 1:
+            probes.append((head + _FILLERS[0] + quote + line[col:], (opened + 1, col), _SLOT))
+    else:
+        bare = _BARE_VALUE.search(head)
+        if bare:
+            probes.append((head + _FILLERS[0] + line[col:], (bare.start(1), col), _SLOT))
     userinfo = _TYPED_USERINFO.search(head)
     if userinfo and "@" not in line[col:]:
         # `postgres://app:<password being typed>`: the host is not typed yet.
-        probes.append((head + "@h" + line[col:], (userinfo.start(1), col), False))
+        probes.append((head + "@h" + line[col:], (userinfo.start(1), col), _CLOSED))
     cell = _TYPED_CELL.search(head)
     if cell:
         # `<td>value being typed`: the cell and its row are not closed yet.
-        probes.append((head + "</td></tr>" + line[col:], (cell.start(1), col), False))
+        probes.append((head + "</td></tr>" + line[col:], (cell.start(1), col), _CLOSED))
     run = None
     for m in _RUN.finditer(line):
         if m.start() <= col <= m.end():
@@ -361,10 +378,10 @@ def _probes(line: str, col: int) -> list[tuple[str, tuple[int, int], bool]]:
     if run is not None and run.end() - run.start() >= PROBE_MIN_CHARS:
         for filler in _FILLERS:
             probe = line[: run.end()] + filler + line[run.end() :]
-            probes.append((probe, (run.start(), run.end()), True))
+            probes.append((probe, (run.start(), run.end()), _FILLED))
             if quote:
                 closed = line[: run.end()] + filler + quote + line[run.end() :]
-                probes.append((closed, (run.start(), run.end()), True))
+                probes.append((closed, (run.start(), run.end()), _FILLED))
     return probes
 
 

@@ -65,6 +65,13 @@ class RuleSet:
         """Ids of the provider-format rules (the shape alone identifies the secret)."""
         return frozenset(r.id for r in self.rules if r.check == "format")
 
+    @property
+    def slot_ids(self) -> frozenset[str]:
+        """Ids of the rules that find a secret by where it sits (a password's name, a URL's password
+        field, a connect call's argument), whatever the value's shape: checks `value`/`unquoted`."""
+        slots = {r.id for r in self.rules if r.check in ("value", "unquoted")}
+        return frozenset(slots - {r.id for r in self.rules if r.check not in ("value", "unquoted")})
+
     def candidates(self, data: bytes, strict: bool) -> list[tuple[int, Rule]]:
         """(priority, rule) for the rules that can match UTF-8 `data`: one of their keywords occurs in it.
 

@@ -108,6 +108,51 @@ def test_a_value_typed_where_its_name_is_far_is_masked(
     assert TYPED[:6] not in prefix, prefix
 
 
+# Red team 6 (H1): each keystroke sent its prefix, and the first 5-7 characters of a password went
+# out before the finished-value probe could tell (`"W"`, `"Wq"`, ... `"troubad"`).
+KEYSTROKES = [
+    ("mailer.py", 'import os\n\nsmtp_password = "', "Wq8zLmP3", '"\n'),
+    ("app/settings.py", 'password = "', "troubadour", '"\n'),
+    ("app/settings.py", 'DB = {\n  "password":\n     "', "gondolier", '"\n}\n'),
+    (".env", "PASSWORD=", "Wq8zLmP3", "\n"),
+    ("config/db.yml", "db:\n  password: ", "Wq8zLmP3", "\n"),
+    ("app/db.py", 'conn = pymysql.connect("db", "app", "', "troubadour", '")\n'),
+]
+
+
+@pytest.mark.parametrize(("path", "before", "value", "after"), KEYSTROKES)
+def test_a_password_typed_key_by_key_is_masked_from_the_first_key(
+    path: str, before: str, value: str, after: str
+) -> None:
+    for n in range(1, len(value) + 1):
+        doc, cur = before + value[:n] + after, len(before) + n
+        prefix, suffix = PieceRedactor(Redactor(key=KEY)).document(
+            doc, path, [(0, cur), (cur, len(doc))], cursor=cur
+        )
+        assert prefix.startswith(before) and prefix[len(before) :].startswith(TOKEN_PREFIX), (n, prefix)
+        assert suffix == after
+
+
+@pytest.mark.parametrize(
+    ("before", "value", "after"),
+    [
+        ('name = "', "hello", '"\n'),
+        ('x = {"type": "', "string", '"}\n'),
+        ('password_label = "', "Enter", '"\n'),
+        ('token_type = "', "bear", '"\n'),
+        ('password = os.environ["', "DB_PA", '"]\n'),
+        ("image: ", "nginx", "\n"),
+    ],
+)
+def test_an_ordinary_value_typed_key_by_key_is_left_alone(before: str, value: str, after: str) -> None:
+    for n in range(1, len(value) + 1):
+        doc, cur = before + value[:n] + after, len(before) + n
+        prefix, _ = PieceRedactor(Redactor(key=KEY)).document(
+            doc, "app.py", [(0, cur), (cur, len(doc))], cursor=cur
+        )
+        assert prefix == doc[:cur]
+
+
 def test_an_ordinary_string_being_typed_is_left_alone(pieces: PieceRedactor) -> None:
     doc = 'import os\nname = "hello_world_and_more'
     prefix, _ = pieces.document(doc, "app.py", [(0, len(doc)), (len(doc), len(doc))], cursor=len(doc))
