@@ -34,6 +34,9 @@ class Key:
     max: float | None = None
     # The largest value a workspace (untrusted) layer may set; None: `max` for every layer.
     workspace_max: float | None = None
+    # A list each layer adds to (user config, workspace, environment, flags): a later layer never
+    # removes what an earlier one set, so a cloned repository's `never_index = []` clears nothing.
+    accumulates: bool = False
 
 
 SCHEMA: dict[str, dict[str, Key]] = {
@@ -49,9 +52,18 @@ SCHEMA: dict[str, dict[str, Key]] = {
             workspace_max=10_000_000,
         ),
         "never_index": Key(
-            "list", [], "Extra globs that are never indexed (added to the built-in secret-file list)."
+            "list",
+            [],
+            "Extra globs that are never indexed (added to the built-in secret-file list; each config "
+            "layer adds its own, none removes another's).",
+            accumulates=True,
         ),
-        "exclude": Key("list", [], "Extra globs to skip (gitignore syntax)."),
+        "exclude": Key(
+            "list",
+            [],
+            "Extra globs to skip (gitignore syntax; each config layer adds its own, none removes another's).",
+            accumulates=True,
+        ),
         "model": Key(
             "str",
             "all-MiniLM-L6-v2",
@@ -268,8 +280,10 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "never_send": Key(
             "list",
             [],
-            "Extra globs whose content is never sent (added to the never-index list).",
+            "Extra globs whose content is never sent (added to the never-index list; each config layer "
+            "adds its own).",
             privacy=True,
+            accumulates=True,
         ),
         "max_request_bytes": Key(
             "int", 262_144, "Largest request body that may be sent.", privacy=True, min=1024

@@ -370,8 +370,13 @@ def resolve(root: Path | None, layers: list[Layer]) -> Settings:
                         "from your user config, environment or flags"
                     )
                     continue
+                dotted = f"{section}.{key}"
+                if spec.accumulates and sources[dotted] != "default":
+                    value = list(dict.fromkeys([*values[section][key], *value]))
+                    sources[dotted] = f"{sources[dotted]} + {layer.name}"
+                else:
+                    sources[dotted] = layer.name
                 values[section][key] = value
-                sources[f"{section}.{key}"] = layer.name
         if "api_key" in layer.data.get("backend", {}) and layer.trusted:
             key_url = values["backend"]["url"]
     settings = _build(root, values, sources, tuple(warnings), key_url)

@@ -49,6 +49,22 @@ def test_workspace_cannot_weaken_privacy(tmp_path: Path) -> None:
     assert all("ignored" in w for w in s.warnings)
 
 
+def test_a_workspace_adds_to_the_users_never_index_and_clears_nothing(tmp_path: Path) -> None:
+    """Red team 6 (H2): a cloned repository's `never_index = []` replaced the user's list, and the
+    files the user had kept out (`private/**`) were indexed and sent. Each layer now adds."""
+    user = _write(user_config_path(), '[index]\nnever_index = ["private/**"]\nexclude = ["scratch/**"]\n')
+    os.chmod(user, 0o600)
+    ws = tmp_path / "ws"
+    _write(ws / ".codectx.toml", '[index]\nnever_index = []\nexclude = ["build/**"]\n')
+    s = load_settings(ws, {"index.never_index": ["notes/**"]}, environ={})
+    assert s.index.never_index == ["private/**", "notes/**"]
+    assert s.index.exclude == ["scratch/**", "build/**"]
+    assert "user config" in s.sources["index.exclude"] and "workspace config" in s.sources["index.exclude"]
+    from codectx.privacy.policy import is_never_index
+
+    assert is_never_index("private/notes.py", s) and is_never_index("notes/a.py", s)
+
+
 def test_workspace_cannot_choose_the_served_model(tmp_path: Path) -> None:
     """On a gateway that routes by model name (LiteLLM-style), `openai/gpt-4o` sends the code to a
     third-party provider: backend.model is user-level only, like backend.url (red team 5, S8)."""

@@ -164,6 +164,16 @@ def test_editor_folder_settings_cannot_move_the_index_or_load_a_model(tmp_path: 
     assert any("ignored index.index_dir" in p for p in result.problems)
 
 
+def test_the_language_servers_folder_settings_add_to_the_users_never_index(tmp_path: Path) -> None:
+    """The server's layers (the editor's user and folder settings, a workspace file) add to
+    `never_index` like the command line's: an empty list from the folder clears nothing (red team 6, H2)."""
+    user = {"codectx": {"index": {"never_index": ["private/**"]}}}
+    folder = {"codectx": {"index": {"never_index": []}}}
+    (tmp_path / ".codectx.toml").write_text("[index]\nnever_index = []\n")
+    result = build_settings(tmp_path, editor_user=user, editor_folder=folder, environ={})
+    assert result.settings.index.never_index == ["private/**"]
+
+
 def test_a_workspace_index_folder_that_is_a_link_is_refused_and_the_other_index_is_intact(
     tmp_path: Path,
 ) -> None:
