@@ -119,5 +119,21 @@ def print_jsonl(data: Any) -> None:
     sys.stdout.flush()
 
 
+# Characters a terminal acts on rather than shows: C0 and C1 controls (ESC starts a sequence that
+# moves the cursor or recolours, CR and LF rewrite what a line says) and the bidirectional
+# overrides and isolates (they reorder what is shown).
+_UNPRINTABLE = {
+    **{c: f"\\x{c:02x}" for c in [*range(0x20), *range(0x7F, 0xA0)]},
+    **{c: f"\\u{c:04x}" for c in [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]},
+}
+
+
+def shown_name(name: str) -> str:
+    """A name from the workspace (a file's path, a symbol) as text for a terminal: every control and
+    bidirectional character written as an escape, so a file named `a\x1b[2K\rfiles: none` cannot
+    rewrite what `audit show` or a list of sources says was sent."""
+    return name.translate(_UNPRINTABLE)
+
+
 def stderr(message: str) -> None:
     print(message, file=sys.stderr)

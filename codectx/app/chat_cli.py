@@ -32,6 +32,7 @@ from codectx.clikit import (
     named_file,
     print_json,
     settings_for,
+    shown_name,
     stderr,
     workspace_root,
 )
@@ -185,7 +186,8 @@ class Workspace:
 def _sources(result: TurnResult) -> list[str]:
     shown, more = listed_citations(result.turn.citations)
     lines = [
-        f"  {c.path}:{c.start_line + 1}-{c.end_line + 1}  ({c.reason}{': ' + c.symbol if c.symbol else ''})"
+        f"  {shown_name(c.path)}:{c.start_line + 1}-{c.end_line + 1}  "
+        f"({c.reason}{': ' + shown_name(c.symbol) if c.symbol else ''})"
         for c in shown
     ]
     if more:

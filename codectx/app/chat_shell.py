@@ -22,6 +22,7 @@ from rich.markup import escape
 from codectx.app.chat import ChatService
 from codectx.app.chat_cli import HELP, run_turn
 from codectx.app.chat_model import TurnResult, listed_citations
+from codectx.clikit import shown_name
 from codectx.errors import CodectxError
 from codectx.positions import split_location
 
@@ -118,8 +119,10 @@ class Shell:
             self.err.print("[yellow]\\[stopped][/yellow]")
         shown, more = listed_citations(result.turn.citations)
         for c in shown:
-            what = f"{c.reason}: {c.symbol}" if c.symbol else c.reason
-            self.out.print(f"[dim]  {c.path}:{c.start_line + 1}-{c.end_line + 1} ({what})[/dim]")
+            what = escape(f"{c.reason}: {shown_name(c.symbol)}" if c.symbol else c.reason)
+            self.out.print(
+                f"[dim]  {escape(shown_name(c.path))}:{c.start_line + 1}-{c.end_line + 1} ({what})[/dim]"
+            )
         if more:
             self.out.print(f"[dim]  ... and {more} more search hits (their matching lines)[/dim]")
         self.err.print(f"[dim]context {result.context_tokens}/{result.budget_tokens} tokens[/dim]")

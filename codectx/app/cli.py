@@ -37,6 +37,7 @@ from codectx.clikit import (
     print_json,
     print_jsonl,
     settings_for,
+    shown_name,
     stderr,
     workspace_root,
 )
@@ -180,8 +181,9 @@ def _search(args: argparse.Namespace) -> int:
     if not response.results:
         print("no results")
     for i, r in enumerate(response.results, 1):
-        name = f"  {r.qualname or r.symbol}" if (r.qualname or r.symbol) else ""
-        print(f"{i:2}. {r.path}:{r.start_line + 1}-{r.end_line + 1}{name}  [{r.kind}, {r.score:.4f}]")
+        name = f"  {shown_name(r.qualname or r.symbol)}" if (r.qualname or r.symbol) else ""
+        where = f"{shown_name(r.path)}:{r.start_line + 1}-{r.end_line + 1}"
+        print(f"{i:2}. {where}{name}  [{r.kind}, {r.score:.4f}]")
         if args.show:
             print("\n".join("      " + row for row in r.text.split("\n")))
     return 0
@@ -378,7 +380,8 @@ def _print_context(result: Any, explain: bool, show: bool) -> None:  # a Context
         print("  (no context items)")
     for n, item in enumerate(result.items, 1):
         print(
-            f"{n:2}. {item.reason:10} {item.path}:{item.start_line + 1}-{item.end_line + 1}  {item.symbol}  "
+            f"{n:2}. {item.reason:10} {shown_name(item.path)}:{item.start_line + 1}-{item.end_line + 1}  "
+            f"{shown_name(item.symbol)}  "
             f"[{item.tokens} tok, score {item.score:.3f}]"
         )
         if explain:
@@ -389,6 +392,7 @@ def _print_context(result: Any, explain: bool, show: bool) -> None:  # a Context
         if b.dropped:
             print(f"left out for the budget ({len(b.dropped)}):")
             for d in b.dropped:
-                print(f"    {d.reason:10} {d.path}:{d.start_line + 1}-{d.end_line + 1}  {d.symbol}  {d.why}")
+                where = f"{shown_name(d.path)}:{d.start_line + 1}-{d.end_line + 1}  {shown_name(d.symbol)}"
+                print(f"    {d.reason:10} {where}  {d.why}")
         else:
             print("nothing was left out for the budget")

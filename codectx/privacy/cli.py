@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from codectx.clikit import add_command, add_json, print_json, print_jsonl, settings_for
+from codectx.clikit import add_command, add_json, print_json, print_jsonl, settings_for, shown_name
 from codectx.errors import UsageError
 from codectx.positions import POSITIONS_FIELD, ZERO_BASED
 from codectx.privacy.audit import AuditLog
@@ -239,7 +239,7 @@ def _summary(entry: dict[str, Any]) -> str:
         state = "in flight"
         entry = {**entry, "status": "no outcome recorded: the process ended before an answer"}
     files = ", ".join(
-        f"{s.get('path')}:{int(s.get('start_line', 0)) + 1}-{int(s.get('end_line', 0)) + 1}"
+        f"{shown_name(str(s.get('path')))}:{int(s.get('start_line', 0)) + 1}-{int(s.get('end_line', 0)) + 1}"
         for s in entry.get("sources", [])
     )
     rules: dict[str, int] = {}
@@ -250,7 +250,8 @@ def _summary(entry: dict[str, Any]) -> str:
         f"{entry.get('id')}  {entry.get('time')}  {state} ({entry.get('status')})  "
         f"{entry.get('method', 'POST')} {entry.get('endpoint')}\n"
         f"    {entry.get('bytes')} bytes  sha256 {str(entry.get('sha256'))[:16]}...  redacted: {redacted}\n"
-        f"    files: {files or 'none'}" + (f"  (workspace {entry['root']})" if entry.get("root") else "")
+        f"    files: {files or 'none'}"
+        + (f"  (workspace {shown_name(str(entry['root']))})" if entry.get("root") else "")
     )
 
 

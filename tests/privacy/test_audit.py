@@ -127,6 +127,22 @@ def test_show_and_payload_via_cli(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "no audit entry" in capsys.readouterr().err
 
 
+def test_show_escapes_a_file_names_terminal_controls(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Red team 6 (M1): a workspace file named `notes<ESC>[2K<CR>...files: none<LF>x.py` (git checks
+    such names out) rewrote the `files:` line of `audit show` on a terminal."""
+    forged = "notes\x1b[2K\r\x1b[1A\x1b[2K    files: none  (workspace elsewhere)\nx.py"
+    log = AuditLog(tmp_path / "audit.jsonl")
+    gate = EgressGate(load_settings(None, environ={}), log)
+    prepared = gate.prepare("http://127.0.0.1:9/v1/completions", {"prompt": "x"}, [SourceSpan(forged, 0, 1)])
+    gate.record(prepared, True, "200")
+    assert main(["audit", "show", "--log", str(log.path)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\r" not in out and len(out.strip().splitlines()) == 3
+    assert "files: notes\\x1b[2K\\x0d" in out and "\\x0ax.py:1-2" in out
+
+
 def test_empty_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "empty.jsonl").write_text("")
     assert main(["audit", "show", "--log", str(tmp_path / "empty.jsonl")]) == 0
