@@ -38,7 +38,9 @@ SECRET_FILES: tuple[str, ...] = (
     ".s3cfg", ".boto", ".dockercfg", ".dev.vars", "local.settings.json", "**/.ssh/*", ".git/",
     "cookies.txt", "cookies.sqlite*", "*.cookiejar", "cookiejar.txt", "cookiejar.json",
     "**/.bundle/config", "**/.gem/credentials", "**/.cargo/credentials", "**/.cargo/credentials.toml",
-    "*.credentials",
+    "*.credentials", "application_default_credentials.json", "**/gcloud/credentials.db",
+    "**/gcloud/access_tokens.db", "**/gcloud/legacy_credentials/", "/auth.json", "**/.composer/auth.json",
+    "**/composer/auth.json", ".terraformrc", "terraform.rc",
 )  # fmt: skip
 
 

@@ -126,11 +126,23 @@ def test_discovery_skips_the_never_send_only_files_as_secret_files(tmp_path: Pat
         ".env:stream",
         ".git::$INDEX_ALLOCATION/config",
         ".g\u200cit/config",
+        # Red team 6 (L1): gcloud's application-default credentials, Composer's http-basic file,
+        # Terraform's CLI credentials.
+        ".config/gcloud/application_default_credentials.json",
+        "home/.config/gcloud/legacy_credentials/me@example.com/adc.json",
+        "auth.json",
+        "home/.composer/auth.json",
+        ".terraformrc",
     ],
 )
 def test_credential_files_in_any_letter_case_and_git_internals_are_refused(path: str) -> None:
     assert is_never_index(path, None)
     assert never_send_match(path, None) is not None
+
+
+@pytest.mark.parametrize("path", ["locales/en/auth.json", "src/auth.json.ts", "docs/terraform.md"])
+def test_files_named_like_credential_files_elsewhere_are_sent(path: str) -> None:
+    assert never_send_match(path, None) is None
 
 
 def test_a_user_pattern_in_another_letter_case_refuses_too() -> None:
