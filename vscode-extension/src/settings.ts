@@ -86,7 +86,9 @@ function clampInt(value: unknown, fallback: number, min: number, max: number): n
  * hold for any editor that does not.
  */
 export function readSettings(inspect: Inspect): ExtensionSettings {
-  const trace = anyLevel<string>(inspect, "trace.server");
+  // User-level only: the verbose trace copies whole documents (secrets and all) into VS Code's logs,
+  // so a cloned repository's .vscode/settings.json must not switch it on.
+  const trace = userLevel<string>(inspect, "trace.server");
   return {
     serverCommand: stringList(userLevel(inspect, "server.command")),
     serverInterpreter: str(userLevel(inspect, "server.interpreter"), ""),

@@ -84,6 +84,12 @@ describe("readSettings", () => {
     expect(readSettings(layers({ "completion.debounceMs": { globalValue: Number.NaN } })).debounceMs).toBe(75);
   });
 
+  it("takes the protocol trace from user settings only: it copies documents into VS Code's logs", () => {
+    expect(readSettings(layers({ "trace.server": { workspaceValue: "verbose" } })).trace).toBe("off");
+    expect(readSettings(layers({ "trace.server": { workspaceFolderValue: "messages" } })).trace).toBe("off");
+    expect(readSettings(layers({ "trace.server": { globalValue: "verbose", workspaceValue: "off" } })).trace).toBe("verbose");
+  });
+
   it("reads the health-check interval, 0 meaning off, clamped to a day", () => {
     expect(readSettings(layers({})).healthIntervalSec).toBe(60);
     expect(readSettings(layers({ "health.intervalSeconds": { globalValue: 0 } })).healthIntervalSec).toBe(0);
