@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import re2
 
-from codectx.privacy import filters, sqlrows, tables, views
+from codectx.privacy import filters, notebook, sqlrows, tables, views
 from codectx.privacy.errors import ScanTimeout
 from codectx.privacy.keys import load_or_create_key, tag
 from codectx.privacy.rules import Rule, RuleSet, default_rules
@@ -203,6 +203,8 @@ class Redactor:
         hits = self._hits(text, origin, deadline)
         hits += self._view_hits(text, origin, deadline)
         hits += self._cell_hits(text, origin, deadline)
+        if notebook.is_notebook(origin):
+            hits += self._notebook_hits(text, origin, deadline)
         hits += _echoes(text, hits, known, len(self.rules.rules))
         if not hits:
             if clean_key is not None:
@@ -279,6 +281,14 @@ class Redactor:
                 for h in self._hits(plain, origin, deadline)
             ]
         return out
+
+    def _notebook_hits(self, text: str, origin: str, deadline: float | None) -> list[_Hit]:
+        """A notebook's cells read as code and text (its JSON taken off), and the outputs of cells
+        that show a secret by its name (notebook.py)."""
+        code, prose = notebook.cell_views(text)
+        out = self._hits(code, f"{origin}.py", deadline) + self._hits(prose, f"{origin}.txt", deadline)
+        shown = len(self.rules.rules)
+        return out + [_Hit(s, e, shown, "notebook-shown-secret") for s, e in notebook.shown_secrets(text)]
 
     def _cell_hits(self, text: str, origin: str, deadline: float | None) -> list[_Hit]:
         """Values of SQL rows and table cells under secret-named columns, each judged as
@@ -401,6 +411,7 @@ _PASSWORD_SLOTS = frozenset(
         "login-pair",
         "basic-auth-pair",
         "positional-password",
+        "powershell-secure-string",
     }
 )
 

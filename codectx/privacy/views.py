@@ -272,12 +272,12 @@ def escaped_regions(text: str, limit: int = 64) -> list[tuple[int, int, str]]:
         start = text.rfind("\n", 0, hit.start()) + 1
         end = text.find("\n", hit.end())
         end = len(text) if end == -1 else end
-        out.append((start, end, _unescape_line(text[start:end])))
+        out.append((start, end, unescape_line(text[start:end])))
         pos = end + 1
     return out
 
 
-def _unescape_line(line: str) -> str:
+def unescape_line(line: str) -> str:
     """One line unescaped, same length: escaped quotes alternate opening (` "`) and closing (`" `)."""
     opened: dict[str, bool] = {}
 
