@@ -33,13 +33,13 @@ _TEXT_KEYS = frozenset({"text", "text/plain", "text/markdown", "text/html", "tex
 # The last line of a cell that shows a value by its name.
 _SHOWS = re.compile(
     r"""^\s*(?:
-        (?:os\.)?environ(?:\.get)?\s*[\[(]\s*["'](?P<env>[\w.-]+)["']
-      | (?:os\.)?getenv\s*\(\s*["'](?P<get>[\w.-]+)["']
+        (?:os\.)?environ(?:\.get)?\s*[\[(]\s*["'](?P<env>[\w.-]+)["']\s*(?:,[^=]*)?[\])]
+      | (?:os\.)?getenv\s*\(\s*["'](?P<get>[\w.-]+)["']\s*(?:,[^=]*)?\)
       | print\s*\(\s*(?:f?["'][^"']*["']\s*,\s*)?(?P<printed>[A-Za-z_][\w.]*)\s*\)
-      | %env\s+(?P<magic>\w+)\s*$
-      | !\s*echo\s+["']?\$\{?(?P<echo>\w+)
-      | (?P<bare>[A-Za-z_][\w.]*)\s*$
-    )""",
+      | %env\s+(?P<magic>\w+)
+      | !\s*echo\s+["']?\$\{?(?P<echo>\w+)\}?["']?
+      | (?P<bare>[A-Za-z_][\w.]*)
+    )\s*;?\s*(?:\#.*)?$""",
     re.VERBOSE,
 )
 _SHOWS_FILE = re.compile(r"^\s*!\s*(?:cat|type|more|less|head|tail|bat)\s+(?:-\S+\s+)*(?P<path>\S+)")

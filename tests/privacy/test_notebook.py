@@ -92,6 +92,8 @@ def test_other_cells_and_outputs_are_kept(redactor: Redactor) -> None:
         (["token"], [_result("'the'")]),  # an NLP notebook's token, not a credential
         (["print(df.head())"], [_stream("   id  name\n", "0   1  alice\n")]),
         (['os.environ["HOME"]'], [_result("'/home/me'")]),
+        # Set from a prompt, not shown: the output is the prompt and getpass's dots.
+        (['os.environ["OPENAI_API_KEY"] = getpass.getpass("Key: ")'], [_stream("Key: ········")]),
         markdown="# Exploring the data\n",
     )
     assert redactor.redact(text, "explore.ipynb").text == text
