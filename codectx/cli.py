@@ -14,7 +14,15 @@ import sys
 from typing import NoReturn
 
 from codectx import __version__
-from codectx.clikit import add_command, print_json, print_jsonl, settings_for, workspace_root
+from codectx.clikit import (
+    JSON_COMMANDS,
+    add_command,
+    add_json,
+    print_json,
+    print_jsonl,
+    settings_for,
+    workspace_root,
+)
 from codectx.errors import CodectxError
 from codectx.platforms import unsupported_platform
 from codectx.positions import CONVENTION
@@ -50,7 +58,7 @@ def _register_config(sub: argparse._SubParsersAction) -> None:  # type: ignore[t
         "workspace config (.codectx.toml), environment (CODECTX_*), or command line.",
     )
     show.add_argument("path", nargs="?", help="workspace (default: the one enclosing the current folder)")
-    show.add_argument("--json", action="store_true", help="machine-readable output")
+    add_json(show, "machine-readable output")
     show.set_defaults(func=_config_show)
     keys = config_sub.add_parser("keys", help="list every known setting with its help")
     keys.set_defaults(func=_config_keys)
@@ -158,11 +166,12 @@ def _takes_json(parser: argparse.ArgumentParser, argv: list[str]) -> bool:
     words = argv[: argv.index("--")] if "--" in argv else argv
     if "--json" not in words:
         return False
-    for word in words:  # down the subcommands named (`audit show`, `backend check`)
-        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-        if subs and word in subs[0].choices:
-            parser = subs[0].choices[word]
-    return "--json" in parser._option_string_actions
+    command = parser.prog
+    for word in words:  # down the subcommands named (`audit show`), past options and their values
+        deeper = f"{command} {word}"
+        if any(name == deeper or name.startswith(deeper + " ") for name in JSON_COMMANDS):
+            command = deeper
+    return command in JSON_COMMANDS
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -35,8 +35,14 @@ def add_command(
     )
 
 
-def add_json(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="machine-readable output (JSON)")
+# The commands that take --json, by their full name (`codectx audit show`): an error before or while
+# parsing is written as JSON only for them (`codectx lsp --json` must not get JSON on its LSP channel).
+JSON_COMMANDS: set[str] = set()
+
+
+def add_json(parser: argparse.ArgumentParser, help: str = "machine-readable output (JSON)") -> None:
+    parser.add_argument("--json", action="store_true", help=help)
+    JSON_COMMANDS.add(parser.prog)
 
 
 def add_index_dir(parser: argparse.ArgumentParser) -> None:

@@ -99,11 +99,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "redacted secrets stay placeholders)",
     )
     action.add_argument("--delete", metavar="ID", help="delete a saved conversation and exit")
-    chat.add_argument(
-        "--json",
-        action="store_true",
-        help="with --list: the conversations as JSON (for one question as JSON: codectx ask --json)",
-    )
+    add_json(chat, "with --list: the conversations as JSON (for one question as JSON: codectx ask --json)")
     chat.set_defaults(func=_chat)
 
 

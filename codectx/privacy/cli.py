@@ -178,7 +178,7 @@ def _register_audit(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
         parser = audit_sub.add_parser(name, help=help_text, description=description)
         add_arguments(parser)
         if isinstance(json_out, str):
-            parser.add_argument("--json", action="store_true", help=json_out)
+            add_json(parser, json_out)
         elif json_out:
             add_json(parser)
         _add_log(parser)

@@ -254,9 +254,16 @@ def test_json_commands_answer_errors_in_json_on_stdout(
     with pytest.raises(SystemExit):
         main(["search", "--limit", "x", "q"])
     assert capsys.readouterr().out == ""
+    # A subcommand's own --json (`audit show`), whatever its position.
+    with pytest.raises(SystemExit):
+        main(["audit", "show", "--bogus", "--json"])
+    assert json.loads(capsys.readouterr().out)["exit_code"] == 2
     # A command without --json keeps stdout clean: `lsp`'s stdout is the editor's LSP channel.
     with pytest.raises(SystemExit):
         main(["lsp", "--json"])
+    assert capsys.readouterr().out == ""
+    with pytest.raises(SystemExit):
+        main(["audit", "--json"])  # the group takes none; its subcommands do
     assert capsys.readouterr().out == ""
 
 
