@@ -476,6 +476,10 @@ def shannon(value: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in counts.values())
 
 
+# The base64 of a file format's first bytes: PNG, JPEG, GIF, WebP/RIFF, PDF, SVG (`<svg`), ICO.
+_FILE_MAGIC = ("iVBORw0KGgo", "/9j/", "R0lGOD", "UklGR", "JVBERi0", "PHN2Zy", "AAABAA")
+
+
 def is_high_entropy(value: str, before: str, bits: float = 4.0, shortest: int = 20) -> bool:
     """Random-looking literals, minus digests, UUIDs, SHAs, public keys, data URIs (`bits`: the cap).
 
@@ -516,6 +520,8 @@ def is_high_entropy(value: str, before: str, bits: float = 4.0, shortest: int = 
         return False
     if value.startswith(("AAAAB3Nza", "AAAAC3Nza", "AAAAE2VjZHNh")):
         return False
+    if value.startswith(_FILE_MAGIC):
+        return False  # an image or a document in base64 (a notebook's `"image/png": "iVBORw0KGgo..."`)
     if encodes_text(value):
         return False  # base64 of readable text (a documented payload, a JSON header), not a key
     if _OBJECT_ID.match(value):

@@ -359,7 +359,9 @@ class Redactor:
                 return False  # a key made to be published (Stripe's pk_, PostHog's phc_): no secret
             before = text[max(0, start - 40) : start]
             if _PUBLIC_NAME.search(before):
-                return False  # `PublicKey = <base64>` (WireGuard, age recipients): the other half is
+                # `PublicKey = <base64>`, `public key:` and `peer:` in `wg show` (WireGuard, age
+                # recipients): the public half of a key pair, which is made to be shared.
+                return False
             return filters.is_high_entropy(value, before, rule.bits, max(rule.min_len, 16))
         # "value" and "unquoted": generic literals.
         if name and filters.is_excluded_name(name):
@@ -395,7 +397,7 @@ class Redactor:
 # keys, Supabase publishable keys, Mapbox public tokens (pk. + a JWT's base64).
 _PUBLIC_PREFIXES = ("pk_live_", "pk_test_", "phc_", "sb_publishable_", "pk.eyJ")
 # Python's re: these read a few characters of text that may hold lone surrogates (RE2 takes UTF-8 only).
-_PUBLIC_NAME = re.compile(r"(?i)\bpub(?:lic)?[_.-]?key[\"']?\s*[:=]\s*[\"']?$")
+_PUBLIC_NAME = re.compile(r"(?i)(?:\bpub(?:lic)?[ _.-]?key|(?:^|\n)[ \t]*peer)[\"']?\s*[:=]\s*[\"']?$")
 _ARN_BEFORE = re.compile(r"arn:aws[\w-]*:[\w:/+=,.@-]*$")  # ARN characters only: `;Password=` ends it
 
 # Rules whose captured value is a password by the syntax around it (a URL's or a connection
