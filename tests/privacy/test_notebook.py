@@ -17,7 +17,9 @@ from codectx.privacy.redact import Redactor
 KEY = b"test-key-test-key-test-key-test!"
 
 
-def _notebook(*cells: tuple[list[str], list[dict[str, object]]], markdown: str = "") -> str:
+def _notebook(
+    *cells: tuple[list[str], list[dict[str, object]]], markdown: str = "", indent: int | None = 1
+) -> str:
     body = [{"cell_type": "markdown", "id": "m0", "metadata": {}, "source": [markdown]}] if markdown else []
     for n, (source, outputs) in enumerate(cells):
         body.append(
@@ -30,7 +32,8 @@ def _notebook(*cells: tuple[list[str], list[dict[str, object]]], markdown: str =
                 "source": source,
             }
         )
-    return json.dumps({"cells": body, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1) + "\n"
+    notebook = {"cells": body, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    return json.dumps(notebook, indent=indent, ensure_ascii=False) + "\n"
 
 
 def _result(text: str) -> dict[str, object]:
@@ -58,11 +61,12 @@ SHOWN = [
 ]
 
 
+@pytest.mark.parametrize("indent", [1, None], ids=["nbformat", "compact"])
 @pytest.mark.parametrize(("source", "output", "secret"), SHOWN)
 def test_a_cell_that_shows_a_secret_has_its_output_masked(
-    redactor: Redactor, source: list[str], output: dict[str, object], secret: str
+    redactor: Redactor, source: list[str], output: dict[str, object], secret: str, indent: int | None
 ) -> None:
-    text = _notebook((source, [output]))
+    text = _notebook((source, [output]), indent=indent)
     out = redactor.redact(text, "notebooks/explore.ipynb").text
     assert secret not in out
     json.loads(out)  # still a notebook
@@ -86,7 +90,8 @@ def test_cells_and_outputs_are_read_as_code_and_text(redactor: Redactor, text: s
     json.loads(out)
 
 
-def test_other_cells_and_outputs_are_kept(redactor: Redactor) -> None:
+@pytest.mark.parametrize("indent", [1, None], ids=["nbformat", "compact"])
+def test_other_cells_and_outputs_are_kept(redactor: Redactor, indent: int | None) -> None:
     text = _notebook(
         (["len(df)"], [_result("42")]),
         (["token"], [_result("'the'")]),  # an NLP notebook's token, not a credential
@@ -95,6 +100,7 @@ def test_other_cells_and_outputs_are_kept(redactor: Redactor) -> None:
         # Set from a prompt, not shown: the output is the prompt and getpass's dots.
         (['os.environ["OPENAI_API_KEY"] = getpass.getpass("Key: ")'], [_stream("Key: ········")]),
         markdown="# Exploring the data\n",
+        indent=indent,
     )
     assert redactor.redact(text, "explore.ipynb").text == text
 
