@@ -26,8 +26,8 @@ KEPT = [
     # An image in a notebook's output, in base64.
     (
         "nb/eda.ipynb",
-        '   "image/png": "iVBORw0KGgoAAAANSUhEUji05lLkTafyNw2eJg4nE2VQpKOm0H9cDDMvixIkCD/SK5AviRHoGBj4yZ1dXZgx'
-        'lXUE2Q6UXeLo9U7ngcx19jbYUJkJWqMAFlpnA2+bVA1rjwviESQXnD04Fw=="\n',
+        '   "image/png": "iVBORw0KGgoAAAANSUhEUji05lLkTafyNw2eJg4nE2VQpKOm0H9cDDMvixIkCD/SK5'
+        'AviRHoGBj4yZ1dXZgxlXUE2Q6UXeLo9U7ngcx19jbYUJkJWqMAFlpnA2+bVA1rjwviESQXnD04Fw=="\n',
     ),
 ]
 
