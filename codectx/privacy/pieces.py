@@ -33,7 +33,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from codectx.privacy import sqlrows, tables
+from codectx.privacy import filters, sqlrows, tables
 from codectx.privacy.keys import tag
 from codectx.privacy.redact import ECHO_MIN_CHARS, TOKEN_PREFIX, Finding, Redactor
 
@@ -236,7 +236,10 @@ class PieceRedactor:
         shift = len(context)
         out: list[Secret] = []
         formats, slots = self.redactor.rules.format_ids, self.redactor.rules.slot_ids
-        for probe, keep, how in _probes(line, col):
+        # A bare value after `=`/`:` is a literal being typed only in config and shell files: in code
+        # it is an expression (`password = os.environ[...]`), which completions must see.
+        bare_literal = filters.bare_is_config(line, origin)
+        for probe, keep, how in _probes(line, col, bare_literal):
             for f in self._probe_findings(context + probe, origin):
                 f_start, f_end = f.start - shift, f.end - shift
                 if f_end <= 0:
@@ -338,12 +341,13 @@ _CLOSED, _FILLED, _SLOT = "closed", "filled", "slot"  # how a probe finished the
 _BARE_VALUE = re.compile(r"[=:][ \t]*([^\s\"'`=:,;(){}\[\]<>]+)\Z")
 
 
-def _probes(line: str, col: int) -> list[tuple[str, tuple[int, int], str]]:
+def _probes(line: str, col: int, bare_literal: bool = True) -> list[tuple[str, tuple[int, int], str]]:
     """Finished versions of the cursor's line, each with the span of `line` a finding may mask.
 
     An unclosed quote before the cursor is closed (at the cursor, and at the line's end); a token run
     that touches the cursor is lengthened with each filler (`_FILLED`: only provider formats may
-    count there). A value being typed, quoted or bare after `=`/`:`, is also finished with a filler
+    count there). A value being typed, quoted or (`bare_literal`: in a config or shell file) bare
+    after `=`/`:`, is also finished with a filler
     that any value check takes (`_SLOT`): a rule that reads the whole value as a secret by where
     it sits (a password's name, a connect call's argument) masks it from its first character,
     before its typed part would pass the rule's checks alone. Findings count only inside the value
@@ -358,7 +362,7 @@ def _probes(line: str, col: int) -> list[tuple[str, tuple[int, int], str]]:
             probes.append((line + quote, (opened + 1, len(line)), _CLOSED))
         if col > opened + 1:
             probes.append((head + _FILLERS[0] + quote + line[col:], (opened + 1, col), _SLOT))
-    else:
+    elif bare_literal:
         bare = _BARE_VALUE.search(head)
         if bare:
             probes.append((head + _FILLERS[0] + line[col:], (bare.start(1), col), _SLOT))

@@ -142,6 +142,9 @@ def test_a_password_typed_key_by_key_is_masked_from_the_first_key(
         ('token_type = "', "bear", '"\n'),
         ('password = os.environ["', "DB_PA", '"]\n'),
         ("image: ", "nginx", "\n"),
+        # An expression after a password's name in code: completions must see it to complete it.
+        ("password = ", "os.environ", "\n"),
+        ("config.password = ", "settings.DB_PASSWORD", "\n"),
     ],
 )
 def test_an_ordinary_value_typed_key_by_key_is_left_alone(before: str, value: str, after: str) -> None:
