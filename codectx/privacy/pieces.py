@@ -338,7 +338,12 @@ def _union(secrets: Iterable[Secret]) -> list[Secret]:
 
 _CLOSED, _FILLED, _SLOT = "closed", "filled", "slot"  # how a probe finished the value being typed
 # The bare value that ends at the cursor (`PASSWORD=Wq8`, `password: Wq8`), after `=` or `:`.
-_BARE_VALUE = re.compile(r"[=:][ \t]*([^\s\"'`=:,;(){}\[\]<>]+)\Z")
+# The bare value being typed on a config line (`PASSWORD=Wq:8z`, `password: Wq8`, `pw = a b`): all
+# of it after the first `=` or `: ` that follows the line's key, to the cursor.
+_BARE_VALUE = re.compile(r"^[ \t]*(?:export[ \t]+)?[\"']?[\w.-]+[\"']?[ \t]*(?:=|:[ \t])[ \t]*(\S.*)\Z")
+# What finishes a value typed in a password's place: a token (mixed letters and digits), and words,
+# for a passphrase being typed (`"summit t` -> `"summit tortoise quartz fjord"`).
+_SLOT_FILLERS = (_FILLERS[0], "ortoise quartz fjord")
 
 
 def _probes(line: str, col: int, bare_literal: bool = True) -> list[tuple[str, tuple[int, int], str]]:
@@ -361,11 +366,11 @@ def _probes(line: str, col: int, bare_literal: bool = True) -> list[tuple[str, t
         if quote not in line[col:]:
             probes.append((line + quote, (opened + 1, len(line)), _CLOSED))
         if col > opened + 1:
-            probes.append((head + _FILLERS[0] + quote + line[col:], (opened + 1, col), _SLOT))
+            probes += [(head + f + quote + line[col:], (opened + 1, col), _SLOT) for f in _SLOT_FILLERS]
     elif bare_literal:
-        bare = _BARE_VALUE.search(head)
+        bare = _BARE_VALUE.match(head)
         if bare:
-            probes.append((head + _FILLERS[0] + line[col:], (bare.start(1), col), _SLOT))
+            probes += [(head + f + line[col:], (bare.start(1), col), _SLOT) for f in _SLOT_FILLERS]
     userinfo = _TYPED_USERINFO.search(head)
     if userinfo and "@" not in line[col:]:
         # `postgres://app:<password being typed>`: the host is not typed yet.

@@ -117,6 +117,10 @@ KEYSTROKES = [
     (".env", "PASSWORD=", "Wq8zLmP3", "\n"),
     ("config/db.yml", "db:\n  password: ", "Wq8zLmP3", "\n"),
     ("app/db.py", 'conn = pymysql.connect("db", "app", "', "troubadour", '")\n'),
+    # Review of stop 55: a passphrase typed word by word, punctuation inside a bare value.
+    ("app/settings.py", 'password = "', "summit tundra ember", '"\n'),
+    ("config/db.yml", "password: ", "summit tundra ember", "\n"),
+    (".env", "PASSWORD=", "Wq:8zLm,P3", "\n"),
 ]
 
 
@@ -134,24 +138,30 @@ def test_a_password_typed_key_by_key_is_masked_from_the_first_key(
 
 
 @pytest.mark.parametrize(
-    ("before", "value", "after"),
+    ("before", "value", "after", "path"),
     [
-        ('name = "', "hello", '"\n'),
-        ('x = {"type": "', "string", '"}\n'),
-        ('password_label = "', "Enter", '"\n'),
-        ('token_type = "', "bear", '"\n'),
-        ('password = os.environ["', "DB_PA", '"]\n'),
-        ("image: ", "nginx", "\n"),
+        ('name = "', "hello", '"\n', "app.py"),
+        ('x = {"type": "', "string", '"}\n', "app.py"),
+        ('password_label = "', "Enter", '"\n', "app.py"),
+        ('token_type = "', "bear", '"\n', "app.py"),
+        ('password = os.environ["', "DB_PA", '"]\n', "app.py"),
+        ("image: ", "nginx", "\n", "app.py"),
         # An expression after a password's name in code: completions must see it to complete it.
-        ("password = ", "os.environ", "\n"),
-        ("config.password = ", "settings.DB_PASSWORD", "\n"),
+        ("password = ", "os.environ", "\n", "app.py"),
+        ("config.password = ", "settings.DB_PASSWORD", "\n", "app.py"),
+        # Type annotations and schema types after a password's name (review of stop 55).
+        ("def login(username: str, password: ", "str", ")\n", "app.py"),
+        ("interface User { password: ", "string", "; }\n", "app.ts"),
+        ("  string password = ", "3", ";\n", "user.proto"),
     ],
 )
-def test_an_ordinary_value_typed_key_by_key_is_left_alone(before: str, value: str, after: str) -> None:
+def test_an_ordinary_value_typed_key_by_key_is_left_alone(
+    before: str, value: str, after: str, path: str
+) -> None:
     for n in range(1, len(value) + 1):
         doc, cur = before + value[:n] + after, len(before) + n
         prefix, _ = PieceRedactor(Redactor(key=KEY)).document(
-            doc, "app.py", [(0, cur), (cur, len(doc))], cursor=cur
+            doc, path, [(0, cur), (cur, len(doc))], cursor=cur
         )
         assert prefix == doc[:cur]
 
