@@ -502,12 +502,27 @@ end
 
 -- ---- apply a code block ------------------------------------------------------------------------
 
+--- A path part that names the repository's `.git` folder on some file system, as the server's
+--- `policy.is_dot_git` reads it: any letter case, trailing dots and spaces (Windows), an NTFS stream
+--- (`.git::$INDEX_ALLOCATION`), code points HFS+ ignores (`.g<U+200C>it`), NTFS's short name (`GIT~1`).
+local function is_git_part(part)
+  local bare = part
+    :gsub("\226\128[\140-\143]", "") -- U+200C..U+200F
+    :gsub("\226\128[\170-\174]", "") -- U+202A..U+202E
+    :gsub("\226\129[\170-\175]", "") -- U+206A..U+206F
+    :gsub("\239\187\191", "") -- U+FEFF
+    :gsub(":.*$", "")
+  local name = bare:gsub("[ .]+$", "")
+  name = (name ~= "" and name or part):lower()
+  return name == ".git" or name:match("^git~%d+$") ~= nil
+end
+
 --- True when a path the answer names has a `.git` part (`.git/config`, `sub/.GIT/hooks/x`): model
 --- output must never choose one (git runs the commands its config and hooks name). The server
 --- refuses those and never-send files (`.env`, keys...) anyway, with a message that says why.
 local function names_git(path)
   for part in path:gmatch("[^/\\]+") do
-    if part:gsub("[ .]+$", ""):lower() == ".git" then
+    if is_git_part(part) then
       return true
     end
   end

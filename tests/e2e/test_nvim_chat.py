@@ -163,6 +163,8 @@ local chat = require("codectx.chat")
 local client = { root_dir = vim.env.ROOT }
 local out = {}
 for _, label in ipairs({ ".git/config", ".GIT/config", ".git./config", "calc/../.git/hooks/pre-commit",
+                         "GIT~1/config", ".g\\u{200c}it/hooks/x", ".git::$INDEX_ALLOCATION/config",
+                         "digit~1/x",
                          ".git\\\\config", "calc/ops.py", ".gitignore" }) do
   local target = chat._target_for({ path = label }, client) or vim.NIL
   out[label] = { target, chat._fence_refusal({ path = label }) or vim.NIL }
@@ -196,5 +198,8 @@ vim.cmd("qa!")
         ".git./config",
         ".git\\config",
         "calc/../.git/hooks/pre-commit",
+        "GIT~1/config",
+        ".g\u200cit/hooks/x",
+        ".git::$INDEX_ALLOCATION/config",
     }
     assert "never applies a block there" in targets[".git/config"][1]

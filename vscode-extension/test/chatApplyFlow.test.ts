@@ -84,12 +84,24 @@ describe("which file a block goes to", () => {
 
   it("never a file under .git/, which the answer may name to have git run a command: the block is refused", () => {
     const everything = () => true;
-    for (const path of [".git/config", "sub/.git/hooks/pre-commit", ".GIT/config", ".git./config", ".git\\config", ".git"]) {
+    for (const path of [
+      ".git/config",
+      "sub/.git/hooks/pre-commit",
+      ".GIT/config",
+      ".git./config",
+      ".git\\config",
+      ".git",
+      "GIT~1/config",
+      ".g\u200cit/hooks/x",
+      ".git::$INDEX_ALLOCATION/config",
+    ]) {
       expect(targetFor({ path }, folders, "file:///w/proj/x.py", everything), path).toBe("file:///w/proj/x.py");
       expect(fenceRefusal({ path }), path).toContain("never applies a block there");
     }
     expect(targetFor({ path: ".gitignore" }, folders, undefined, everything)).toBe("file:///w/proj/.gitignore");
     expect(fenceRefusal({ path: ".gitignore" })).toBeUndefined();
+    expect(fenceRefusal({ path: "digit~1/x" })).toBeUndefined();
+    expect(fenceRefusal({ path: ".github/ci.yml" })).toBeUndefined();
     expect(fenceRefusal({ path: "calc/ops.py" })).toBeUndefined();
     expect(fenceRefusal({ path: undefined })).toBeUndefined();
     expect(targetFor({ path: ".github/ci.yml" }, folders, undefined, everything)).toBe("file:///w/proj/.github/ci.yml");

@@ -24,14 +24,14 @@ export type ApplyOutcome =
   | { kind: "failed"; message: string };
 
 /**
- * The file a block goes to: the workspace file its fence names (a relative path inside a folder that
- * exists; never `..`, an absolute path or anything under `.git/`, which model output must not
- * choose), else the active file. The server refuses `.git/` and never-send files (`.env`, keys...)
- * whichever file is asked for, with a message that says why.
+ * A path part that names the repository's `.git` folder on some file system, as the server's
+ * `policy.is_dot_git` reads it: any letter case, trailing dots and spaces (Windows), an NTFS stream
+ * (`.git::$INDEX_ALLOCATION`), code points HFS+ ignores (`.g\u200cit`), NTFS's short name (`GIT~1`).
  */
-/** A path part that is `.git` as some file system reads it (case, trailing dots and spaces). */
-function isGitPart(part: string): boolean {
-  return part.replace(/[ .]+$/, "").toLowerCase() === ".git";
+export function isGitPart(part: string): boolean {
+  const bare = part.replace(/[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]/g, "").replace(/:.*$/, "");
+  const name = (bare.replace(/[ .]+$/, "") || part).toLowerCase();
+  return name === ".git" || /^git~\d+$/.test(name);
 }
 
 /**
@@ -47,6 +47,12 @@ export function fenceRefusal(block: Pick<CodeBlock, "path">): string | undefined
   return undefined;
 }
 
+/**
+ * The file a block goes to: the workspace file its fence names (a relative path inside a folder that
+ * exists; never `..`, an absolute path or anything under `.git/`, which model output must not
+ * choose), else the active file. The server refuses `.git/` and never-send files (`.env`, keys...)
+ * whichever file is asked for, with a message that says why.
+ */
 export function targetFor(
   block: Pick<CodeBlock, "path">,
   folders: string[],
