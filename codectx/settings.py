@@ -146,7 +146,10 @@ class Settings:
         sources = dict(self.sources)
         for dotted, raw in overrides.items():
             section, key = _split_key(dotted, source)
-            values[section][key] = coerce(section, key, raw, source)
+            value = coerce(section, key, raw, source)
+            if SCHEMA[section][key].accumulates:  # added to, as by any layer (schema.Key.accumulates)
+                value = list(dict.fromkeys([*values[section][key], *value]))
+            values[section][key] = value
             sources[dotted] = source
         key_url = values["backend"]["url"] if "backend.api_key" in overrides else self.key_url
         return _build(self.root, values, sources, self.warnings, key_url)
