@@ -22,7 +22,7 @@ CONFIG_SUFFIXES = (
     ".sh", ".bash", ".zsh", ".envrc", ".tfvars", ".netrc", ".pgpass", ".npmrc", ".pypirc",
     ".md", ".txt", ".rst", ".sql", ".netrc", ".service", ".socket", ".timer", ".mount", ".desktop",
     ".history", ".env.example", ".gradle.properties", ".tfvars", ".hcl", ".tf", ".cnf", ".credentials",
-    ".creds",
+    ".creds", ".bru",
 )  # fmt: skip
 CONFIG_NAMES = (
     "dockerfile", ".env", ".envrc", ".netrc", "netrc", ".npmrc", ".pypirc", "makefile", ".bash_history",
@@ -338,6 +338,76 @@ def spaced_passphrase(value: str) -> bool:
     return not (capitals[0] and not any(capitals[1:]))
 
 
+# Words joined by dots (`amber.walnut.falcon`, `ridge.copper.lantern41`): three to seven lower-case words,
+# digits at the end at most.
+_DOTTED_PHRASE = re.compile(r"[a-z]{3,}(?:\.[a-z]{3,}){2,6}[0-9]{0,4}\Z")
+# Words that make a dotted value a name: an attribute chain (`self.config.db`), a package (`org.acme.app`),
+# a host (`mail.corp.local`) or a file (`settings.prod.json`).
+_NAME_WORDS = frozenset(
+    (
+        "self", "this", "cls", "super", "config", "conf", "cfg", "settings", "options", "opts", "args",
+        "kwargs", "params", "props", "state", "env", "environ", "app", "apps", "request", "req", "response",
+        "res", "form", "data", "db", "obj", "ctx", "context", "module", "exports", "window", "document",
+        "process", "com", "org", "net", "edu", "gov", "www", "local", "localhost", "internal", "corp",
+        "lan", "home", "json", "yaml", "yml", "toml", "ini", "txt", "conf", "cfg", "xml", "properties",
+        "spring", "datasource", "django", "contrib", "java", "javax", "android", "google", "apache",
+        "github", "main", "src", "lib", "util", "utils", "core", "common", "test", "tests", "mock", "get",
+        "set", "values", "vars", "var", "secrets", "vault", "kube", "svc", "cluster",
+    )
+)  # fmt: skip
+
+
+def dotted_passphrase(value: str) -> bool:
+    """`"amber.walnut.falcon"`: random words joined by dots where a password goes (the caller knows
+    the slot says password). An attribute chain, a package, a host or a file name holds one of
+    `_NAME_WORDS`, a label's part or a sentence's word instead."""
+    if not _DOTTED_PHRASE.match(value):
+        return False
+    for word in value.rstrip("0123456789").split("."):
+        if word in _NAME_WORDS or word in _SENTENCE_WORDS or word in _NOT_SECRET_WORDS:
+            return False
+        if any(part in word for part in _LABEL_PARTS):
+            return False
+    return True
+
+
+_SEALED_KIND = re.compile(r"(?m)^kind:[ \t]*[\"']?SealedSecret\b")
+
+
+def in_sealed_data(text: str, offset: int) -> bool:
+    """`offset` is in the `encryptedData:` map of a Bitnami SealedSecret (YAML): values encrypted to
+    the cluster's controller key, which its documentation says are safe to share (even in public)."""
+    at = text.rfind("encryptedData:", max(0, offset - 32768), offset)  # a map of a few dozen values
+    if at == -1:
+        return False
+    line_start = text.rfind("\n", 0, at) + 1
+    indent = at - line_start
+    if text[line_start:at].strip():
+        return False
+    doc = text.rfind("\n---", 0, at) + 1
+    if not _SEALED_KIND.search(text, doc, at):
+        return False
+    for line in text[at:offset].split("\n")[1:]:
+        if line.strip() and len(line) - len(line.lstrip()) <= indent:
+            return False  # the map ended before `offset`
+    return True
+
+
+_DIFF_TARGET = re.compile(r"\+\+\+ (?:b/)?([^\t\n]+)")
+
+
+def diff_target(text: str, offset: int) -> str | None:
+    """In a unified diff, the file that the hunk holding `offset` changes (its `+++ b/PATH` header):
+    the lines of a hunk are that file's, and are judged as its."""
+    at = text.rfind("\n+++ ", 0, offset)
+    if at == -1:
+        at = 0 if text.startswith("+++ ") else -1
+    match = _DIFF_TARGET.match(text, at + 1 if at > 0 else 0) if at >= 0 else None
+    if match is None or match.group(1).strip() == "/dev/null":
+        return None
+    return match.group(1).strip()
+
+
 def in_public_block(text: str, offset: int) -> bool:
     """`offset` is inside a `-----BEGIN ...-----` block that holds no private key (a public key,
     a certificate, a PGP public block)."""
@@ -446,7 +516,8 @@ def line_layout(line: str) -> LineLayout:
     return LineLayout(comment, tuple(spans))
 
 
-_KEY_AT_START = re.compile(r"\s*(?:-\s+|export\s+)?[\"']?[\w.$-]+[\"']?\s*[:=]")
+# (A diff's added or removed line keeps its `+`/`-` marker in front.)
+_KEY_AT_START = re.compile(r"[+-]?\s*(?:-\s+|export\s+)?[\"']?[\w.$-]+[\"']?\s*[:=]")
 _PROSE_SUFFIXES = (".md", ".txt", ".rst", ".history", "history")
 
 

@@ -3,47 +3,64 @@
 A notebook is JSON: a cell's source and an output's text are arrays of JSON strings, one line each
 (`"db.example.com:5432:prod:admin:Yw6R...\\n",`). Rules that read a line as text (a printed
 `.pgpass` line, `DB_PASSWORD=...` shown by `!cat .env`) see quotes, escapes and commas around it
-instead, and miss it (red team 6, H7). Two readings fix that:
+instead, and miss it (red team 6, H7). `read` gives two readings:
 
-- `cell_views`: each cell's strings at their own offsets with the JSON taken off (the quotes and
-  commas become spaces, an escaped line break a line break), everything else blank; one view for
-  the code cells' sources (read as code) and one for markdown and outputs (read as text);
-- `shown_secrets`: a cell that shows a secret by its name (`os.environ["OPENAI_API_KEY"]`,
-  `os.getenv("DB_PASSWORD")`, `print(api_token)`, `%env AWS_SECRET_ACCESS_KEY`, a bare
-  `DB_PASSWORD`) or prints a never-send file (`!cat ~/.pgpass`) has its outputs' text masked,
-  whatever the value looks like: the name is in the source, the value only in the output.
+- two views of the file at the same offsets, with the JSON taken off each cell's strings (quotes
+  and commas become spaces, an escaped line break a line break) and everything else blank: the
+  code cells' sources (read as code), and the markdown cells and outputs (read as text);
+- the spans of outputs that show a secret: a cell that prints a secret by its name
+  (`print(db_password)`, `print(f"{api_token}")`, `!echo $GITHUB_TOKEN`, `%env`, `!env`), prints a
+  never-send file (`!cat ~/.pgpass`, `!head -n 5 .env`), or ends with a secret's lookup or name
+  (`os.environ["OPENAI_API_KEY"]`, `os.getenv("DB_PASSWORD")`, `DB_PASSWORD`), whose value Jupyter
+  then displays. Those outputs are masked whatever the value looks like: the name is in the
+  source, the value only in the output.
 
-Pure functions. A whole notebook is read by a JSON scanner that keeps each string's offsets (any
-layout: nbformat's one string per line, or a cell per line); a piece cut from the middle of one
-(completions and chat send pieces) is read line by line, as nbformat lays it out.
+A whole notebook is read by a JSON scanner that keeps each string's offsets (any layout: nbformat's
+one string per line, or a cell per line); a piece cut from the middle of one (completions and chat
+send pieces) is read line by line, as nbformat lays it out. Pure functions.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from codectx.privacy import filters, views
 
-_KEY_ARRAY = re.compile(r'^[ \t]*"([^"\\]+)":[ \t]*\[[ \t]*$')  # `"source": [`
+_KEY_ARRAY = re.compile(r'^[ \t]*"([^"\\]+)":[ \t]*\[[ \t\r]*$')  # `"source": [`
 _CELL_TYPE = re.compile(r'^[ \t]*"cell_type":[ \t]*"(\w+)"')
-_STRING_LINE = re.compile(r'^([ \t]*)"((?:[^"\\]|\\.)*)"(,?)[ \t]*$')
-_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)")
-_TEXT_KEYS = frozenset({"text", "text/plain", "text/markdown", "text/html", "text/latex", "traceback"})
+_STRING_LINE = re.compile(r'^([ \t]*)"((?:[^"\\]|\\.)*)"(,?)[ \t\r]*$')
+_LONGEST_LINE = 500  # a source line longer than this is not read for what it shows
 
-# The last line of a cell that shows a value by its name.
-_SHOWS = re.compile(
+# A cell's line that prints a value by its name, wherever it stands in the cell.
+_PRINT = re.compile(r"\bprint\s*\((?P<args>[^\n]*)\)")
+_PLAIN_STRING = re.compile(r"""(["'])[^"'{\n]*\1""")  # a literal without `{...}`: no name in it
+_NAME = re.compile(r"[A-Za-z_][\w.]*")
+_ECHO = re.compile(
+    r"^\s*(?:!\s*echo\b[^\n]*?\$\{?(?P<echo>\w+)|%env\s+(?P<magic>\w+)\s*$|!\s*printenv\s+(?P<env>\w+))"
+)
+_ALL_ENV = re.compile(r"^\s*(?:!\s*(?:env|printenv|set)|%env)\s*$")
+_SHOWS_FILE = re.compile(
+    r"^\s*[!%]\s*(?:cat|pycat|type|more|less|head|tail|bat)\s+(?:-[nc]\s+\d+\s+|-\S+\s+)*(?P<path>[^\s;|&]+)"
+)
+# A cell's last line whose value Jupyter displays: a lookup of a name, or the name.
+_LOOKUP = re.compile(
     r"""^\s*(?:
-        (?:os\.)?environ(?:\.get)?\s*[\[(]\s*["'](?P<env>[\w.-]+)["']\s*(?:,[^=]*)?[\])]
-      | (?:os\.)?getenv\s*\(\s*["'](?P<get>[\w.-]+)["']\s*(?:,[^=]*)?\)
-      | print\s*\(\s*(?:f?["'][^"']*["']\s*,\s*)?(?P<printed>[A-Za-z_][\w.]*)\s*\)
-      | %env\s+(?P<magic>\w+)
-      | !\s*echo\s+["']?\$\{?(?P<echo>\w+)\}?["']?
+        (?:os\.)?environ(?:\.get)?\s*[\[(]\s*["'](?P<env>[\w.-]+)["'][^=\n]*[\])]
+      | (?:os\.)?getenv\s*\(\s*["'](?P<get>[\w.-]+)["'][^=\n]*\)
       | (?P<bare>[A-Za-z_][\w.]*)
-    )\s*;?\s*(?:\#.*)?$""",
+    )\s*(?:;\s*)?(?:\#[^\n]*)?$""",
     re.VERBOSE,
 )
-_SHOWS_FILE = re.compile(r"^\s*!\s*(?:cat|type|more|less|head|tail|bat)\s+(?:-\S+\s+)*(?P<path>\S+)")
+
+
+@dataclass(frozen=True)
+class Reading:
+    code: str  # the code cells' sources, at the file's offsets, the rest blank
+    prose: str  # the markdown cells and the outputs, likewise
+    shown: list[tuple[int, int]]  # outputs that show a secret
 
 
 @dataclass
@@ -57,44 +74,64 @@ def is_notebook(origin: str) -> bool:
     return origin.lower().endswith(".ipynb")
 
 
-def cell_views(text: str) -> tuple[str, str]:
-    """(the code cells' sources, the markdown cells and outputs): each `text` at the same offsets,
-    the cells' strings unwrapped and everything else blank."""
-    code = [" " if c != "\n" else c for c in text]
-    prose = list(code)
-    for cell in _cells(text):
-        for spans, view in ((cell.source, code if cell.kind == "code" else prose), (cell.outputs, prose)):
-            for start, end in spans:
-                view[start:end] = views.unescape_line(text[start:end])
-    return "".join(code), "".join(prose)
-
-
-def shown_secrets(text: str) -> list[tuple[int, int]]:
-    """Spans of the output text of each cell that shows a secret by its name or a never-send file."""
-    out: list[tuple[int, int]] = []
-    for cell in _cells(text):
-        if cell.kind != "code" or not cell.outputs:
+def read(text: str, refused: Callable[[str], bool]) -> Reading:
+    """`text` (a notebook or a piece of one) read as cells; `refused(path)`: a never-send file."""
+    cells = _cells(text)
+    spans = sorted(
+        [(s, e, cell.kind == "code") for cell in cells for s, e in cell.source]
+        + [(s, e, False) for cell in cells for s, e in cell.outputs]
+    )
+    code: list[str] = []
+    prose: list[str] = []
+    pos = 0
+    for start, end, is_code in spans:
+        if start < pos:
             continue
-        source = "".join(_unescape(text[s:e]) for s, e in cell.source)
-        if _shows_secret(source):
-            out += [(s, e - 2 if text.endswith("\\n", s, e) else e) for s, e in cell.outputs]
-    return [(s, e) for s, e in out if e > s and text[s:e].strip()]
+        between = _blank(text[pos:start])
+        plain, blank = views.unescape_line(text[start:end]), _blank(text[start:end])
+        code += [between, plain if is_code else blank]
+        prose += [between, blank if is_code else plain]
+        pos = end
+    code.append(_blank(text[pos:]))
+    prose.append(_blank(text[pos:]))
+    shown = [span for cell in cells if _shows_secret(cell, text, refused) for span in _text_of(cell, text)]
+    return Reading("".join(code), "".join(prose), shown)
 
 
-def _shows_secret(source: str) -> bool:
-    lines = [line for line in source.split("\n") if line.strip()]
-    if not lines:
+def _blank(part: str) -> str:
+    return "\n".join(" " * len(line) for line in part.split("\n"))
+
+
+def _text_of(cell: _Cell, text: str) -> list[tuple[int, int]]:
+    """The cell's output strings without a final escaped line break, those that hold anything."""
+    out = [(s, e - 2 if text.startswith("\\n", e - 2) and e - 2 >= s else e) for s, e in cell.outputs]
+    return [(s, e) for s, e in out if text[s:e].strip()]
+
+
+def _shows_secret(cell: _Cell, text: str, refused: Callable[[str], bool]) -> bool:
+    if cell.kind != "code" or not cell.outputs:
         return False
-    last = lines[-1]
-    shown = _SHOWS_FILE.match(last)
-    if shown:
-        from codectx.privacy.policy import never_send_match  # policy reads settings; imported late
+    source = "".join(_decoded(text[s:e]) for s, e in cell.source)
+    lines = [line for line in source.split("\n") if line.strip() and len(line) <= _LONGEST_LINE]
+    for line in lines:
+        printed = _PRINT.search(line)
+        if printed:
+            args = _PLAIN_STRING.sub(" ", printed.group("args"))
+            if any(_secret_name(name) for name in _NAME.findall(args)):
+                return True
+        echoed = _ECHO.match(line)
+        if echoed and _secret_name(next(v for v in echoed.groupdict().values() if v)):
+            return True
+        if _ALL_ENV.match(line):
+            return True
+        shown = _SHOWS_FILE.match(line)
+        if shown and refused(shown.group("path").strip("'\"").lstrip("~/")):
+            return True
+    last = _LOOKUP.match(lines[-1]) if lines else None
+    return last is not None and _secret_name(next(v for v in last.groupdict().values() if v))
 
-        return never_send_match(shown.group("path").strip("'\"").lstrip("~/"), None) is not None
-    m = _SHOWS.match(last)
-    if m is None:
-        return False
-    name = next(v for v in m.groupdict().values() if v)
+
+def _secret_name(name: str) -> bool:
     return filters.is_password_name(name.rsplit(".", 1)[-1])
 
 
@@ -109,7 +146,7 @@ def _cells(text: str) -> list[_Cell]:
 
 
 def _scanned(text: str) -> list[_Cell]:
-    """The cells of a whole notebook (ValueError when `text` is not one JSON document)."""
+    """The cells of a whole notebook (ValueError when `text` is not one)."""
     scan = _Scanner(text)
     root = scan.value()
     scan.end()
@@ -122,7 +159,8 @@ def _scanned(text: str) -> list[_Cell]:
             continue
         kind = raw.get("cell_type")
         cell = _Cell(kind.text if isinstance(kind, _Str) else "code", _spans(raw.get("source")))
-        for output in raw.get("outputs") or []:
+        outputs = raw.get("outputs")
+        for output in outputs if isinstance(outputs, list) else []:
             if not isinstance(output, dict):
                 continue
             cell.outputs += _spans(output.get("text")) + _spans(output.get("traceback"))
@@ -214,7 +252,7 @@ class _Scanner:
         if m is None:
             raise ValueError(f"no JSON string at {self.pos}")
         self.pos = m.end()
-        return _Str(_unescape(m.group(1)), m.start(1), m.end(1))
+        return _Str(_decoded(m.group(1)), m.start(1), m.end(1))
 
     def _skip(self) -> None:
         self.pos = self._SPACE.match(self.text, self.pos).end()  # type: ignore[union-attr]
@@ -234,6 +272,15 @@ class _Scanner:
             raise ValueError(f"expected one of {chars!r} at {self.pos}")
         self.pos += 1
         return c
+
+
+def _decoded(content: str) -> str:
+    """A JSON string's content as the characters it stands for (as written, if it is no string)."""
+    try:
+        value = json.loads(f'"{content}"')
+    except ValueError:
+        return content
+    return value if isinstance(value, str) else content
 
 
 # ---- a piece of one: nbformat's layout, line by line
@@ -258,19 +305,9 @@ def _lined(text: str) -> list[_Cell]:
             span = (start, start + len(string.group(2)))
             if key == "source":
                 cells[-1].source.append(span)
-            elif key in _TEXT_KEYS or key == "?":
+            elif key in ("text", "traceback", "?") or key.startswith("text/"):
                 cells[-1].outputs.append(span)
         elif key and line.strip().startswith("]"):
             key = ""
         pos += len(line) + 1
     return cells
-
-
-def _unescape(content: str) -> str:
-    def one(m: re.Match[str]) -> str:
-        c = m.group(1)
-        if c.startswith("u") and len(c) == 5:
-            return chr(int(c[1:], 16))
-        return {"n": "\n", "t": "\t", "r": "", "b": "", "f": ""}.get(c, c)
-
-    return _ESCAPE.sub(one, content)

@@ -23,6 +23,7 @@ import re2
 from codectx.privacy import filters, notebook, sqlrows, tables, views
 from codectx.privacy.errors import ScanTimeout
 from codectx.privacy.keys import load_or_create_key, tag
+from codectx.privacy.policy import never_send_match
 from codectx.privacy.rules import Rule, RuleSet, default_rules
 
 if TYPE_CHECKING:
@@ -141,6 +142,7 @@ class Redactor:
         strict: bool | None = None,
         rules: RuleSet | None = None,
     ) -> None:
+        self.settings = settings  # whose never-send globs a notebook's `!cat FILE` is judged by
         self.rules = rules or default_rules()
         self.strict = bool(strict if strict is not None else (settings.privacy.strict if settings else False))
         self._key = key
@@ -285,10 +287,16 @@ class Redactor:
     def _notebook_hits(self, text: str, origin: str, deadline: float | None) -> list[_Hit]:
         """A notebook's cells read as code and text (its JSON taken off), and the outputs of cells
         that show a secret by its name (notebook.py)."""
-        code, prose = notebook.cell_views(text)
-        out = self._hits(code, f"{origin}.py", deadline) + self._hits(prose, f"{origin}.txt", deadline)
+        settings = self.settings
+
+        def refused(path: str) -> bool:
+            return never_send_match(path, settings) is not None
+
+        reading = notebook.read(text, refused)
+        out = self._hits(reading.code, f"{origin}.py", deadline)
+        out += self._hits(reading.prose, f"{origin}.txt", deadline)
         shown = len(self.rules.rules)
-        return out + [_Hit(s, e, shown, "notebook-shown-secret") for s, e in notebook.shown_secrets(text)]
+        return out + [_Hit(s, e, shown, "notebook-shown-secret") for s, e in reading.shown]
 
     def _cell_hits(self, text: str, origin: str, deadline: float | None) -> list[_Hit]:
         """Values of SQL rows and table cells under secret-named columns, each judged as
@@ -327,10 +335,14 @@ class Redactor:
         value = text[start:end]
         if len(value) < rule.min_len:
             return False
+        if origin.endswith((".diff", ".patch")):
+            origin = filters.diff_target(text, start) or origin  # a hunk's lines are its file's
         if filters.is_placeholder(value, self.rules.markers, self.rules.allow_values):
             return False
         if _INTEGRITY.search(text[max(0, start - 8) : start]):
             return False  # a lockfile integrity hash (sha512-...), not a token
+        if filters.in_sealed_data(text, start):
+            return False  # a SealedSecret's encryptedData: encrypted, made to be committed
         if rule.reject_wordlike and rule.check != "corpus" and filters.wordlike(value.replace(".", "")):
             return False
         if rule.reject and rule.check != "corpus" and any(r.search(value) for r in rule.reject):
@@ -364,11 +376,21 @@ class Redactor:
                 return False
             return filters.is_high_entropy(value, before, rule.bits, max(rule.min_len, 16))
         # "value" and "unquoted": generic literals.
+        if value.startswith(_PUBLIC_PREFIXES):
+            return False  # a publishable key, even where a secret goes (`Bearer pk_live_...`)
         if name and filters.is_excluded_name(name):
             return False
         if _ARN_BEFORE.search(text[max(0, start - 160) : start]):
             return False  # `...:secret:prod/stripe-AbCdEf` is the name in a secret manager's ARN
-        if filters.is_reference(value, bare=rule.check == "unquoted"):
+        # Dotted words where a password goes (`password: amber.walnut.falcon` in config): a passphrase,
+        # not an attribute chain.
+        dotted = filters.dotted_passphrase(value) and (
+            rule.id in _PASSWORD_SLOTS or filters.names_a_password(name)
+        )
+        if dotted and rule.check == "unquoted":
+            row, col, line_text = lines.at(start)
+            dotted = filters.is_config_value(col, lines.layout(row), line_text, origin)
+        if filters.is_reference(value, bare=rule.check == "unquoted") and not dotted:
             return False
         if rule.reject_words and filters.is_weak_literal(value):
             strong = rule.id in _PASSWORD_SLOTS or filters.is_password_name(name)
@@ -380,7 +402,7 @@ class Redactor:
                 strong = filters.is_config_value(col, lines.layout(row), line_text, origin)
             passphrase = strong and (rule.id in _PASSWORD_SLOTS or filters.names_a_password(name))
             spaced = passphrase and filters.spaced_passphrase(value)
-            if not (spaced or filters.letters_secret(value, strong, passphrase)):
+            if not (spaced or dotted or filters.letters_secret(value, strong, passphrase)):
                 return False
         if rule.check == "unquoted":
             row, col, line_text = lines.at(start)
@@ -414,6 +436,8 @@ _PASSWORD_SLOTS = frozenset(
         "basic-auth-pair",
         "positional-password",
         "powershell-secure-string",
+        "network-shared-secret",
+        "redis-acl-password",
     }
 )
 

@@ -11,8 +11,9 @@ import json
 
 import pytest
 
-from codectx.privacy.notebook import cell_views
+from codectx.privacy.notebook import read
 from codectx.privacy.redact import Redactor
+from codectx.settings import load_settings
 
 KEY = b"test-key-test-key-test-key-test!"
 
@@ -58,6 +59,12 @@ SHOWN = [
     (["settings.API_KEY"], _result("'abc123quokka'"), "abc123quokka"),
     (["!cat ~/.pgpass"], _stream("db.example.com:5432:prod:admin:Yw6Rn1Hq4Jt8Kc2B\n"), "Yw6Rn1Hq4Jt8Kc2B"),
     (["!cat .env"], _stream("DEBUG=1\n", "SIGNING=crimsonwalrus\n"), "crimsonwalrus"),
+    # Review: print() anywhere in the cell, an f-string, a count before the file, every variable.
+    (["print(db_password)\n", "print('done')"], _stream("hunter2horse\n", "done\n"), "hunter2horse"),
+    (['print(f"{api_token}")'], _stream("tundra8quokka\n"), "tundra8quokka"),
+    (["!head -n 5 .env"], _stream("SIGNING=crimsonwalrus\n"), "crimsonwalrus"),
+    (["!echo $GITHUB_TOKEN"], _stream("tundra8quokka\n"), "tundra8quokka"),
+    (["!env"], _stream("PATH=/usr/bin\n", "SIGNING=tundra8quokka\n"), "tundra8quokka"),
 ]
 
 
@@ -107,7 +114,8 @@ def test_other_cells_and_outputs_are_kept(redactor: Redactor, indent: int | None
 
 def test_the_views_keep_every_offset() -> None:
     text = _notebook((['key = "Hunter2"\n', "print(key)"], [_stream("a\tb\n")]))
-    code, prose = cell_views(text)
+    reading = read(text, lambda path: False)
+    code, prose = reading.code, reading.prose
     assert len(code) == len(prose) == len(text)
     # Escaped quotes read as quotes, `\\n` as a line break, at the same offsets.
     assert 'key =  "Hunter2"  \n' in code and "print(key)" in code and "print(key)" not in prose
@@ -130,3 +138,44 @@ def test_a_piece_cut_from_a_notebook_is_read_the_same() -> None:
     assert '"cells"' not in middle and "plumbago" in middle
     out = PieceRedactor(Redactor(key=KEY)).text(middle, "explore.ipynb")
     assert "plumbago" not in out and "Hunter2Orchid" not in out
+
+
+def test_a_piece_with_crlf_line_ends_is_read_the_same() -> None:
+    """A Windows checkout (autocrlf) ends each line with CR LF (review of stop 55)."""
+    from codectx.privacy.pieces import PieceRedactor
+
+    text = _notebook(
+        (["print(df)"], [_stream("x\n") for _ in range(30)]),
+        (['os.getenv("DB_PASSWORD")'], [_result("'plumbago'")]),
+    )
+    rows = text.split("\n")
+    middle = "\r\n".join(rows[len(rows) // 2 :])
+    assert '"cells"' not in middle and "plumbago" in middle
+    assert "plumbago" not in PieceRedactor(Redactor(key=KEY)).text(middle, "explore.ipynb")
+
+
+def test_a_never_send_glob_of_the_users_counts_for_a_printed_file(tmp_path: object) -> None:
+    text = _notebook((["!cat deploy/notes.txt"], [_stream("the vault says tundra8quokka\n")]))
+    assert "tundra8quokka" in Redactor(key=KEY).redact(text, "a.ipynb").text
+    mine = load_settings(None, {"privacy.never_send": ["deploy/notes.txt"]}, environ={})
+    assert "tundra8quokka" not in Redactor(mine, key=KEY).redact(text, "a.ipynb").text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"cells": [{"cell_type": "code", "source": [], "outputs": "oops"}]}',
+        '{"cells": [{"cell_type": 3, "source": 7, "outputs": [1, "x", {"data": []}]}]}',
+        '{"cells": "none"}',
+        "[" * 200 + "]" * 200,
+        '{"cells": [{"source": ["a\\',
+    ],
+)
+def test_a_malformed_notebook_is_read_as_text_without_failing(redactor: Redactor, text: str) -> None:
+    assert redactor.redact(text, "bad.ipynb").text == text
+
+
+def test_a_long_last_line_is_not_read_for_what_it_shows(redactor: Redactor) -> None:
+    """A line of 20 000 spaces made the display pattern backtrack for seconds (review of stop 55)."""
+    text = _notebook((["a" + " " * 20000 + "!"], [_result("'x'")]))
+    assert redactor.redact(text, "slow.ipynb").text == text
