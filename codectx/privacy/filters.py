@@ -202,12 +202,18 @@ def is_reference(value: str, bare: bool = False) -> bool:
     return bare and bool(_DOTTED.match(value)) and not looks_random(value)
 
 
+# A type where a declaration names one (GraphQL, TypeScript, Python, protobuf, JSON Schema).
+_TYPE_NAME = re.compile(r"\[?(?:String|Int|Float|Boolean|ID|Bytes|string|number|boolean|str|bytes)!?\]?!?\Z")
+
+
 def is_weak_literal(value: str) -> bool:
     """Words, prose and short numbers: field names, labels and constants, not credentials."""
-    # A declaration's own punctuation: `password: string;`, `token: str,` (TypeScript, Python).
-    value = value.rstrip(";,") or value
+    # A declaration's own punctuation: `password: string;`, `token: str,`, `f(password: str)`.
+    value = value.rstrip(";,)") or value
     if any(c.isspace() for c in value):
         return True
+    if _TYPE_NAME.match(value):
+        return True  # a schema's or a signature's type: GraphQL `password: String!`, `[ID!]!`
     if value.lower() in _NOT_SECRET_WORDS:
         return True
     if all(c.isalpha() or c in "_.-'" for c in value):
@@ -318,6 +324,21 @@ _SENTENCE_WORDS = frozenset(
 )  # fmt: skip
 
 
+# A label's words, whole (`Database Password`, `api key field`, `username hint`).
+_LABEL_WORDS = frozenset(
+    {
+        *_LABEL_PARTS,
+        *(p + "s" for p in _LABEL_PARTS),
+        "password",
+        "passwords",
+        "passwd",
+        "passphrase",
+        "username",
+    }
+    | {"userid", "apikey", "credential", "credentials", "hint", "prompt", "placeholder", "tooltip", "confirm"}
+)
+
+
 def spaced_passphrase(value: str) -> bool:
     """`"summit tundra ember anchor-23"`: random words joined by single spaces, where a password
     goes (the caller knows the slot says password). A prompt, a hint or an error message under a
@@ -328,11 +349,11 @@ def spaced_passphrase(value: str) -> bool:
     if not 3 <= len(words) <= 8 or sum(len(w) for w in words) < 12:
         return False
     for word in words:
-        low = word.lower()
+        low = word.lower().rstrip("0123456789-")
         if not _PHRASE_WORD.match(word) or low in _SENTENCE_WORDS or low in _NOT_SECRET_WORDS:
             return False
-        if any(part in low for part in _LABEL_PARTS):
-            return False
+        if low in _LABEL_WORDS:
+            return False  # whole words: `monkey` and `compass` hold a label's part and are none
     capitals = [w[0].isupper() for w in words]
     # Sentence case: "Extended precision modular arithmetic" (`/* The magic pass: "..." */`).
     return not (capitals[0] and not any(capitals[1:]))

@@ -31,13 +31,15 @@ SECRETS = [
     ("conf/app.ini", f"[db]\npassword = {PHRASE}\n"),
     ("conf/app.properties", f"spring.datasource.password={PHRASE}\n"),
     ("src/Keys.java", 'String PASSPHRASE = "Correct Horse Battery Staple";\n'),
+    # Review of stop 55: words that hold a label's part (monkey: key, compass: pass) are words.
+    ("conf/app.ini", "[db]\npassword = summit monkey ember anchor-23\n"),
 ]
 
 
 @pytest.mark.parametrize(("path", "text"), SECRETS)
 def test_a_spaced_passphrase_in_a_password_slot_is_redacted(redactor: Redactor, path: str, text: str) -> None:
     out = redactor.redact(text, path).text
-    assert PHRASE not in out and "Correct Horse" not in out, out
+    assert PHRASE not in out and "Correct Horse" not in out and "monkey" not in out, out
 
 
 KEPT = [
@@ -70,4 +72,5 @@ def test_what_reads_as_a_passphrase() -> None:
     assert not spaced_passphrase("glacier  mosaic ribbon")  # not single spaces
     assert not spaced_passphrase("glacier mosaic $(cat pw)")  # not words
     assert not spaced_passphrase("the glacier mosaic ribbon")  # a function word
-    assert not spaced_passphrase("database password field")  # a label's parts
+    assert not spaced_passphrase("database password field")  # a label's words
+    assert not spaced_passphrase("api key field value")

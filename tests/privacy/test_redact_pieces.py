@@ -152,6 +152,8 @@ def test_a_password_typed_key_by_key_is_masked_from_the_first_key(
         # Type annotations and schema types after a password's name (review of stop 55).
         ("def login(username: str, password: ", "str", ")\n", "app.py"),
         ("interface User { password: ", "string", "; }\n", "app.ts"),
+        ("function f(password: ", "string", ") {}\n", "app.ts"),
+        ("  password: ", "String!", "\n", "schema.graphql"),
         ("  string password = ", "3", ";\n", "user.proto"),
     ],
 )

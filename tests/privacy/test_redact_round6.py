@@ -202,6 +202,9 @@ def test_secrets_are_redacted(redactor: Redactor, path: str, text: str, secret: 
 
 
 LOOK_ALIKES = [
+    # Review of stop 55: prose that starts with "Net user", a session-like name after `; ` in shell.
+    ("docs/report.md", "Net user growth accelerated throughout Q3 across regions.\n"),
+    ("scripts/env.sh", "curl -s https://x.example\nexport A=1; AUTH_METHOD=scram-sha-256\n"),
     # H3: variables, placeholders and code keyword arguments.
     ("app/db.py", "conn = psycopg2.connect(host=host, user=user, password=confirmation)\n"),
     ("app/db.py", 'conn = connect(host="db", user="app", password=password)\n'),
