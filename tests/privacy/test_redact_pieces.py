@@ -124,16 +124,25 @@ KEYSTROKES = [
 ]
 
 
-@pytest.mark.parametrize(("path", "before", "value", "after"), KEYSTROKES)
-def test_a_password_typed_key_by_key_is_masked_from_the_first_key(
-    path: str, before: str, value: str, after: str
-) -> None:
+def _keystrokes(path: str, before: str, value: str, after: str) -> list[tuple[str, str, str]]:
+    """(the text up to the cursor, the prefix sent, the suffix sent) after each key of `value`, each
+    request redacted on its own as a completion's is."""
+    out = []
     for n in range(1, len(value) + 1):
         doc, cur = before + value[:n] + after, len(before) + n
         prefix, suffix = PieceRedactor(Redactor(key=KEY)).document(
             doc, path, [(0, cur), (cur, len(doc))], cursor=cur
         )
-        assert prefix.startswith(before) and prefix[len(before) :].startswith(TOKEN_PREFIX), (n, prefix)
+        out.append((doc[:cur], prefix, suffix))
+    return out
+
+
+@pytest.mark.parametrize(("path", "before", "value", "after"), KEYSTROKES)
+def test_a_password_typed_key_by_key_is_masked_from_the_first_key(
+    path: str, before: str, value: str, after: str
+) -> None:
+    for _typed, prefix, suffix in _keystrokes(path, before, value, after):
+        assert prefix.startswith(before) and prefix[len(before) :].startswith(TOKEN_PREFIX), prefix
         assert suffix == after
 
 
@@ -160,12 +169,8 @@ def test_a_password_typed_key_by_key_is_masked_from_the_first_key(
 def test_an_ordinary_value_typed_key_by_key_is_left_alone(
     before: str, value: str, after: str, path: str
 ) -> None:
-    for n in range(1, len(value) + 1):
-        doc, cur = before + value[:n] + after, len(before) + n
-        prefix, _ = PieceRedactor(Redactor(key=KEY)).document(
-            doc, path, [(0, cur), (cur, len(doc))], cursor=cur
-        )
-        assert prefix == doc[:cur]
+    for typed, prefix, _suffix in _keystrokes(path, before, value, after):
+        assert prefix == typed
 
 
 def test_an_ordinary_string_being_typed_is_left_alone(pieces: PieceRedactor) -> None:
