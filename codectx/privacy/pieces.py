@@ -246,8 +246,11 @@ class PieceRedactor:
                     continue  # in the lines above: their own scan masks them
                 if how == _FILLED and (f.rule not in formats or not keep[0] <= f_start < keep[1] - 3):
                     continue  # lengthened by filler: only a provider format whose prefix was typed counts
-                if how == _SLOT and (f.rule not in slots or f_start > keep[0] or f_end < keep[1]):
-                    continue  # a value's slot: only a rule that reads the whole value as the secret
+                if how == _SLOT and (f.rule not in slots or not keep[0] <= f_start < keep[1] <= f_end):
+                    # A value's slot: only a rule that reads the value being typed as a secret, from
+                    # where it starts (the slot's start, or after a `user,` / `user:` in it) to the
+                    # cursor and on.
+                    continue
                 s, e = max(f_start, keep[0]), min(f_end, keep[1])
                 if e > s:
                     out.append(Secret(start + s, start + e, f.rule))
@@ -341,6 +344,8 @@ _CLOSED, _FILLED, _SLOT = "closed", "filled", "slot"  # how a probe finished the
 # The bare value being typed on a config line (`PASSWORD=Wq:8z`, `password: Wq8`, `pw = a b`): all
 # of it after the first `=` or `: ` that follows the line's key, to the cursor.
 _BARE_VALUE = re.compile(r"^[ \t]*(?:export[ \t]+)?[\"']?[\w.-]+[\"']?[ \t]*(?:=|:[ \t])[ \t]*(\S.*)\Z")
+# A command's argument being typed, after a space: `-w Tq9`, `-u app,Tq9`, `/p:Tq9`.
+_BARE_ARGUMENT = re.compile(r"[ \t]([^\s\"'`]+)\Z")
 # What finishes a value typed in a password's place: a token (mixed letters and digits), and words,
 # for a passphrase being typed (`"summit t` -> `"summit tortoise quartz fjord"`).
 _SLOT_FILLERS = (_FILLERS[0], "ortoise quartz fjord")
@@ -368,7 +373,9 @@ def _probes(line: str, col: int, bare_literal: bool = True) -> list[tuple[str, t
         if col > opened + 1:
             probes += [(head + f + quote + line[col:], (opened + 1, col), _SLOT) for f in _SLOT_FILLERS]
     elif bare_literal:
-        bare = _BARE_VALUE.match(head)
+        # A bare value after its key (`password: Wq8`), or a command's argument (`ldapsearch -w Tq9`,
+        # `lftp -u app,Tq9`): finished, it may be a secret by where it stands.
+        bare = _BARE_VALUE.match(head) or _BARE_ARGUMENT.search(head)
         if bare:
             probes += [(head + f + line[col:], (bare.start(1), col), _SLOT) for f in _SLOT_FILLERS]
     userinfo = _TYPED_USERINFO.search(head)

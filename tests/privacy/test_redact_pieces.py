@@ -121,6 +121,10 @@ KEYSTROKES = [
     ("app/settings.py", 'password = "', "summit tundra ember", '"\n'),
     ("config/db.yml", "password: ", "summit tundra ember", "\n"),
     (".env", "PASSWORD=", "Wq:8zLm,P3", "\n"),
+    # Red team 7 (L02): a password typed as a command's argument.
+    ("deploy.sh", "ldapsearch -x -H ldap://dc1 -w ", "Tq9xVb2Lm4", " -b dc=corp\n"),
+    ("deploy.sh", "lftp -u app,", "Tq9xVb2Lm4", " sftp://files.example\n"),
+    ("deploy.sh", "echo ", "Tq9xVb2Lm4", " | sudo -S systemctl restart app\n"),
 ]
 
 
@@ -164,6 +168,10 @@ def test_a_password_typed_key_by_key_is_masked_from_the_first_key(
         ("function f(password: ", "string", ") {}\n", "app.ts"),
         ("  password: ", "String!", "\n", "schema.graphql"),
         ("  string password = ", "3", ";\n", "user.proto"),
+        # A command's ordinary arguments.
+        ("ssh -p ", "2222", " host\n", "deploy.sh"),
+        ("docker run -p ", "8080:80", " nginx\n", "deploy.sh"),
+        ("grep -r ", "password", " .\n", "deploy.sh"),
     ],
 )
 def test_an_ordinary_value_typed_key_by_key_is_left_alone(
