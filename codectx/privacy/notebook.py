@@ -9,10 +9,11 @@ instead, and miss it (red team 6, H7). `read` gives two readings:
   and commas become spaces, an escaped line break a line break) and everything else blank: the
   code cells' sources (read as code), and the markdown cells and outputs (read as text);
 - the spans of outputs that show a secret: a cell that prints a secret by its name
-  (`print(db_password)`, `print(f"{api_token}")`, `!echo $GITHUB_TOKEN`, `%env`, `!env`), prints a
-  never-send file (`!cat ~/.pgpass`, `!head -n 5 .env`), or ends with a secret's lookup or name
-  (`os.environ["OPENAI_API_KEY"]`, `os.getenv("DB_PASSWORD")`, `DB_PASSWORD`), whose value Jupyter
-  then displays. Those outputs are masked whatever the value looks like: the name is in the
+  (`print(db_password)`, `print(f"{api_token}")`, `print(os.getenv("DB_PASSWORD"))`,
+  `!echo $GITHUB_TOKEN`, `%env`, `!env`), prints a never-send file (`!cat ~/.pgpass`,
+  `!head -n 5 .env`, `print(open("/home/me/.vault-token").read())`), or ends with an expression
+  over a secret's lookup or its name (`os.environ["OPENAI_API_KEY"]`, `int(os.getenv("PW"))`,
+  `DB_PASSWORD`), whose value (or error) Jupyter then displays. Those outputs are masked whatever the value looks like: the name is in the
   source, the value only in the output.
 
 A whole notebook is read by a JSON scanner that keeps each string's offsets (any layout: nbformat's
@@ -35,7 +36,12 @@ _STRING_LINE = re.compile(r'^([ \t]*)"((?:[^"\\]|\\.)*)"(,?)[ \t\r]*$')
 _LONGEST_LINE = 500  # a source line longer than this is not read for what it shows
 
 # A cell's line that prints a value by its name, wherever it stands in the cell.
-_PRINT = re.compile(r"\bprint\s*\((?P<args>[^\n]*)\)")
+_PRINT = re.compile(r"\b(?:print|pprint|display|write|info|debug|warning)\s*\((?P<args>[^\n]*)\)")
+# A secret's lookup inside such a line: print(os.getenv("DB_PASSWORD")).
+_LOOKUP_IN = re.compile(r"""(?:environ(?:\.get)?\s*[\[(]|getenv\s*\()\s*["']([\w.-]+)["']""")
+_ASSIGNMENT = re.compile(r"""\s*[\w.\[\]'"]+\s*(?::[^=\n]*)?=[^=]""")  # `x = ...`, `os.environ["K"] = ...`
+# A file read in a line: print(open("/home/me/.vault-token").read()), Path("~/.pgpass").read_text().
+_READ_FILE = re.compile(r"""\b(?:open|Path)\s*\(\s*[rfbu]?["']([^"'\n]+)["']""")
 _PLAIN_STRING = re.compile(r"""(["'])[^"'{\n]*\1""")  # a literal without `{...}`: no name in it
 _NAME = re.compile(r"[A-Za-z_][\w.]*")
 _ECHO = re.compile(
@@ -113,22 +119,35 @@ def _shows_secret(cell: _Cell, text: str, refused: Callable[[str], bool]) -> boo
         return False
     source = "".join(_decoded(text[s:e]) for s, e in cell.source)
     lines = [line for line in source.split("\n") if line.strip() and len(line) <= _LONGEST_LINE]
-    for line in lines:
+    for n, line in enumerate(lines):
         printed = _PRINT.search(line)
+        shown_here = printed is not None or n == len(lines) - 1  # printed, or displayed as the result
         if printed:
-            args = _PLAIN_STRING.sub(" ", printed.group("args"))
-            if any(_secret_name(name) for name in _NAME.findall(args)):
+            args = printed.group("args")
+            names = _NAME.findall(_PLAIN_STRING.sub(" ", args)) + _LOOKUP_IN.findall(args)
+            if any(_secret_name(name) for name in names):
                 return True
+        if shown_here and any(refused(_relative(path)) for path in _READ_FILE.findall(line)):
+            return True
+        # The result (or the error) of an expression over a secret: int(os.environ["DB_PASSWORD"]).
+        last_expression = n == len(lines) - 1 and not _ASSIGNMENT.match(line)
+        if last_expression and any(_secret_name(name) for name in _LOOKUP_IN.findall(line)):
+            return True
         echoed = _ECHO.match(line)
         if echoed and _secret_name(next(v for v in echoed.groupdict().values() if v)):
             return True
         if _ALL_ENV.match(line):
             return True
         shown = _SHOWS_FILE.match(line)
-        if shown and refused(shown.group("path").strip("'\"").lstrip("~/")):
+        if shown and refused(_relative(shown.group("path").strip("'\""))):
             return True
     last = _LOOKUP.match(lines[-1]) if lines else None
     return last is not None and _secret_name(next(v for v in last.groupdict().values() if v))
+
+
+def _relative(path: str) -> str:
+    """A path a cell names, as the never-send patterns read one (`~/.pgpass`, `/home/me/.env`)."""
+    return path.lstrip("~").lstrip("/")
 
 
 def _secret_name(name: str) -> bool:
@@ -163,7 +182,8 @@ def _scanned(text: str) -> list[_Cell]:
         for output in outputs if isinstance(outputs, list) else []:
             if not isinstance(output, dict):
                 continue
-            cell.outputs += _spans(output.get("text")) + _spans(output.get("traceback"))
+            for key in ("text", "traceback", "evalue"):  # a stream, an error's message and trace
+                cell.outputs += _spans(output.get(key))
             data = output.get("data")
             if isinstance(data, dict):
                 for mime, value in data.items():

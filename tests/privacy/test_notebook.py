@@ -65,6 +65,20 @@ SHOWN = [
     (["!head -n 5 .env"], _stream("SIGNING=crimsonwalrus\n"), "crimsonwalrus"),
     (["!echo $GITHUB_TOKEN"], _stream("tundra8quokka\n"), "tundra8quokka"),
     (["!env"], _stream("PATH=/usr/bin\n", "SIGNING=tundra8quokka\n"), "tundra8quokka"),
+    # Red team 7: a lookup printed, a never-send file read from Python, an error's message.
+    (["print(os.getenv('DB_PASSWORD'))"], _stream("plumbago77\n"), "plumbago77"),
+    (["print(open('/home/me/.vault-token').read())"], _stream("hvs.tundra8quokka\n"), "hvs.tundra8quokka"),
+    (["open('/home/me/.pgpass').read()"], _result("'db:5432:*:app:plumbago77\\n'"), "plumbago77"),
+    (
+        ["int(os.environ['DB_PASSWORD'])"],
+        {
+            "ename": "ValueError",
+            "evalue": "invalid literal for int(): 'plumbago77'",
+            "output_type": "error",
+            "traceback": [],
+        },
+        "plumbago77",
+    ),
 ]
 
 
