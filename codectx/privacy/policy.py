@@ -126,6 +126,10 @@ def is_dot_git(part: str) -> bool:
     return name == ".git" or bool(re.fullmatch(r"git~\d+", name))
 
 
+# A backup copy's suffixes (editors', patch's, people's): the copy is judged as the file it copies.
+_BACKUP = re.compile(r"(?:~|\.(?:orig|bak|old|save|backup))+$", re.IGNORECASE)
+
+
 def _forms(path: str) -> tuple[str, ...]:
     """The spellings a path is matched in (see pattern_for); most paths have one."""
     norm = _norm(path)
@@ -135,6 +139,9 @@ def _forms(path: str) -> tuple[str, ...]:
     if _ODD.search(norm):
         trimmed = "/".join(file_system_name(part) for part in norm.split("/"))
         forms += [trimmed, trimmed.lower()]
+    original = _BACKUP.sub("", norm)
+    if original != norm and original.rsplit("/", 1)[-1]:
+        forms += _forms(original)  # a backup holds what the file held: `auth.json.bak`, `.env~`
     return tuple(dict.fromkeys(forms))
 
 

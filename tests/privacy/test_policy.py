@@ -133,6 +133,12 @@ def test_discovery_skips_the_never_send_only_files_as_secret_files(tmp_path: Pat
         "auth.json",
         "home/.composer/auth.json",
         ".terraformrc",
+        # Red team 7 (L06): a backup copy is what it copies.
+        "composer/auth.json.bak",
+        ".terraformrc.bak",
+        "config/.env~",
+        "keys/id_rsa.orig",
+        "deploy/secrets.yml.old.bak",
     ],
 )
 def test_credential_files_in_any_letter_case_and_git_internals_are_refused(path: str) -> None:
@@ -140,7 +146,10 @@ def test_credential_files_in_any_letter_case_and_git_internals_are_refused(path:
     assert never_send_match(path, None) is not None
 
 
-@pytest.mark.parametrize("path", ["locales/en/auth.json", "src/auth.json.ts", "docs/terraform.md"])
+@pytest.mark.parametrize(
+    "path",
+    ["locales/en/auth.json", "src/auth.json.ts", "docs/terraform.md", "app/settings.py.bak", "~", ".bak"],
+)
 def test_files_named_like_credential_files_elsewhere_are_sent(path: str) -> None:
     assert never_send_match(path, None) is None
 
