@@ -168,11 +168,12 @@ async def test_a_secret_the_model_moves_out_of_sight_is_not_put_there(
     tmp_path: Path, server: fs.FaultServer
 ) -> None:
     """Red team 2: the model answered `creds = ("app", "[REDACTED:...]")` and dropped the assignment;
-    put back, `Parsnipcrumble` sat where no rule finds it, and the next request sent it."""
+    put back, `Parsnipcrumble` sat where no rule finds it, and the next request sent it. (A tuple
+    named `creds` is a rule's since stop 55; one named `pair` is still no rule's.)"""
 
     def move(code: str) -> str:
         token = re.findall(r"\[REDACTED:[a-z-]+:[0-9a-f]{8}\]", code)[0]
-        return f'def get_db_settings():\n    creds = ("app", "{token}")\n    return creds'
+        return f'def get_db_settings():\n    pair = ("app", "{token}")\n    return pair'
 
     server.routes["/v1/chat/completions"] = model(move)
     s = settings(tmp_path, server.url)
