@@ -13,8 +13,8 @@ instead, and miss it (red team 6, H7). `read` gives two readings:
   `!echo $GITHUB_TOKEN`, `%env`, `!env`), prints a never-send file (`!cat ~/.pgpass`,
   `!head -n 5 .env`, `print(open("/home/me/.vault-token").read())`), or ends with an expression
   over a secret's lookup or its name (`os.environ["OPENAI_API_KEY"]`, `int(os.getenv("PW"))`,
-  `DB_PASSWORD`), whose value (or error) Jupyter then displays. Those outputs are masked whatever the value looks like: the name is in the
-  source, the value only in the output.
+  `DB_PASSWORD`), whose value (or error) Jupyter then displays. Those outputs are masked whatever
+  the value looks like: the name is in the source, the value only in the output.
 
 A whole notebook is read by a JSON scanner that keeps each string's offsets (any layout: nbformat's
 one string per line, or a cell per line); a piece cut from the middle of one (completions and chat
