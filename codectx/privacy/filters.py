@@ -542,6 +542,11 @@ _KEY_AT_START = re.compile(r"[+-]?\s*(?:-\s+|export\s+)?[\"']?[\w.$-]+[\"']?\s*[
 _PROSE_SUFFIXES = (".md", ".txt", ".rst", ".history", "history")
 
 
+def is_prose_file(origin: str) -> bool:
+    """Markdown, plain text, reStructuredText (a copy's or template's judged as what it copies)."""
+    return judged_name(origin).endswith(_PROSE_SUFFIXES)
+
+
 def is_config_value(col: int, layout: LineLayout, line: str, origin: str) -> bool:
     """The bare value at `col` is a config key's value: a config file that is not prose, the key
     first on its line, the value outside any string literal."""

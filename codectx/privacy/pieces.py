@@ -239,7 +239,9 @@ class PieceRedactor:
         # A bare value after `=`/`:` is a literal being typed only in config and shell files: in code
         # it is an expression (`password = os.environ[...]`), which completions must see.
         bare_literal = filters.bare_is_config(line, origin)
-        for probe, keep, how in _probes(line, col, bare_literal):
+        # A command's argument only outside prose: after "password " in a README a word is a word.
+        arguments = bare_literal and not filters.is_prose_file(origin)
+        for probe, keep, how in _probes(line, col, bare_literal, arguments):
             for f in self._probe_findings(context + probe, origin):
                 f_start, f_end = f.start - shift, f.end - shift
                 if f_end <= 0:
@@ -351,13 +353,15 @@ _BARE_ARGUMENT = re.compile(r"[ \t]([^\s\"'`]+)\Z")
 _SLOT_FILLERS = (_FILLERS[0], "ortoise quartz fjord")
 
 
-def _probes(line: str, col: int, bare_literal: bool = True) -> list[tuple[str, tuple[int, int], str]]:
+def _probes(
+    line: str, col: int, bare_literal: bool = True, arguments: bool = True
+) -> list[tuple[str, tuple[int, int], str]]:
     """Finished versions of the cursor's line, each with the span of `line` a finding may mask.
 
     An unclosed quote before the cursor is closed (at the cursor, and at the line's end); a token run
     that touches the cursor is lengthened with each filler (`_FILLED`: only provider formats may
     count there). A value being typed, quoted or (`bare_literal`: in a config or shell file) bare
-    after `=`/`:`, is also finished with a filler
+    after `=`/`:` or (`arguments`: not in prose) as a command's argument, is also finished with a filler
     that any value check takes (`_SLOT`): a rule that reads the whole value as a secret by where
     it sits (a password's name, a connect call's argument) masks it from its first character,
     before its typed part would pass the rule's checks alone. Findings count only inside the value
@@ -375,7 +379,7 @@ def _probes(line: str, col: int, bare_literal: bool = True) -> list[tuple[str, t
     elif bare_literal:
         # A bare value after its key (`password: Wq8`), or a command's argument (`ldapsearch -w Tq9`,
         # `lftp -u app,Tq9`): finished, it may be a secret by where it stands.
-        bare = _BARE_VALUE.match(head) or _BARE_ARGUMENT.search(head)
+        bare = _BARE_VALUE.match(head) or (_BARE_ARGUMENT.search(head) if arguments else None)
         if bare:
             probes += [(head + f + line[col:], (bare.start(1), col), _SLOT) for f in _SLOT_FILLERS]
     userinfo = _TYPED_USERINFO.search(head)

@@ -172,6 +172,8 @@ def test_a_password_typed_key_by_key_is_masked_from_the_first_key(
         ("ssh -p ", "2222", " host\n", "deploy.sh"),
         ("docker run -p ", "8080:80", " nginx\n", "deploy.sh"),
         ("grep -r ", "password", " .\n", "deploy.sh"),
+        # A word after "password" in prose is a word until it reads as a secret.
+        ("Users can start the password ", "reset", " flow from the login page.\n", "README.md"),
     ],
 )
 def test_an_ordinary_value_typed_key_by_key_is_left_alone(
