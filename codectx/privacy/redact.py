@@ -82,6 +82,14 @@ class _Lines:
         self.text = text
         self._starts: list[int] | None = None
         self._layouts: dict[int, filters.LineLayout] | None = None
+        self._sealed: bool | None = None
+
+    @property
+    def may_be_sealed(self) -> bool:
+        """The text holds a SealedSecret's `encryptedData:` map (looked for once, not per value)."""
+        if self._sealed is None:
+            self._sealed = "encryptedData:" in self.text
+        return self._sealed
 
     @property
     def starts(self) -> list[int]:
@@ -341,7 +349,7 @@ class Redactor:
             return False
         if _INTEGRITY.search(text[max(0, start - 8) : start]):
             return False  # a lockfile integrity hash (sha512-...), not a token
-        if filters.in_sealed_data(text, start):
+        if lines.may_be_sealed and filters.in_sealed_data(text, start):
             return False  # a SealedSecret's encryptedData: encrypted, made to be committed
         if rule.reject_wordlike and rule.check != "corpus" and filters.wordlike(value.replace(".", "")):
             return False

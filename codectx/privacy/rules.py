@@ -9,11 +9,10 @@ entry, so a log says which rules scanned each request.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import tomllib
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from importlib import resources
 from typing import Any
 
@@ -60,12 +59,12 @@ class RuleSet:
     keyword_set: Any = field(repr=False, compare=False)  # re2.Set of every keyword, case-insensitive
     keyword_ids: tuple[frozenset[int], ...] = field(repr=False, compare=False, default=())
 
-    @property
+    @cached_property
     def format_ids(self) -> frozenset[str]:
         """Ids of the provider-format rules (the shape alone identifies the secret)."""
         return frozenset(r.id for r in self.rules if r.check == "format")
 
-    @property
+    @cached_property
     def slot_ids(self) -> frozenset[str]:
         """Ids of the rules that find a secret by where it sits (a password's name, a URL's password
         field, a connect call's argument), whatever the value's shape: checks `value`/`unquoted`."""
@@ -83,7 +82,7 @@ class RuleSet:
             chosen.update(by_keyword.get(keyword, ()))
         return [(i, self.rules[i]) for i in sorted(chosen) if strict or not self.rules[i].strict]
 
-    @functools.cached_property
+    @cached_property
     def _by_keyword(self) -> tuple[tuple[int, ...], dict[int, tuple[int, ...]]]:
         """(rules without keywords, keyword id -> the rules it selects): `candidates` then looks only
         at the keywords present instead of testing every rule (~470) on every scanned string, which
