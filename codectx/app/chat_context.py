@@ -32,6 +32,7 @@ from codectx.app.files import NeverSend
 from codectx.app.index import RecentRegion, enclosing_definition, language_for, read_document
 from codectx.backend.gate import Gate
 from codectx.errors import CodectxError
+from codectx.privacy.notebook import is_notebook
 from codectx.privacy.pieces import PieceRedactor
 
 log = logging.getLogger(__name__)
@@ -559,10 +560,12 @@ class Gatherer:
             self._fresh_deadline()
             now = self.file_text(section.path)
             if now is not None:
-                self.redactor.learn(now, section.path, _line_cuts(now, section.new_ranges))
+                self.redactor.learn(now, section.path, _hunk_cuts(now, section.path, section.new_ranges))
             before = heads.get(section.old_path)
             if before is not None:
-                self.redactor.learn(before, section.old_path, _line_cuts(before, section.old_ranges))
+                self.redactor.learn(
+                    before, section.old_path, _hunk_cuts(before, section.old_path, section.old_ranges)
+                )
 
     def problems(self, turn: TurnInput) -> None:
         if not turn.path or not turn.diagnostics:
@@ -603,6 +606,12 @@ def site_in(span: Span, gatherer: Gatherer) -> bool:
 
 def _inside(a: Piece, b: Piece) -> bool:
     return a.path == b.path and b.start_line <= a.start_line and a.end_line <= b.end_line
+
+
+def _hunk_cuts(text: str, path: str, ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Where a diff's hunks are judged in their file: their lines, or the whole of a notebook (an
+    output is a secret by the cell that shows it, which may be far from the changed lines)."""
+    return [(0, len(text))] if is_notebook(path) else _line_cuts(text, ranges)
 
 
 def _line_cuts(text: str, ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -58,7 +58,8 @@ _HEX = re.compile(r"[0-9a-fA-F]+\Z")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
 _SUBSCRIPT = re.compile(r"[A-Za-z_][\w.]*\[[\w.,'\" \[\]|]*\][),:;]*\Z")
 _HEX_0X = re.compile(r"0[xX][0-9a-fA-F]+\Z")
-_REGEX_LIKE = re.compile(r"\[[^\]]*[a-z0-9]-[a-z0-9][^\]]*\]|\{\d+(?:,\d*)?\}|\\[dwsDWSb]")
+_REGEX_LIKE = re.compile(r"\[[^\]]*[a-z0-9]-[a-z0-9][^\]]*\]|\{\d+(?:,\d*)?\}|\\[dwsDWSb]|\(\?[:=!<P]")
+_WINDOWS_PATH = re.compile(r"[A-Za-z]:[\\/][\w .-]|\\\\[\w.-]+\\")
 _RULE_LIST = re.compile(r"[A-Za-z_]+(?::[\w,.]+)?(?:\|[A-Za-z_]+(?::[\w,.]+)?)+\Z")
 _JWK_MEMBERS = r"n|e|x|y|x5c|x5t|x5t#S256|kid|crv|kty|alg|use|key_ops"
 _JWK_PUBLIC = re.compile(rf"[\"'](?:{_JWK_MEMBERS})[\"']\s*:\s*\[?\s*[\"']$")
@@ -227,6 +228,8 @@ def is_weak_literal(value: str) -> bool:
     if _REGEX_LIKE.search(value):
         return True  # a pattern: cl_pw = r'([0-9a-f]{64})'
 
+    if _WINDOWS_PATH.match(value):
+        return True  # `C:\certs\private.pem`, `\\server\share`: a file's path, as `/etc/...` below
     return value.startswith(("/", "./", "../", "~/", "http://", "https://", "file:"))
 
 

@@ -341,6 +341,8 @@ class Redactor:
         self, rule: Rule, name: str | None, text: str, start: int, end: int, lines: _Lines, origin: str
     ) -> bool:
         value = text[start:end]
+        if "\\" in value:
+            value = views.unescape_value(value)  # judged as the characters it stands for: `"\\x48\\x65..."`
         if len(value) < rule.min_len:
             return False
         if origin.endswith((".diff", ".patch")):

@@ -27,8 +27,12 @@ from dataclasses import dataclass
 import re2
 
 # A closing quote, a concatenation operator (or none, on one line), the same opening quote, between two
-# token characters: the literals on either side look like parts of one value, not like prose.
+# token characters: the literals on either side look like parts of one value, not like prose. A space
+# counts on either side: a passphrase split between its words (`"correct horse " "battery staple"`).
 _T = r"[A-Za-z0-9+/_=.~-]"
+_TS = r"[A-Za-z0-9+/_=.~ -]"
+# The shell's way to put a quote in a quoted word: `'Pel'"'"'ican'` is `Pel'ican`.
+_SHELL_QUOTE = "'\"'\"'|\"'\"'\""
 _OP = r"(?:\+|\.\.?|&|\|\|)"
 _GAP = rf"[ \t]*(?:{_OP}[ \t]*(?:\\?\r?\n[ \t]*)?|\\?\r?\n[ \t]*{_OP}[ \t]*|\\\r?\n[ \t]*)?"
 _IMPLICIT = r"[ \t]*\r?\n[ \t]*"  # adjacent literals on two lines: Python and C only
@@ -37,7 +41,10 @@ _IMPLICIT = r"[ \t]*\r?\n[ \t]*"  # adjacent literals on two lines: Python and C
 def _junction_regex(implicit: bool) -> re2._Regexp:
     gap = _GAP + ("|" + _IMPLICIT if implicit else "")
     # A URL's user part may end a literal (`"mongodb://admin:" + pw`) and its host start one (`"@db"`).
-    return re2.compile(rf"""(?:{_T}|:)("(?:{gap})"|'(?:{gap})')(?:{_T}|@)""".encode())
+    quoted = rf"""(?:{_TS}|:)("(?:{gap})"|'(?:{gap})'|{_SHELL_QUOTE})(?:{_TS}|@)"""
+    # A bare value continued on the next line (`db.password=Pel\`, Dockerfile `ENV PASSWORD=\`).
+    bare = rf"(?:{_T}|=)(\\\r?\n[ \t]*){_T}"
+    return re2.compile(f"{quoted}|{bare}".encode())
 
 
 _JUNCTIONS = {implicit: _junction_regex(implicit) for implicit in (False, True)}
@@ -79,11 +86,12 @@ def _junctions(text: str, origin: str) -> list[tuple[int, int]]:
 
 
 def _spans(regex: re2._Regexp, text: str) -> Iterator[tuple[int, int]]:
-    """Character spans of group 1 of a bytes regex over `text` (UTF-8, lone surrogates passed through)."""
+    """Character spans of the first group that took part in each match of a bytes regex over `text`
+    (UTF-8, lone surrogates passed through)."""
     data = text.encode("utf-8", "surrogatepass")
     if len(data) == len(text):  # ASCII: byte offsets are character offsets
         for m in regex.finditer(data):
-            yield m.start(1), m.end(1)
+            yield _group_span(m)
         return
     # Byte offsets to character offsets, counted on from the last one: the matches come in order,
     # so the whole text is decoded once (decoding from the start at each match was quadratic: a
@@ -100,13 +108,25 @@ def _spans(regex: re2._Regexp, text: str) -> Iterator[tuple[int, int]]:
         return char_at
 
     for m in regex.finditer(data):
-        a, b = m.start(1), m.end(1)
+        a, b = _group_span(m)
         yield char_of(a), char_of(b)
+
+
+def _group_span(m: re2._Match) -> tuple[int, int]:
+    """The span of the first group that took part (a regex's alternatives each have their own)."""
+    for i in range(1, m.re.groups + 1):
+        if m.start(i) >= 0:
+            return m.start(i), m.end(i)
+    return m.start(), m.end()
+
+
+def _may_join(text: str) -> bool:
+    return '"' in text or "'" in text or "\\\n" in text or "\\\r" in text
 
 
 def junction_regions(text: str, origin: str = "", pad_lines: int = 2) -> list[tuple[int, int]]:
     """[start, end) regions of whole lines around clusters of concatenation junctions."""
-    if '"' not in text and "'" not in text:
+    if not _may_join(text):
         return []
     regions: list[tuple[int, int]] = []
     for start, end in _junctions(text, origin):
@@ -126,7 +146,7 @@ def junction_regions(text: str, origin: str = "", pad_lines: int = 2) -> list[tu
 
 def joined(text: str, origin: str = "") -> Joined | None:
     """The joined view of `text`, or None when it has no concatenated literals."""
-    if '"' not in text and "'" not in text:
+    if not _may_join(text):
         return None
     parts: list[str] = []
     positions: list[int] = []
@@ -290,6 +310,34 @@ def unescape_line(line: str) -> str:
         return _ESCAPES.get(c, m.group(0))
 
     return _ESCAPE.sub(one, line)
+
+
+# One escape in a string literal: a character's code (hex, `\\u`, `\\u{...}`, octal) or a simple escape.
+_VALUE_ESCAPE = re.compile(
+    r"\\(?:x(?P<x>[0-9A-Fa-f]{2})|u(?P<u>[0-9A-Fa-f]{4})|u\{(?P<b>[0-9A-Fa-f]{1,6})\}"
+    r"|U(?P<w>[0-9A-Fa-f]{8})|(?P<o>[0-7]{1,3})|(?P<c>[\\\"'/`nrt]))"
+)
+_SIMPLE = {"n": "\n", "r": "\r", "t": "\t"}
+
+
+def unescape_value(value: str) -> str:
+    """A literal's value as the characters its escapes stand for: `Tr0ub4dor\\/x` (PHP's json_encode),
+    `Caf\\u00e9...` (Python's json.dump), `\\x48\\x65...`. Any other backslash stays as written (a
+    raw string's `Dom\\user`)."""
+
+    def one(m: re.Match[str]) -> str:
+        c = m.group("c")
+        if c is not None:
+            return _SIMPLE.get(c, c)
+        octal = m.group("o")
+        n = (
+            int(octal, 8)
+            if octal is not None
+            else int(m.group("x") or m.group("u") or m.group("b") or m.group("w"), 16)
+        )
+        return chr(n) if n < 0x110000 else m.group(0)
+
+    return _VALUE_ESCAPE.sub(one, value)
 
 
 def is_credential_pair(decoded: str) -> bool:

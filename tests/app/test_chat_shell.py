@@ -297,3 +297,55 @@ def test_diff_leaves_out_renamed_never_send_files_and_masks_a_keys_unchanged_lin
     assert b"@@ " in sent  # the key file's hunk went, masked
     leaked = [line for line in [*key_lines, changed] if line.encode() in sent]
     assert leaked == [], f"{len(leaked)} key lines sent"
+
+
+def test_diff_of_a_notebook_masks_an_output_that_shows_a_secret(repo: Path, backend: FixedBackend) -> None:
+    """Red team 8 (R2): a re-run notebook's diff showed the new output of `os.environ[...]`, which
+    `@file` of the same notebook masks: the output is a secret by its cell's source, which stands
+    outside the hunk. A diff's notebook is judged whole."""
+
+    def git(*args: str) -> None:
+        subprocess.run(
+            ["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t", *args],
+            check=True,
+            capture_output=True,
+        )
+
+    def notebook(shown: str) -> str:
+        cell = {
+            "cell_type": "code",
+            "execution_count": 1,
+            "id": "c1",
+            "metadata": {},
+            "outputs": [
+                {
+                    "data": {"text/plain": [shown]},
+                    "execution_count": 1,
+                    "metadata": {},
+                    "output_type": "execute_result",
+                }
+            ],
+            "source": [
+                "import os\n",
+                "\n",
+                "# which key is this kernel using?\n",
+                'os.environ["OPENAI_API_KEY"]',
+            ],
+        }
+        body = {"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+        return json.dumps(body, indent=1) + "\n"
+
+    (repo / "nb").mkdir()
+    (repo / "nb" / "explore.ipynb").write_text(notebook("'<unset>'"), "utf-8")
+    (repo / ".git").rmdir()
+    git("init", "-q")
+    git("add", "-A", ":!.env")
+    git("commit", "-qm", "base")
+    (repo / "nb" / "explore.ipynb").write_text(notebook("'KiteHarbor42'"), "utf-8")
+    done = codectx(["ask", "what changed? @diff", "--backend-url", backend.url, "--lexical", "--json"], repo)
+    assert done.returncode == 0, done.stderr
+    cited = {(c["reason"], c["path"]) for c in json.loads(done.stdout)["citations"]}
+    assert ("@diff", "nb/explore.ipynb") in cited, cited
+    sent = b"".join(r["raw"] for r in chats(backend))
+    assert b"@@ " in sent  # the hunk went
+    assert b"KiteHarbor42" not in sent
