@@ -46,7 +46,8 @@ SECRETS = [
     # R4: a YAML anchor or tag before the value.
     (
         "docker-compose.yml",
-        "services:\n  db:\n    environment:\n      POSTGRES_PASSWORD: &pgpw Gannet7742\n      DB_PASS: *pgpw\n",
+        "services:\n  db:\n    environment:\n"
+        "      POSTGRES_PASSWORD: &pgpw Gannet7742\n      DB_PASS: *pgpw\n",
         "Gannet7742",
     ),
     ("k8s/secret.yaml", "stringData:\n  password: !!str Gannet7742\n", "Gannet7742"),
