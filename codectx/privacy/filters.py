@@ -45,13 +45,18 @@ _CODE_NAMES = frozenset(
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _DOTTED = re.compile(r"[A-Za-z_$@][\w$]*(?:(?:\.|->|::)[A-Za-z_$][\w$]*)+\Z")
 _DIGITS = re.compile(r"[0-9]+\Z")
-_DIGEST_PREFIX = re.compile(r"(?:sha|md)[0-9]*[-:]", re.IGNORECASE)
+_DIGEST_PREFIX = re.compile(r"(?:sha|md)[0-9]*[-:/]", re.IGNORECASE)  # `sha256/...`: OkHttp's key pins
 _NUMBER = re.compile(
     r"[0-9][0-9_]{0,15}(?:\.[0-9_]+)?(?:[eE][+-]?[0-9]+)?[jJlLfFuU]?\Z"  # 129_599, 1e-5, 10L
     r"|0[xX][0-9a-fA-F_]{1,16}\Z"
 )
 _URL_REST = re.compile(r"//[\w-]+(?:\.[\w-]+)+(?:[:/?#]|\Z)")  # `//host.domain` after `https:`
-_DIGEST_NAME = re.compile(r"(?i)content_?hash[\"']?\s*[:=]\s*[\"']?\Z")
+# A value named for a digest: NuGet's `contentHash`, a key pin (`<key>SPKI-SHA256-BASE64</key>`), a
+# fingerprint.
+_DIGEST_NAME = re.compile(
+    r"(?i)(?:content_?hash|spki[\w-]*|sha-?(?:1|256|384|512)[\w-]*|fingerprint|digest)"
+    r"(?:[\"']?\s*[:=]\s*[\"']?|</key>\s*<string>)\Z"
+)
 _MASK_RUN = re.compile(r"[•●∙*]+")
 _COLOR = re.compile(r"#[0-9a-fA-F]{3,8}\Z")
 _HEX = re.compile(r"[0-9a-fA-F]+\Z")
@@ -65,7 +70,8 @@ _JWK_MEMBERS = r"n|e|x|y|x5c|x5t|x5t#S256|kid|crv|kty|alg|use|key_ops"
 _JWK_PUBLIC = re.compile(rf"[\"'](?:{_JWK_MEMBERS})[\"']\s*:\s*\[?\s*[\"']$")
 _SECRET_REF = re.compile(
     r"(?:arn:aws[\w-]*:(?:secretsmanager|ssm|kms):|op://|vault:|akv://|sm://|gcp-secret://|azure-keyvault://|"
-    r"projects/[^/\s]+/secrets/|\{\{resolve:|ssm:/|secretsmanager:|keyvault:)",
+    r"projects/[^/\s]+/secrets/|\{\{resolve:|ssm:/|secretsmanager:|keyvault:|"
+    r"[\w-]+/data/[\w-]+[/:])",  # the last: a path in Vault's KV engine (`kv/data/mysql:root_password`)
     re.IGNORECASE,
 )
 _OBJECT_ID = re.compile(r"[a-z]{2,6}_[A-Za-z0-9]{8,40}\Z")
@@ -170,15 +176,30 @@ _NOT_SECRET_WORDS = frozenset(
 )
 
 
+def _is_symbol_soup(value: str) -> bool:
+    """Random printable characters: letters of both cases, digits and four kinds of punctuation or more,
+    no space (a template such as `<YOUR_API_KEY_HERE>` has two or three)."""
+    if any(c.isspace() for c in value):
+        return False
+    kinds = {c for c in value if not c.isalnum()}
+    has = (any(c.isupper() for c in value), any(c.islower() for c in value), any(c.isdigit() for c in value))
+    return len(kinds) >= 4 and all(has)
+
+
 def is_placeholder(value: str, markers: tuple[str, ...], allow: frozenset[str]) -> bool:
     """Documentation examples, templates and filler like `xxxx`, `<your-key>`, `${TOKEN}`."""
     if value in allow:
         return True
     low = value.lower()
-    # In long random values (key blocks) a short marker like "fake" turns up by chance: skip those.
-    long_value = len(value) > 64
-    if any(marker in low for marker in markers if not (long_value and len(marker) < 5)):
-        return True
+    found = [marker for marker in markers if marker in low]
+    if found:
+        # In long random values (key blocks, WordPress's salts of 64 printable characters) a short
+        # marker like "fake" or "<" turns up by chance: those count for nothing there.
+        by_chance = all(len(marker) < 5 for marker in found) and (
+            len(value) > 64 or (len(value) >= 32 and _is_symbol_soup(value))
+        )
+        if not by_chance:
+            return True
     masked = max((len(m) for m in _MASK_RUN.findall(value)), default=0)
     if masked >= 4 and 3 * masked >= len(value):
         return True  # shown masked (`sk_live_••••••••4242`, `****1234`): what a UI prints, not the key
@@ -219,6 +240,8 @@ def is_weak_literal(value: str) -> bool:
         return True
     if all(c.isalpha() or c in "_.-'" for c in value):
         return True
+    if value[:1] == "#" and value[1:].isalpha():
+        return True  # a DOM node's name (`#cdata`, `#text`) or an anchor
     if (_DIGITS.match(value) and len(value) < 10) or _NUMBER.match(value):
         return True
     if _COLOR.match(value):
@@ -591,7 +614,7 @@ def is_high_entropy(value: str, before: str, bits: float = 4.0, shortest: int = 
     if _HEX.match(value) or _UUID.match(value) or _DIGEST_PREFIX.match(value) or _HEX_0X.match(value):
         return False  # digests, ids, hex words and 0x-addresses (a private key in hex has its own rule)
     if _DIGEST_NAME.search(before):
-        return False  # NuGet's packages.lock.json: `"contentHash": "<a package's digest>"`
+        return False  # a digest (NuGet's `"contentHash": "..."`), a public key's pin
     if _JWK_PUBLIC.search(before):
         return False  # a public JWK member (n, e, x, y, x5c...): public key material
     lowered_before = before[-24:].lower()

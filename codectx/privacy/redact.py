@@ -285,6 +285,8 @@ class Redactor:
             out += self._run_hit(s, e, decoded, origin, deadline)
         for s, e, decoded in views.unescaped_runs(text):
             out += self._run_hit(s, e, decoded, origin, deadline)
+        for run in views.spelled_runs(text):
+            out += self._run_hit(run.start, run.end, run.text, origin, deadline, head=f'{run.head} "')
         for lo, _hi, plain in views.escaped_regions(text):
             out += [
                 _Hit(lo + h.start, lo + h.end, h.priority, h.rule)
@@ -328,10 +330,19 @@ class Redactor:
             ]
         return out
 
-    def _run_hit(self, start: int, end: int, decoded: str, origin: str, deadline: float | None) -> list[_Hit]:
-        """A decoded run (base64, escapes) holding a secret is redacted whole, under the rule that
-        found it (its randomness alone does not count: decoding makes any run look random)."""
-        inner = [h for h in self._hits(decoded, origin, deadline) if h.rule != "high-entropy"]
+    def _run_hit(
+        self, start: int, end: int, decoded: str, origin: str, deadline: float | None, head: str = ""
+    ) -> list[_Hit]:
+        """A decoded run (base64, escapes, character codes) holding a secret is redacted whole, under
+        the rule that found it (its randomness alone does not count: decoding makes any run look
+        random). `head`: text read in front of it (a name, an opening quote), found in no hit alone."""
+        at, stop = len(head), len(head) + len(decoded)
+        view = f'{head}{decoded}"\n' if head else decoded  # the head opens a literal: close it
+        inner = [
+            h
+            for h in self._hits(view, origin, deadline)
+            if h.rule != "high-entropy" and h.start < stop and h.end > at
+        ]
         if not inner:
             return []
         best = min(inner, key=lambda h: h.priority)
@@ -345,6 +356,8 @@ class Redactor:
             value = views.unescape_value(value)  # judged as the characters it stands for: `"\\x48\\x65..."`
         if len(value) < rule.min_len:
             return False
+        if rule.check == "unquoted" and text[end : end + 1] == "(":
+            return False  # a call's name (`System.fetch_env!("KEY")`): the value is what it returns
         if origin.endswith((".diff", ".patch")):
             origin = filters.diff_target(text, start) or origin  # a hunk's lines are its file's
         if filters.is_placeholder(value, self.rules.markers, self.rules.allow_values):

@@ -10,6 +10,7 @@ entry, so a log says which rules scanned each request.
 from __future__ import annotations
 
 import hashlib
+import re
 import tomllib
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -103,16 +104,35 @@ def _compile(pattern: str | bytes, where: str) -> Any:
         raise RulesError(f"{where}: bad pattern: {exc}") from None
 
 
+_PART = re.compile(r"\{([A-Z][A-Z0-9_]*)\}")
+
+
+def _expand(pattern: str, parts: dict[str, str], where: str) -> str:
+    """`pattern` with each `{NAME}` replaced by its text from the `[names]` table."""
+
+    def one(m: re.Match[str]) -> str:
+        if m.group(1) not in parts:
+            raise RulesError(f"{where}: no [names] entry {m.group(1)}")
+        return parts[m.group(1)]
+
+    return _PART.sub(one, pattern)
+
+
 def parse(data: bytes, name: str = "rules.toml") -> RuleSet:
     try:
         doc = tomllib.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise RulesError(f"{name}: {exc}") from None
     rules: list[Rule] = []
+    parts = doc.get("names", {})
     for i, raw in enumerate(doc.get("rule", [])):
         where = f"{name}: rule #{i + 1} ({raw.get('id', '?')})"
         try:
-            rule_id, pattern, check = raw["id"], raw["pattern"], raw.get("check", "format")
+            rule_id, pattern, check = (
+                raw["id"],
+                _expand(raw["pattern"], parts, where),
+                raw.get("check", "format"),
+            )
         except KeyError as exc:
             raise RulesError(f"{where}: missing {exc}") from None
         if check not in CHECKS:

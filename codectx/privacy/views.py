@@ -2,7 +2,8 @@
 
 - `joined`: string literals split by concatenation (`"ghp_ab" + "cd..."`,
   Python's adjacent literals, `..` in Lua, `.` in PHP, `&` in VB, a line
-  continuation between them) read as one literal. A finding in the joined
+  continuation between them, appends to a builder) and bare values continued
+  after a backslash, read as one literal. A finding in the joined
   view maps back to the original span from its first character to its last,
   junctions included.
 - `decoded`: base64 runs that decode to printable text (a provider token or a
@@ -11,6 +12,11 @@
 - `unescaped`: runs of percent-encoding and `\\xNN`/`\\uNNNN` escapes (a token in a
   URL's query as `sk%5Flive%5F...`, one spelled `"\\u0067\\u0068\\u0070_..."`) read as
   the characters they stand for; a finding in it redacts the whole run.
+- `spelled`: lists of character codes or character literals
+  (`String.fromCharCode(103,104,...)`, `bytes([80, 101, ...])`, Java's
+  `char[] PASS = {'G', 'r', ...}`, `[0x6e, 0x7a, ...]`) read as the string they
+  spell, after the text before the list on its line (where a name may say it is
+  a password); a finding in it redacts the whole list.
 
 Pure functions: the redactor scans each view with the same rules.
 """
@@ -33,6 +39,8 @@ _T = r"[A-Za-z0-9+/_=.~-]"
 _TS = r"[A-Za-z0-9+/_=.~ -]"
 # The shell's way to put a quote in a quoted word: `'Pel'"'"'ican'` is `Pel'ican`.
 _SHELL_QUOTE = "'\"'\"'|\"'\"'\""
+# A string built by appending: `sb.append("ghp_ab").append("cd...")`, Rust's `s.push_str("...")`.
+_APPEND = r"\"\)[ \t]*;?\s*(?:[\w.]*\.)?(?:append|push_str)\(\s*\""
 _OP = r"(?:\+|\.\.?|&|\|\|)"
 _GAP = rf"[ \t]*(?:{_OP}[ \t]*(?:\\?\r?\n[ \t]*)?|\\?\r?\n[ \t]*{_OP}[ \t]*|\\\r?\n[ \t]*)?"
 _IMPLICIT = r"[ \t]*\r?\n[ \t]*"  # adjacent literals on two lines: Python and C only
@@ -41,7 +49,7 @@ _IMPLICIT = r"[ \t]*\r?\n[ \t]*"  # adjacent literals on two lines: Python and C
 def _junction_regex(implicit: bool) -> re2._Regexp:
     gap = _GAP + ("|" + _IMPLICIT if implicit else "")
     # A URL's user part may end a literal (`"mongodb://admin:" + pw`) and its host start one (`"@db"`).
-    quoted = rf"""(?:{_TS}|:)("(?:{gap})"|'(?:{gap})'|{_SHELL_QUOTE})(?:{_TS}|@)"""
+    quoted = rf"""(?:{_TS}|:)("(?:{gap})"|'(?:{gap})'|{_SHELL_QUOTE}|{_APPEND})(?:{_TS}|@)"""
     # A bare value continued on the next line (`db.password=Pel\`, Dockerfile `ENV PASSWORD=\`).
     bare = rf"(?:{_T}|=)(\\\r?\n[ \t]*){_T}"
     return re2.compile(f"{quoted}|{bare}".encode())
@@ -310,6 +318,49 @@ def unescape_line(line: str) -> str:
         return _ESCAPES.get(c, m.group(0))
 
     return _ESCAPE.sub(one, line)
+
+
+# A list of eight or more printable character codes or character literals, in brackets of any kind.
+_CODE_ITEM = r"(?:'(?:\\.|[^'\\\n])'|0[xX][2-7][0-9a-fA-F]|3[2-9]|[4-9][0-9]|1[01][0-9]|12[0-6])"
+_CODE_LIST = re2.compile(
+    rf"[(\[{{]\s*({_CODE_ITEM}(?:[ \t]*,\s*{_CODE_ITEM}){{7,}})[ \t]*,?\s*[)\]}}]".encode()
+)
+_CODE_SPLIT = re.compile(r"\s*,\s*")
+# What stands before a list on its line and is no name: an opening bracket, a call (`String.fromCharCode(`,
+# `bytes([`, `new char[]{`), a type in front of the list.
+_LIST_OPENER = re.compile(r"(?:(?:new\s+)?[\w.$]*(?:\[\])?[ \t]*[(\[{][ \t]*)+\Z")
+
+
+@dataclass(frozen=True)
+class Spelled:
+    """A list of character codes (`start`, `end`: the list's items) and the string it spells, with the
+    text before it on its line (`head`: `private static final char[] STORE_PASS = `)."""
+
+    start: int
+    end: int
+    text: str
+    head: str
+
+
+def spelled_runs(text: str) -> list[Spelled]:
+    """The lists of character codes or literals in `text` that spell printable ASCII."""
+    if "," not in text:
+        return []
+    out = []
+    for start, end in _spans(_CODE_LIST, text):
+        chars = []
+        for item in _CODE_SPLIT.split(text[start:end]):
+            if item.startswith("'"):
+                chars.append(unescape_value(item[1:-1]))
+            else:
+                chars.append(chr(int(item, 0)))
+        word = "".join(chars)
+        if len(word) != len(chars) or not all(32 <= ord(c) < 127 for c in word):
+            continue
+        before = text[max(0, start - 400) : start].rstrip()  # up to the list's opening bracket
+        head = _LIST_OPENER.sub("", before[before.rfind("\n") + 1 :])
+        out.append(Spelled(start, end, word, head))
+    return out
 
 
 # One escape in a string literal: a character's code (hex, `\\u`, `\\u{...}`, octal) or a simple escape.
