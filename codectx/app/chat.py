@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -42,10 +42,11 @@ from codectx.app.chat_stream import OnDelta, Running, answer_tokens, context_bud
 from codectx.app.documents import DocumentCache
 from codectx.app.model import source_span
 from codectx.app.refactor import EditRefused
-from codectx.app.restore import placeholders_between, restore_prose, restored_values, unprotected
+from codectx.app.restore import foreign, placeholders_between, restore_prose, restored_values, unprotected
 from codectx.app.session import WorkspaceSession
 from codectx.backend.errors import BackendError
 from codectx.errors import CodectxError, UsageError
+from codectx.privacy.egress import SourceSpan
 from codectx.privacy.pieces import Placeholders
 
 log = logging.getLogger(__name__)
@@ -290,7 +291,9 @@ class ChatService:
         if pieces is not None:
             for token, original in pieces.placeholders.originals.items():
                 known.add(token, original)
-        sources = [source_span(p.path, p.start_line, p.end_line) for p in fitted.pieces]
+        # The audit names every file whose lines the body carries: this turn's pieces, and those of
+        # the earlier turns the history sends again.
+        sources = _sources(fitted.pieces, prompt.kept_turns(conv))
         context_ms = (time.monotonic() - started) * 1000
         outcome = await stream_answer(
             session, fitted.messages, sources, reserve, served, turn_id, known, running, on_delta
@@ -412,35 +415,26 @@ class ChatService:
         if prompt.estimate(messages, ratio) + answer + MARGIN > limit:
             room = int((limit - answer - MARGIN - 120) * ratio)
             messages = prompt.summary_messages(conv, count, room)
+        sources = _sources([], conv.turns[conv.first_kept : conv.first_kept + count])
         try:
-            result = await session.client.chat(messages, model=served, max_tokens=answer)
+            result = await session.client.chat(messages, sources=sources, model=served, max_tokens=answer)
         except BackendError as exc:
             log.info("chat: compaction failed, dropping older turns: %s", exc)
             return ""
         return result.text.strip() or "(no summary)"
 
 
+def _sources(pieces: Sequence[Piece], turns: Sequence[Turn]) -> list[SourceSpan]:
+    """The file spans a request carries: `pieces`, and the snippets of earlier `turns` it sends again
+    (the user message before each assistant turn held the lines its citations name), each once."""
+    spans = [(p.path, p.start_line, p.end_line) for p in pieces]
+    spans += [(c.path, c.start_line, c.end_line) for t in turns if t.role == "assistant" for c in t.citations]
+    return [source_span(*span) for span in dict.fromkeys(spans)]
+
+
 def _implicit(piece: Piece) -> bool:
     """A snippet codectx chose (not one the user mentioned or selected)."""
     return not (piece.reason.startswith("@") or piece.reason == "selection")
-
-
-def _holds(text: str, value: str) -> bool:
-    """`text` has `value` as a whole value, not inside a longer one (`admin123` in `admin1234`)."""
-    at = text.find(value)
-    while at != -1:
-        end = at + len(value)
-        if not (at and _extends(text[at - 1], value[0])) and not (
-            end < len(text) and _extends(text[end], value[-1])
-        ):
-            return True
-        at = text.find(value, at + 1)
-    return False
-
-
-def _extends(neighbour: str, edge: str) -> bool:
-    """The character next to a value would make it part of a longer one: both are word characters."""
-    return (neighbour.isalnum() or neighbour == "_") and (edge.isalnum() or edge == "_")
 
 
 def _checked(
@@ -455,19 +449,17 @@ def _checked(
     """`block` applied with only the secrets that may go back: those `path` already holds (the
     file they came from) and that a rule still finds where the block puts them; the others stay
     placeholders (as in `raw`, the block as the model sent it), each kind with its warning."""
-    # Only into the file that holds the value already: elsewhere it may be committed or shared
-    # where its own file is not (an ignored local_settings.py's token in a tracked settings.py).
-    foreign = {o for o in put_back.originals.values() if not _holds(text, o)}
+    others = foreign(text, put_back.originals.values())
     new, warnings = apply_block(block, path, text, selection)
-    held = [o for o in put_back.originals.values() if o not in foreign]
+    held = [o for o in put_back.originals.values() if o not in others]
     exposed = unprotected(text, new, held, shown)
-    if not foreign and not exposed:
+    if not others and not exposed:
         return new, warnings
-    kept = Placeholders({t: o for t, o in put_back.originals.items() if o not in foreign | exposed})
+    kept = Placeholders({t: o for t, o in put_back.originals.items() if o not in others | exposed})
     new, warnings = apply_block(replace(block, text=restore_prose(raw.text, kept)), path, text, selection)
-    if foreign:
+    if others:
         warnings.append(
-            f"{len(foreign)} redacted secret(s) were left as placeholders: {path} does not hold "
+            f"{len(others)} redacted secret(s) were left as placeholders: {path} does not hold "
             "them, and codectx writes a secret back only into the file it came from (copied into "
             "another file it could be committed or shared, e.g. from a git-ignored file into a "
             "tracked one); put the value in yourself (an environment variable, a secrets file)"

@@ -17,6 +17,7 @@ it from a worker thread.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import time
 from collections.abc import Sequence
@@ -400,7 +401,9 @@ class Gatherer:
             self.notice("refused", f"@file {path} refused: {exc}")
             return
         except CodectxError as exc:
-            self.notice("error", f"@file {path}: {exc}")
+            # Named from the workspace: a notice is exported with the conversation, to share.
+            where = f"{self.root}{os.sep}" if self.root is not None else None
+            self.notice("error", f"@file {path}: {str(exc).replace(where, '') if where else exc}")
             return
         self.add(self.lines_piece(path, text, 0, max(0, len(text.splitlines()) - 1), "@file"), explicit=True)
 
@@ -590,7 +593,10 @@ class Gatherer:
         if source is not None and self.redactor is not None:
             self._fresh_deadline()
             self.redactor.learn(source, turn.path, _line_cuts(source, _line_runs(lines)))
-        text = self.redact("\n".join(rows), turn.path)
+        text = "\n".join(rows)
+        if self.redactor is not None:
+            self._fresh_deadline()
+            text = self.redactor.echo(self.redactor.message(text, turn.path))
         self.add(Piece(turn.path, min(lines), max(lines), text, "@problems"), explicit=True)
 
     def _note_no_index(self) -> None:

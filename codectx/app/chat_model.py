@@ -217,7 +217,7 @@ def markdown(conv: Conversation, redact: Callable[[str], str] = lambda text: tex
     the current folder, perhaps the workspace, perhaps committed), and the answer the user saw has
     the redacted secrets put back. The user's lines are the questions as the request had them (a
     token pasted into a question was masked there, and stays masked here); turns stored before
-    that was kept, and the title, are passed through `redact`. The
+    that was kept, the title and the notices (which quote mentions) are passed through `redact`. The
     conversation store keeps the text as typed and seen in the user's state folder, readable by
     the user only."""
     out = [f"# {redact(conv.title)}", ""]
@@ -227,7 +227,7 @@ def markdown(conv: Conversation, redact: Callable[[str], str] = lambda text: tex
         out += [f"- {c.path}:{c.start_line + 1}-{c.end_line + 1} ({c.reason})" for c in t.citations]
         if t.citations:
             out.append("")
-        out += [f"> {n}" for n in t.notices]
+        out += [f"> {redact(n)}" for n in t.notices]  # a mention's text is the user's: `@file:<a token>`
         if t.notices:
             out.append("")
     return "\n".join(out)

@@ -20,7 +20,7 @@ from typing import Any
 from codectx.app.index import AssembledContext, RankedPiece
 from codectx.app.model import ServedModel, source_span
 from codectx.app.redaction import RequestRedaction, cursor_offset, redact_around_cursor, redact_items
-from codectx.app.restore import restore_completion, restored_values, unprotected
+from codectx.app.restore import foreign, restore_completion, restored_values, unprotected
 from codectx.app.results import Completion, DryRun, SentRequest
 from codectx.backend.errors import BackendOffline, BackendRejected, BackendTimeout, BackendUnavailable
 from codectx.backend.families import Family, detect_family, get_family
@@ -225,15 +225,19 @@ class Completer:
     def _guard(
         self, ask: CompletionAsk, raw: str, placeholders: Placeholders
     ) -> Callable[[str], set[str]] | None:
-        """restored completion -> the secrets it would put where no rule finds them (restore.py)."""
-        shown = self.redaction.shown(ask.path)
-        if shown is None or "[REDACTED:" not in raw:
+        """restored completion -> the secrets it must not put back (restore.py): another file's (the
+        document does not hold them), or one it would put where no rule finds it."""
+        if "[REDACTED:" not in raw:
             return None
+        shown = self.redaction.shown(ask.path)
         at = cursor_offset(ask.text, ask.line, ask.character)
         values = restored_values(raw, placeholders).values()
+        others = foreign(ask.text, values)
 
         def exposed(restored: str) -> set[str]:
-            return unprotected(ask.text, ask.text[:at] + restored + ask.text[at:], values, shown)
+            if shown is None:
+                return others
+            return others | unprotected(ask.text, ask.text[:at] + restored + ask.text[at:], values, shown)
 
         return exposed
 

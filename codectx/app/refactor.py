@@ -25,7 +25,7 @@ from codectx.app.index import (
 )
 from codectx.app.model import ServedModel, source_span
 from codectx.app.redaction import RequestRedaction, redact_items
-from codectx.app.restore import restore_edit, restored_values, unprotected
+from codectx.app.restore import foreign, holds, restore_edit, restored_values, unprotected
 from codectx.app.results import RefactorEdit, SentRequest
 from codectx.backend.errors import BackendProtocolError
 from codectx.backend.prompts import Snippet, document_lines, origin_label
@@ -245,7 +245,7 @@ def prepare_request(
     items = [Snippet(i.path, i.start_line, i.end_line, i.text) for i in found]
     if pieces is not None:
         sent_selection, sent_scope = pieces.document(text, path, [(a, b), (sa, sb)])
-        instruction = pieces.echo(pieces.text(instruction, ""))
+        instruction = pieces.echo(pieces.message(instruction, ""))  # it may quote a diagnostic
         items = redact_items(pieces, found, redaction.reader(path, text))
     request = RefactorRequest(
         path, instruction, sent_selection, start_line, end_line, sent_scope, scope_start, scope_end
@@ -270,10 +270,10 @@ async def refactor_edit(model: ServedModel, redaction: RequestRedaction, ask: Re
     raw = parse_answer(answer, request.selection)
     code, notes = restore_edit(raw, request.selection, original, placeholders)
     _, _, _, (a, b) = select_span(path, text, ask.selection)
-    shown = redaction.shown(path)
-    if shown is not None:
-        selection = (request.selection, original)
-        code, notes = _keep_protected(raw, code, notes, selection, placeholders, shown, text, (a, b))
+    selection = (request.selection, original)
+    code, notes = _keep_protected(
+        raw, code, notes, selection, placeholders, redaction.shown(path), text, (a, b)
+    )
     try:
         check_parses(text, text[:a] + code + text[b:], language_for(path))
     except EditRefused as exc:
@@ -288,20 +288,36 @@ def _keep_protected(
     notes: list[str],
     sent_and_original: tuple[str, str],
     placeholders: Placeholders,
-    shown: Callable[[str], str],
+    shown: Callable[[str], str] | None,
     text: str,
     span: tuple[int, int],
 ) -> tuple[str, list[str]]:
     """`code` (the selection `span` of `text`, rewritten) again without the secrets the model moved
-    where no rule finds them (restore.py); `sent_and_original`: the selection as sent, as in the file."""
+    into this file from another (`foreign`) or where no rule finds them (`unprotected`, when `shown`
+    says how a request would send the file); `sent_and_original`: the selection as sent, as in the
+    file."""
     a, b = span
     values = restored_values(raw, placeholders)
-    exposed = unprotected(text, text[:a] + code + text[b:], values.values(), shown)
+    others = foreign(text, values.values())
+    exposed = set(others)
+    if shown is not None:
+        exposed |= unprotected(text, text[:a] + code + text[b:], values.values(), shown)
     if not exposed:
         return code, notes
     refused = {t for t, v in values.items() if v in exposed}
     code, notes = restore_edit(raw, sent_and_original[0], sent_and_original[1], placeholders, refused)
-    if unprotected(text, text[:a] + code + text[b:], values.values(), shown):
+    if others:
+        notes.append(
+            f"{len(others)} secret(s) of other files were not written here: codectx writes a secret "
+            "back only into the file it came from (copied into another, it could be committed or shared)"
+        )
+    after = text[:a] + code + text[b:]
+    if any(holds(after, v) for v in others):
+        raise EditRefused(
+            "codectx refused the suggested edit: it writes another file's secret into this one; "
+            "nothing was changed"
+        )
+    if shown and unprotected(text, after, values.values(), shown):
         raise EditRefused(
             "codectx refused the suggested edit: it moves a secret where codectx would not recognise "
             "it as one, and the next request would send it; nothing was changed"

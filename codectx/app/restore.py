@@ -8,7 +8,8 @@ are taken from the original selection instead, and a note says which.
 Completions get the same treatment, more simply: known placeholders are
 restored and a suggestion is cut before anything that only looks like one.
 
-A secret is put back only where codectx would still find it. Some are found by where they sit
+A secret is put back only into the file it came from (`foreign`), and only where codectx would
+still find it. Some are found by where they sit
 (`db_password = "Parsnipcrumble"`: letters only, a secret by its name); a model that moves the
 placeholder (`WELCOME = "[REDACTED:...]"`, into a tuple, into another file) would have the value
 written where no rule sees it, and the next request would send it in cleartext.
@@ -55,6 +56,31 @@ def changed_lines(before: str, after: str) -> tuple[int, int]:
     rows = after.split("\n")
     head, tail = common_ends(before.split("\n"), rows)
     return head, len(rows) - tail
+
+
+def foreign(text: str, values: Iterable[str]) -> set[str]:
+    """The `values` that `text` (the file an edit goes into) does not hold: secrets from other files.
+    A secret goes back only into the file it came from; copied into another it may be committed or
+    shared where its own file is not (a git-ignored local_settings.py's password in a tracked file)."""
+    return {v for v in values if v.strip() and not holds(text, v)}
+
+
+def holds(text: str, value: str) -> bool:
+    """`text` has `value` as a whole value, not inside a longer one (`admin123` in `admin1234`)."""
+    at = text.find(value)
+    while at != -1:
+        end = at + len(value)
+        if not (at and _extends(text[at - 1], value[0])) and not (
+            end < len(text) and _extends(text[end], value[-1])
+        ):
+            return True
+        at = text.find(value, at + 1)
+    return False
+
+
+def _extends(neighbour: str, edge: str) -> bool:
+    """The character next to a value would make it part of a longer one: both are word characters."""
+    return (neighbour.isalnum() or neighbour == "_") and (edge.isalnum() or edge == "_")
 
 
 def unprotected(before: str, after: str, values: Iterable[str], redact: Redact) -> set[str]:

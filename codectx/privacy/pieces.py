@@ -60,6 +60,8 @@ _TOKEN = re.compile(r"\[REDACTED:[a-z0-9-]+:[0-9a-f]{8}\]")
 _QUOTES = "\"'`"
 _TYPED_USERINFO = re.compile(r"[a-z][a-z0-9+.-]*://[^\s/@:]*:([^\s/@]+)$", re.IGNORECASE)
 _TYPED_CELL = re.compile(r"<t[dh]\b[^>]*>([^<]+)$", re.IGNORECASE)
+# A literal quoted in a message, innermost quotes: `'...'` in `"Literal['...']"`, `"..."` in `'"..."'`.
+_QUOTED = re.compile(r"""(["'])([^"'\s]{6,200})\1""")
 
 
 @dataclass(frozen=True)
@@ -145,6 +147,26 @@ class PieceRedactor:
     def text(self, text: str, origin: str) -> str:
         """A standalone piece (a chunk whose file is not at hand): redacted on its own, with its origin."""
         return self.document(text, origin, [(0, len(text))])[0]
+
+    def message(self, text: str, origin: str) -> str:
+        """A tool's message about code (a diagnostic, an instruction that quotes one), redacted as a
+        piece, with each literal it quotes judged as if a password's name stood before it.
+
+        A type checker quotes a constant's value wherever the constant is defined (`Argument of type
+        "Literal['...']"`, TypeScript's `'"..."'`): in a file this request does not carry (a
+        git-ignored settings module), whose lines no rule read, so nothing names the value a secret."""
+        secrets = []
+        for m in _QUOTED.finditer(text):
+            value = m.group(2)
+            probe = f'password = "{value}"\n'
+            for f in self._probe_findings(probe, "message.py"):
+                if f.start < 12 + len(value) and f.end > 12:
+                    secrets.append(Secret(m.start(2), m.end(2), f.rule))
+                    self.known.setdefault(value, f.rule)
+                    break
+        if secrets:
+            text = self._mask(text, 0, len(text), secrets, origin, _LineIndex(text))
+        return self.text(text, origin)
 
     def chunk(self, text: str, origin: str, start_line: int, source: str | None) -> str:
         """A retrieved chunk, redacted with the lines around it in `source` (its file now) when the

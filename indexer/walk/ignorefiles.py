@@ -5,6 +5,9 @@ user's global git excludes, `settings.index.exclude`, `.git/info/exclude`, `.git
 `.ignore` files, `.codectxignore` files. Within a tier the deeper file wins. This is ripgrep's
 and fd's order: a `.ignore` anywhere beats any `.gitignore` (`!generated.py` in `.ignore`
 re-includes a file a `.gitignore` excludes), and `.ignore` applies outside git repositories too.
+One exception: what the user excludes (global excludes, `settings.index.exclude`,
+`.git/info/exclude`) no ignore file of the repository re-includes; a cloned repository's
+`!local_notes.md` does not bring back what the user keeps out.
 
 A pattern line that git would refuse (`\\`, `!`, `foo\\`, `[z-a]`) is dropped, as git drops it,
 with one warning naming the file and line (`pattern_warnings`); the rest of the file still
@@ -60,6 +63,8 @@ def pattern_warnings(patterns: tuple[str, ...], source: str) -> list[str]:
 
 # Tiers, lowest precedence first (see the module docstring).
 GLOBAL, SETTINGS, INFO_EXCLUDE, GITIGNORE, DOT_IGNORE, CODECTXIGNORE = range(6)
+# The user's own tiers, not the repository's: what they exclude, a repository's `!` cannot re-include.
+USER_TIERS = frozenset({GLOBAL, SETTINGS, INFO_EXCLUDE})
 # The ignore files a folder may hold, with their tiers.
 FOLDER_FILES: tuple[tuple[str, int], ...] = (
     (".gitignore", GITIGNORE),
@@ -84,12 +89,17 @@ class IgnoreRules:
 
     def ignored(self, rel: str, is_dir: bool) -> bool:
         verdict = False
-        for _tier, base, spec in self.specs:
+        locked = False  # ignored by the user's own patterns: no file of the repository brings it back
+        for tier, base, spec in self.specs:
             sub = rel[len(base) + 1 :] if base else rel
             if is_dir:
                 sub += "/"
             result = spec.check_file(sub).include
-            if result is not None:
+            if result is None:
+                continue
+            if tier in USER_TIERS:
+                verdict = locked = result
+            elif result or not locked:
                 verdict = result
         return verdict
 

@@ -80,3 +80,17 @@ async def test_compaction_request_begins_with_the_messages_already_sent(
         assert after[0] == ask[0] and after[1]["content"] == SUMMARY_LEAD + SUMMARY
     turns = [b for b in sent if b["messages"][-1]["content"] != SUMMARY_ASK]
     assert len(turns) == len(files) and turns[-1]["messages"][-1]["content"].startswith("Turn 8:")
+    # Each request's audit entry names the files whose lines its body carries: a summary ask sends
+    # earlier turns' snippets again (red team 9, A01: its entry said `files: none`).
+    import hashlib
+    import json
+
+    from codectx.settings import state_dir
+
+    entries = [json.loads(line) for line in (state_dir() / "audit.jsonl").read_text().splitlines()]
+    by_hash = {e["sha256"]: e for e in entries if e.get("kind") == "request"}
+    raws = [r["raw"] for r in backend.requests if r["path"].endswith("/chat/completions")]
+    for i in asks:
+        carried = {name for name in files if f"{name}#L" in raws[i].decode()}
+        entry = by_hash[hashlib.sha256(raws[i]).hexdigest()]
+        assert carried and carried <= {src["path"] for src in entry["sources"]}, (carried, entry["sources"])

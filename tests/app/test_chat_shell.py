@@ -103,6 +103,12 @@ def test_ask_json_cites_streams_and_continues(repo: Path, backend: FixedBackend)
     assert second["body"]["messages"][-1]["content"].startswith("And add?")
     # The first turn's snippets are not sent again.
     assert "def summary(values):" not in second["body"]["messages"][-1]["content"]
+    # But the history sends them: the audit entry names their files (red team 9, A02: it named
+    # only the new turn's pieces, `files: none` here).
+    audit = codectx(["audit", "show", "--json", "--last", "1"], repo)
+    (entry,) = [json.loads(line) for line in audit.stdout.splitlines()]
+    assert "def summary(values):" in json.dumps(second["body"])
+    assert "calc/report.py" in {s["path"] for s in entry["sources"]}, entry["sources"]
     listed = codectx(["chat", "--list", "--json"], repo)
     assert [c["conversationId"] for c in json.loads(listed.stdout)] == [cid]
     assert json.loads(listed.stdout)[0]["turns"] == 2

@@ -160,6 +160,24 @@ def test_an_export_masks_a_token_the_user_pasted_into_a_question_and_the_title(t
     assert "get 401?" in text and "It expired." in text
 
 
+def test_an_export_masks_a_token_a_notice_quotes(tmp_path: Path) -> None:
+    """Red team 9 (E01): a token typed in an `@file:` mention was masked in the question line and
+    shown whole in the notice under the answer (`@file <token>: ... no such file`)."""
+    from codectx.app.chat import ChatService
+
+    pasted = "ghp_" + "Zq88aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xYz"
+    store = ChatStore(tmp_path / "chats")
+    conv = store.create("compare")
+    conv.turns += [
+        Turn("t1", "user", f"compare @file:{pasted} please"),
+        Turn("t2", "assistant", "Which file?", notices=[f"@file {pasted}: {pasted}: no such file"]),
+    ]
+    store.save(conv)
+    text = ChatService(ChatStore(tmp_path / "chats")).export(conv.conversation_id)
+    assert pasted not in text
+    assert "> @file [REDACTED:github-token:" in text and "no such file" in text
+
+
 def test_apply_keeps_the_placeholder_of_a_secret_the_answer_moved_out_of_sight(tmp_path: Path) -> None:
     """Red team 2: an answer put `WELCOME = "[REDACTED:...]"` (a password's placeholder) in a block;
     applied, the restored `Parsnipcrumble` sat where no rule finds it, and the next request sent it.

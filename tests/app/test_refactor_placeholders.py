@@ -258,3 +258,71 @@ def test_placeholders_between_recovers_what_a_stored_answer_put_back() -> None:
     # Adjacent tokens that do not align fail at once (a regex of lazy groups backtracked for minutes).
     adjacent = "".join(f"[REDACTED:github-token:0000000{i}]" for i in range(8))
     assert placeholders_between(adjacent, "x" * 50) is None
+
+
+FOREIGN = "LocalPwZq03x"  # a password of a git-ignored local_settings.py, which the edited file does not hold
+FOREIGN_TOKEN = "[REDACTED:keyword-assignment:0fe1a2b3]"
+WORKER = "from local_settings import DB_PASSWORD\n\n\ndef start():\n    return open_pool(DB_PASSWORD)\n"
+
+
+def test_a_refactor_never_writes_another_files_secret_into_this_one() -> None:
+    """Red team 9 (P03): the refactor's context carried local_settings.py's line, masked; the model
+    moved its placeholder into worker.py and the edit wrote the password there. Chat's
+    apply-code-block refused exactly this; refactors now do too."""
+    from codectx.app.refactor import _keep_protected
+
+    ph = Placeholders({FOREIGN_TOKEN: FOREIGN})
+    sent = original = WORKER
+    raw = WORKER.replace(
+        "    return open_pool(DB_PASSWORD)",
+        f'    DB_PASSWORD = "{FOREIGN_TOKEN}"\n    return open_pool(DB_PASSWORD)',
+    )
+    code, notes = restore_edit(raw, sent, original, ph)
+    assert FOREIGN in code  # what restoring alone would write
+    kept, notes = _keep_protected(raw, code, notes, (sent, original), ph, None, WORKER, (0, len(WORKER)))
+    assert FOREIGN not in kept and "[REDACTED" not in kept
+    assert any("only into the file it came from" in n for n in notes)
+    # The file that holds it gets it back.
+    own = WORKER + f'\nDB_PASSWORD = "{FOREIGN}"\n'
+    kept, notes = _keep_protected(raw, code, [], (sent, original), ph, None, own, (0, len(WORKER)))
+    assert FOREIGN in kept and notes == []
+
+
+def test_a_completion_is_cut_before_another_files_secret() -> None:
+    """Red team 9 (P04): the same through inline completion."""
+    from types import SimpleNamespace
+
+    from codectx.app.completion import Completer, CompletionAsk
+
+    ph = Placeholders({FOREIGN_TOKEN: FOREIGN})
+    me = SimpleNamespace(redaction=SimpleNamespace(shown=lambda path: None))
+    suggestion = f'    DB_PASSWORD = "{FOREIGN_TOKEN}"\n    return open_pool(DB_PASSWORD)'
+    ask = CompletionAsk("src/worker.py", WORKER, 3, 12)
+    guard = Completer._guard(me, ask, suggestion, ph)  # type: ignore[arg-type]
+    assert restore_completion(suggestion, ph, guard) == ""
+    own = CompletionAsk("src/local_settings.py", f'DB_PASSWORD = "{FOREIGN}"\n' + WORKER, 4, 12)
+    guard = Completer._guard(me, own, suggestion, ph)  # type: ignore[arg-type]
+    assert FOREIGN in restore_completion(suggestion, ph, guard)
+
+
+def test_a_quoted_literal_in_a_diagnostic_is_judged_as_a_value(tmp_path: Path) -> None:
+    """Red team 9 (P01, P02): a type checker quotes a constant's value wherever it is defined
+    (`Argument of type "Literal['...']"`); @problems and the quick fix's instruction sent it."""
+    from codectx.privacy.pieces import PieceRedactor
+    from codectx.privacy.redact import Redactor
+
+    pieces = PieceRedactor(Redactor(settings(tmp_path, "http://127.0.0.1:9/v1")))
+    pyright = (
+        f"""line 5: error: Argument of type "Literal['{FOREIGN}']" cannot be assigned """
+        """to parameter "size" of type "int\""""
+    )
+    typescript = (
+        f"""line 2: error: Argument of type '"{FOREIGN}"' is not assignable to parameter of type 'number'."""
+    )
+    for message in (pyright, typescript, f"Fix this problem reported by a tool: {pyright}"):
+        out = pieces.message(message, "src/worker.py")
+        assert FOREIGN not in out and "[REDACTED:" in out
+    names = 'line 2: error: "open_pool" is not defined; Module "numpy.random" has no attribute "rand_int"'
+    assert pieces.message(names, "src/worker.py") == names
+    # Once found, the value is masked wherever else this request has it.
+    assert FOREIGN not in pieces.echo(f"size = {FOREIGN}")

@@ -112,11 +112,25 @@ def test_dot_ignore_negation_beats_any_gitignore(repo: Path) -> None:
     assert {"gen/generated.py"} == {p for p in _found(repo) if p.startswith("gen/")}
     _w(repo, "gen/.codectxignore", "generated.py\n")
     assert not {p for p in _found(repo) if p.startswith("gen/")}
-    # A .ignore also beats .git/info/exclude and the global excludes.
-    _w(repo, ".git/info/exclude", "app/main.py\n")
+
+
+def test_the_repositorys_ignore_files_do_not_re_include_what_the_user_excludes(repo: Path) -> None:
+    """Red team 9 (W01): a cloned repository's `!pattern` brought back files the user keeps out.
+    What .git/info/exclude, the global excludes or the settings exclude stays out, whatever a
+    .gitignore, .ignore or .codectxignore of the repository says; the user's own tiers still
+    re-include among themselves."""
+    _w(repo, ".git/info/exclude", "app/main.py\nnotes/\n")
     _w(_xdg_config(), "git/ignore", "scratch_*.py\n")
+    _w(repo, "notes/todo.py", "x = 1\n")
     _w(repo, "app/.ignore", "!main.py\n!scratch_notes.py\n")
-    assert {"app/main.py", "app/scratch_notes.py"} <= _found(repo)
+    _w(repo, ".codectxignore", "!notes/\n!notes/todo.py\n")
+    _w(repo, ".gitignore", "!app/main.py\n")
+    found = _found(repo)
+    assert not {"app/main.py", "app/scratch_notes.py", "notes/todo.py"} & found
+    assert "app/private.local.py" in found  # what nobody excludes is still read
+    # The user's own tiers: .git/info/exclude re-includes what the global excludes leave out.
+    _w(repo, ".git/info/exclude", "!app/scratch_notes.py\n")
+    assert "app/scratch_notes.py" in _found(repo)
 
 
 @pytest.mark.parametrize(

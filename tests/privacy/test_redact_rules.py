@@ -270,3 +270,27 @@ def test_password_shapes_without_assignment(
 )
 def test_code_that_mentions_passwords_is_not_flagged(redactor: Redactor, line: str) -> None:
     assert redactor.redact(line, "module.py").findings == []
+
+
+def test_a_pattern_names_a_part_from_the_names_table() -> None:
+    """`{NAME}` in a pattern stands for the `[names]` entry (one copy of the secret-name alternation
+    for the rules that share it); a repetition like `{2,7}` stays; an unknown name is an error."""
+    from codectx.privacy.errors import RulesError
+    from codectx.privacy.rules import parse
+
+    doc = b"""
+[names]
+WORD = '''(?:pass(?:word)?|token)'''
+
+[[rule]]
+id = "named"
+pattern = '''(?i){WORD}\\s*=\\s*"(?P<secret>[a-z0-9]{6,12})"'''
+check = "format"
+"""
+    rules = parse(doc, "test.toml")
+    assert rules.rules[0].regex.search(b'TOKEN = "abc123xyz"')
+    assert "{WORD}" not in rules.rules[0].pattern and "{6,12}" in rules.rules[0].pattern
+    with pytest.raises(RulesError, match="no \\[names\\] entry NAME"):
+        parse(doc.replace(b"{WORD}", b"{NAME}"), "test.toml")
+    # The shipped rules use it: no pattern keeps an unexpanded name.
+    assert not any(re.search(r"\{[A-Z][A-Z0-9_]*\}", r.pattern) for r in default_rules().rules)
