@@ -42,7 +42,14 @@ from codectx.app.chat_stream import OnDelta, Running, answer_tokens, context_bud
 from codectx.app.documents import DocumentCache
 from codectx.app.model import source_span
 from codectx.app.refactor import EditRefused
-from codectx.app.restore import foreign, placeholders_between, restore_prose, restored_values, unprotected
+from codectx.app.restore import (
+    FOREIGN_WHY,
+    foreign,
+    placeholders_between,
+    restore_prose,
+    restored_values,
+    unprotected,
+)
 from codectx.app.session import WorkspaceSession
 from codectx.backend.errors import BackendError
 from codectx.errors import CodectxError, UsageError
@@ -415,7 +422,7 @@ class ChatService:
         if prompt.estimate(messages, ratio) + answer + MARGIN > limit:
             room = int((limit - answer - MARGIN - 120) * ratio)
             messages = prompt.summary_messages(conv, count, room)
-        sources = _sources([], conv.turns[conv.first_kept : conv.first_kept + count])
+        sources = _sources([], prompt.kept_turns(conv)[:count])
         try:
             result = await session.client.chat(messages, sources=sources, model=served, max_tokens=answer)
         except BackendError as exc:
@@ -460,9 +467,7 @@ def _checked(
     if others:
         warnings.append(
             f"{len(others)} redacted secret(s) were left as placeholders: {path} does not hold "
-            "them, and codectx writes a secret back only into the file it came from (copied into "
-            "another file it could be committed or shared, e.g. from a git-ignored file into a "
-            "tracked one); put the value in yourself (an environment variable, a secrets file)"
+            f"them; {FOREIGN_WHY}; put the value in yourself (an environment variable, a secrets file)"
         )
     if exposed:
         warnings.append(

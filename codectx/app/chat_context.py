@@ -307,11 +307,14 @@ class Gatherer:
             body = self.redactor.document(text, path, [(start, end)])[0]
         return Piece(path, first, last, body, reason, symbol)
 
-    def redact(self, text: str, origin: str) -> str:
+    def redact(self, text: str, origin: str, message: bool = False) -> str:
+        """A standalone piece redacted; `message`: a tool's message, whose quoted literals are judged
+        too (PieceRedactor.message)."""
         if self.redactor is None:
             return text
         self._fresh_deadline()
-        return self.redactor.echo(self.redactor.text(text, origin))
+        read = self.redactor.message if message else self.redactor.text
+        return self.redactor.echo(read(text, origin))
 
     def redact_at(self, text: str, origin: str, start_line: int) -> str:
         """Lines of a file, redacted with the file around them when they are found there at
@@ -593,10 +596,7 @@ class Gatherer:
         if source is not None and self.redactor is not None:
             self._fresh_deadline()
             self.redactor.learn(source, turn.path, _line_cuts(source, _line_runs(lines)))
-        text = "\n".join(rows)
-        if self.redactor is not None:
-            self._fresh_deadline()
-            text = self.redactor.echo(self.redactor.message(text, turn.path))
+        text = self.redact("\n".join(rows), turn.path, message=True)
         self.add(Piece(turn.path, min(lines), max(lines), text, "@problems"), explicit=True)
 
     def _note_no_index(self) -> None:

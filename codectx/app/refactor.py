@@ -25,7 +25,7 @@ from codectx.app.index import (
 )
 from codectx.app.model import ServedModel, source_span
 from codectx.app.redaction import RequestRedaction, redact_items
-from codectx.app.restore import foreign, holds, restore_edit, restored_values, unprotected
+from codectx.app.restore import FOREIGN_WHY, foreign, holds, restore_edit, restored_values, unprotected
 from codectx.app.results import RefactorEdit, SentRequest
 from codectx.backend.errors import BackendProtocolError
 from codectx.backend.prompts import Snippet, document_lines, origin_label
@@ -307,10 +307,7 @@ def _keep_protected(
     refused = {t for t, v in values.items() if v in exposed}
     code, notes = restore_edit(raw, sent_and_original[0], sent_and_original[1], placeholders, refused)
     if others:
-        notes.append(
-            f"{len(others)} secret(s) of other files were not written here: codectx writes a secret "
-            "back only into the file it came from (copied into another, it could be committed or shared)"
-        )
+        notes.append(f"{len(others)} secret(s) of other files were not written here: {FOREIGN_WHY}")
     after = text[:a] + code + text[b:]
     if any(holds(after, v) for v in others):
         raise EditRefused(

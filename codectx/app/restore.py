@@ -58,6 +58,13 @@ def changed_lines(before: str, after: str) -> tuple[int, int]:
     return head, len(rows) - tail
 
 
+# Why `foreign` secrets stay out, as the warnings and notes say it.
+FOREIGN_WHY = (
+    "codectx writes a secret back only into the file it came from (copied into another file it "
+    "could be committed or shared, e.g. from a git-ignored file into a tracked one)"
+)
+
+
 def foreign(text: str, values: Iterable[str]) -> set[str]:
     """The `values` that `text` (the file an edit goes into) does not hold: secrets from other files.
     A secret goes back only into the file it came from; copied into another it may be committed or

@@ -54,7 +54,7 @@ _URL_REST = re.compile(r"//[\w-]+(?:\.[\w-]+)+(?:[:/?#]|\Z)")  # `//host.domain`
 # A value named for a digest: NuGet's `contentHash`, a key pin (`<key>SPKI-SHA256-BASE64</key>`), a
 # fingerprint.
 _DIGEST_NAME = re.compile(
-    r"(?i)(?:content_?hash|spki[\w-]*|sha-?(?:1|256|384|512)[\w-]*|fingerprint|digest)"
+    r"(?i)(?:content_?hash|spki(?:[-_]sha-?256)?(?:[-_]base64)?|sha-?(?:1|256|384|512)(?:[-_]base64)?|fingerprint|digest)"
     r"(?:[\"']?\s*[:=]\s*[\"']?|</key>\s*<string>)\Z"
 )
 _MASK_RUN = re.compile(r"[•●∙*]+")
@@ -176,10 +176,14 @@ _NOT_SECRET_WORDS = frozenset(
 )
 
 
+_TWO_WORDS = re.compile(r"[A-Za-z]{3,}\s+[A-Za-z]{3,}")
+
+
 def _is_symbol_soup(value: str) -> bool:
-    """Random printable characters: letters of both cases, digits and four kinds of punctuation or more,
-    no space (a template such as `<YOUR_API_KEY_HERE>` has two or three)."""
-    if any(c.isspace() for c in value):
+    """Random printable characters: letters of both cases, digits and four kinds of punctuation or more
+    (a template such as `<YOUR_API_KEY_HERE>` has two or three), no two words in a row (a sentence; a
+    WordPress salt may hold a space)."""
+    if _TWO_WORDS.search(value):
         return False
     kinds = {c for c in value if not c.isalnum()}
     has = (any(c.isupper() for c in value), any(c.islower() for c in value), any(c.isdigit() for c in value))
@@ -413,9 +417,14 @@ def dotted_passphrase(value: str) -> bool:
     for word in value.rstrip("0123456789").split("."):
         if word in _NAME_WORDS or word in _SENTENCE_WORDS or word in _NOT_SECRET_WORDS:
             return False
-        if any(part in word for part in _LABEL_PARTS):
-            return False
+        if word in _LABEL_WORDS or any(part in word for part in _LONG_LABEL_PARTS):
+            return False  # whole words, as spaced_passphrase: `monkey.compass.river` is a passphrase
     return True
+
+
+# A label's parts long enough to tell inside a compound word (`passwordfield`, `secretkey`); a short
+# one (`key`, `pass`, `word`) turns up inside ordinary words (`monkey`, `compass`, `sword`).
+_LONG_LABEL_PARTS = ("password", "passwd", "secret", "token", "credential", "username", "login")
 
 
 _SEALED_KIND = re.compile(r"(?m)^kind:[ \t]*[\"']?SealedSecret\b")

@@ -60,8 +60,13 @@ _TOKEN = re.compile(r"\[REDACTED:[a-z0-9-]+:[0-9a-f]{8}\]")
 _QUOTES = "\"'`"
 _TYPED_USERINFO = re.compile(r"[a-z][a-z0-9+.-]*://[^\s/@:]*:([^\s/@]+)$", re.IGNORECASE)
 _TYPED_CELL = re.compile(r"<t[dh]\b[^>]*>([^<]+)$", re.IGNORECASE)
-# A literal quoted in a message, innermost quotes: `'...'` in `"Literal['...']"`, `"..."` in `'"..."'`.
-_QUOTED = re.compile(r"""(["'])([^"'\s]{6,200})\1""")
+# A string a message quotes as a value: a literal type (`Literal['a', "b"]` in pyright and mypy,
+# `'"a"'` in TypeScript), Go's `"a" (untyped string constant)`, Flow's string literal `` `a` ``.
+_LITERAL_TYPE = re.compile(
+    r"""Literal\[([^\]\n]{1,400})\]|'("[^"\n]{1,200}")'|("[^"\n]{1,200}") \((?:untyped )?string constant"""
+    r"""|string literal (`[^`\n]{1,200}`)"""
+)
+_QUOTED = re.compile(r""""([^"\n]{1,200})"|'([^'\n]{1,200})'|`([^`\n]{1,200})`""")
 
 
 @dataclass(frozen=True)
@@ -150,20 +155,25 @@ class PieceRedactor:
 
     def message(self, text: str, origin: str) -> str:
         """A tool's message about code (a diagnostic, an instruction that quotes one), redacted as a
-        piece, with each literal it quotes judged as if a password's name stood before it.
+        piece, with each string a literal type quotes judged as if a token's name stood before it.
 
-        A type checker quotes a constant's value wherever the constant is defined (`Argument of type
-        "Literal['...']"`, TypeScript's `'"..."'`): in a file this request does not carry (a
-        git-ignored settings module), whose lines no rule read, so nothing names the value a secret."""
+        A type checker quotes a constant's value wherever the constant is defined (pyright's and
+        mypy's `Literal['...']`, TypeScript's `'"..."'`): in a file this request does not carry (a
+        git-ignored settings module), whose lines no rule read, so nothing names the value a
+        secret. Names the message quotes (`"open_pool"`, `'ValidationError'`) are left alone."""
         secrets = []
-        for m in _QUOTED.finditer(text):
-            value = m.group(2)
-            probe = f'password = "{value}"\n'
-            for f in self._probe_findings(probe, "message.py"):
-                if f.start < 12 + len(value) and f.end > 12:
-                    secrets.append(Secret(m.start(2), m.end(2), f.rule))
-                    self.known.setdefault(value, f.rule)
-                    break
+        for m in _LITERAL_TYPE.finditer(text):
+            group = m.lastindex or 0
+            for q in _QUOTED.finditer(text, m.start(group), m.end(group)):
+                inner = q.lastindex or 0
+                value = q.group(inner)
+                # A token's name, not a password's: a word (`Literal['production']`) is no secret there;
+                # words with spaces are judged as a passphrase.
+                name = "passphrase" if " " in value else "token"
+                rules = self.redactor.judge(name, value, "message.py", self.deadline)
+                if rules:
+                    secrets.append(Secret(q.start(inner), q.end(inner), rules[0]))
+                    self.known.setdefault(value, rules[0])
         if secrets:
             text = self._mask(text, 0, len(text), secrets, origin, _LineIndex(text))
         return self.text(text, origin)

@@ -321,14 +321,27 @@ class Redactor:
             if quote in value or "\n" in value or "\\" in value:
                 out.append(_Hit(cell.start, cell.end, len(self.rules.rules), "sql-secret-column"))
                 continue  # cannot be judged as one plain literal: masked whole rather than let through
-            head = f"{cell.column} = {quote}"
-            at = len(head)
             out += [
-                _Hit(cell.start + h.start - at, cell.start + h.end - at, h.priority, h.rule)
-                for h in self._hits(f"{head}{value}{quote}\n", origin, deadline)
-                if h.start >= at and h.end <= at + len(value)
+                _Hit(cell.start + h.start, cell.start + h.end, h.priority, h.rule)
+                for h in self._judged(f"{cell.column} = {quote}", value, origin, deadline)
             ]
         return out
+
+    def judge(self, name: str, value: str, origin: str = "", deadline: float | None = None) -> list[str]:
+        """The rules that find `value` a secret where `name` puts it (`password = "<value>"`): a
+        value seen without its name (a type checker's `Literal['...']`) judged as if it had one."""
+        return [h.rule for h in self._judged(f'{name} = "', value, origin, deadline)]
+
+    def _judged(self, head: str, value: str, origin: str, deadline: float | None) -> list[_Hit]:
+        """Hits of `value` read after `head` (which opens a literal: `column = "`), offsets into
+        `value`, cut to it."""
+        at, stop = len(head), len(head) + len(value)
+        quote = head[-1:] if head[-1:] in "\"'" else ""
+        return [
+            _Hit(max(h.start, at) - at, min(h.end, stop) - at, h.priority, h.rule)
+            for h in self._hits(f"{head}{value}{quote}\n", origin, deadline)
+            if h.start < stop and h.end > at
+        ]
 
     def _run_hit(
         self, start: int, end: int, decoded: str, origin: str, deadline: float | None, head: str = ""
@@ -336,13 +349,10 @@ class Redactor:
         """A decoded run (base64, escapes, character codes) holding a secret is redacted whole, under
         the rule that found it (its randomness alone does not count: decoding makes any run look
         random). `head`: text read in front of it (a name, an opening quote), found in no hit alone."""
-        at, stop = len(head), len(head) + len(decoded)
-        view = f'{head}{decoded}"\n' if head else decoded  # the head opens a literal: close it
-        inner = [
-            h
-            for h in self._hits(view, origin, deadline)
-            if h.rule != "high-entropy" and h.start < stop and h.end > at
-        ]
+        hits = (
+            self._judged(head, decoded, origin, deadline) if head else self._hits(decoded, origin, deadline)
+        )
+        inner = [h for h in hits if h.rule != "high-entropy"]
         if not inner:
             return []
         best = min(inner, key=lambda h: h.priority)
@@ -356,7 +366,7 @@ class Redactor:
             value = views.unescape_value(value)  # judged as the characters it stands for: `"\\x48\\x65..."`
         if len(value) < rule.min_len:
             return False
-        if rule.check == "unquoted" and text[end : end + 1] == "(":
+        if rule.check == "unquoted" and text[end : end + 1] == "(" and _CALLED.match(value):
             return False  # a call's name (`System.fetch_env!("KEY")`): the value is what it returns
         if origin.endswith((".diff", ".patch")):
             origin = filters.diff_target(text, start) or origin  # a hunk's lines are its file's
@@ -438,6 +448,9 @@ class Redactor:
         return True
 
 
+# A function's qualified name or a macro's (`System.fetch_env!`, `Ed25519PrivateKey.from_private_bytes`):
+# before `(` it is called; a password with a parenthesis (`Xk9mP2qLz(8)w`) is none of these.
+_CALLED = re.compile(r"[A-Za-z_]\w*(?:(?:\.|::)[A-Za-z_]\w*)+!?\Z|[A-Za-z_]\w*!\Z")
 # Keys meant to be public, by their documented prefixes: Stripe publishable keys, PostHog project
 # keys, Supabase publishable keys, Mapbox public tokens (pk. + a JWT's base64).
 _PUBLIC_PREFIXES = ("pk_live_", "pk_test_", "phc_", "sb_publishable_", "pk.eyJ")

@@ -104,18 +104,25 @@ def _compile(pattern: str | bytes, where: str) -> Any:
         raise RulesError(f"{where}: bad pattern: {exc}") from None
 
 
-_PART = re.compile(r"\{([A-Z][A-Z0-9_]*)\}")
+_PART = re.compile(r"(?<!\\[pP])\{([A-Z][A-Z0-9_]*)\}")  # not RE2's Unicode class `\p{L}`
 
 
-def _expand(pattern: str, parts: dict[str, str], where: str) -> str:
-    """`pattern` with each `{NAME}` replaced by its text from the `[names]` table."""
+_PATTERNS = ("pattern", "context", "path", "reject")  # a rule's keys that hold patterns
+
+
+def _expand(value: Any, parts: dict[str, str], where: str) -> Any:
+    """A pattern (or a list of them) with each `{NAME}` replaced by its text from the `[names]` table."""
+    if isinstance(value, list):
+        return [_expand(v, parts, where) for v in value]
+    if not isinstance(value, str):
+        return value
 
     def one(m: re.Match[str]) -> str:
         if m.group(1) not in parts:
             raise RulesError(f"{where}: no [names] entry {m.group(1)}")
         return parts[m.group(1)]
 
-    return _PART.sub(one, pattern)
+    return _PART.sub(one, value)
 
 
 def parse(data: bytes, name: str = "rules.toml") -> RuleSet:
@@ -125,14 +132,13 @@ def parse(data: bytes, name: str = "rules.toml") -> RuleSet:
         raise RulesError(f"{name}: {exc}") from None
     rules: list[Rule] = []
     parts = doc.get("names", {})
+    if not isinstance(parts, dict) or not all(isinstance(v, str) for v in parts.values()):
+        raise RulesError(f"{name}: [names] must be a table of strings")
     for i, raw in enumerate(doc.get("rule", [])):
         where = f"{name}: rule #{i + 1} ({raw.get('id', '?')})"
+        raw = {k: _expand(v, parts, where) if k in _PATTERNS else v for k, v in raw.items()}
         try:
-            rule_id, pattern, check = (
-                raw["id"],
-                _expand(raw["pattern"], parts, where),
-                raw.get("check", "format"),
-            )
+            rule_id, pattern, check = raw["id"], raw["pattern"], raw.get("check", "format")
         except KeyError as exc:
             raise RulesError(f"{where}: missing {exc}") from None
         if check not in CHECKS:

@@ -33,14 +33,16 @@ from dataclasses import dataclass
 import re2
 
 # A closing quote, a concatenation operator (or none, on one line), the same opening quote, between two
-# token characters: the literals on either side look like parts of one value, not like prose. A space
-# counts on either side: a passphrase split between its words (`"correct horse " "battery staple"`).
+# token characters: the literals on either side look like parts of one value, not like prose.
 _T = r"[A-Za-z0-9+/_=.~-]"
-_TS = r"[A-Za-z0-9+/_=.~ -]"
-# The shell's way to put a quote in a quoted word: `'Pel'"'"'ican'` is `Pel'ican`.
-_SHELL_QUOTE = "'\"'\"'|\"'\"'\""
-# A string built by appending: `sb.append("ghp_ab").append("cd...")`, Rust's `s.push_str("...")`.
-_APPEND = r"\"\)[ \t]*;?\s*(?:[\w.]*\.)?(?:append|push_str)\(\s*\""
+# The shell's ways to put a quote in a quoted word: `'Pel'"'"'ican'` and `'Pel'\''ican'` are `Pel'ican`.
+_SHELL_QUOTE = "'\"'\"'|\"'\"'\"|'\\\\''"
+# A string built piece by piece: `sb.append("ghp_ab").append("cd...")`, C#'s `.Append(`, Rust's
+# `s.push_str("...")`, Go's `b.WriteString("...")`, `s += "..."` on the next line.
+_APPEND = (
+    r"[\"']\)[ \t]*;?\s*(?:[\w.]*\.)?(?i:append|push_str|writestring)\(\s*[\"']"
+    r"|[\"'][ \t]*;?\s*[\w.]+[ \t]*\+=[ \t]*[\"']"
+)
 _OP = r"(?:\+|\.\.?|&|\|\|)"
 _GAP = rf"[ \t]*(?:{_OP}[ \t]*(?:\\?\r?\n[ \t]*)?|\\?\r?\n[ \t]*{_OP}[ \t]*|\\\r?\n[ \t]*)?"
 _IMPLICIT = r"[ \t]*\r?\n[ \t]*"  # adjacent literals on two lines: Python and C only
@@ -48,11 +50,19 @@ _IMPLICIT = r"[ \t]*\r?\n[ \t]*"  # adjacent literals on two lines: Python and C
 
 def _junction_regex(implicit: bool) -> re2._Regexp:
     gap = _GAP + ("|" + _IMPLICIT if implicit else "")
+    quotes = rf"""("(?:{gap})"|'(?:{gap})'|{_SHELL_QUOTE}|{_APPEND})"""
     # A URL's user part may end a literal (`"mongodb://admin:" + pw`) and its host start one (`"@db"`).
-    quoted = rf"""(?:{_TS}|:)("(?:{gap})"|'(?:{gap})'|{_SHELL_QUOTE}|{_APPEND})(?:{_TS}|@)"""
-    # A bare value continued on the next line (`db.password=Pel\`, Dockerfile `ENV PASSWORD=\`).
-    bare = rf"(?:{_T}|=)(\\\r?\n[ \t]*){_T}"
-    return re2.compile(f"{quoted}|{bare}".encode())
+    tokens = rf"(?:{_T}|:){quotes}(?:{_T}|@)"
+    # Words split at a space (a passphrase: `"correct horse " "battery staple"`), lower case on both
+    # sides: a usage line's `"--password " + "SECRET_NAME"` stays two texts.
+    words = rf"(?:[a-z]| ){quotes}(?:[a-z]| )"
+    return re2.compile(f"{tokens}|{words}".encode())
+
+
+# A bare value continued on the next line after a backslash (`db.password=Pel\`, Dockerfile
+# `ENV PASSWORD=\`). Which of them join is up to the file (`_bare_joins`).
+_BARE_JUNCTION = re2.compile(rb"(?:[A-Za-z0-9+/_.~-]|=[ \t]*)(\\\r?\n[ \t]*)[A-Za-z0-9+/_=.~-]")
+_CONTINUED_FILES = (".properties", ".ini", ".cfg", ".conf", ".env")
 
 
 _JUNCTIONS = {implicit: _junction_regex(implicit) for implicit in (False, True)}
@@ -90,7 +100,64 @@ class Joined:
 
 def _junctions(text: str, origin: str) -> list[tuple[int, int]]:
     implicit = origin.lower().endswith(_IMPLICIT_SUFFIXES)
-    return list(_spans(_JUNCTIONS[implicit], text))
+    spans = list(_spans(_JUNCTIONS[implicit], text))
+    if "\\\n" in text or "\\\r" in text:
+        spans += [span for span in _spans(_BARE_JUNCTION, text) if _bare_joins(text, span, origin)]
+    spans += _token_pieces(text)
+    if not spans:
+        return spans
+    spans.sort()
+    out = [spans[0]]
+    for span in spans[1:]:
+        if span[0] >= out[-1][1]:  # junctions found twice (or overlapping) count once
+            out.append(span)
+    return out
+
+
+# A literal that opens with a provider token's documented prefix, then whatever joins the next
+# literals to it: `"AKIA..".concat("...")`, `"".join(["ghp_..", "..."])`, `sprintf('%s%s', 'sk_live_..',
+# '...')`, `t = "xoxb-.."` / `t << "..."`. A token is split so that no scanner sees it whole; any
+# syntax between the pieces (a call, a list's comma, a line) is read as a junction.
+_TOKEN_START = re2.compile(
+    rb"""["'`]((?:AKIA|ASIA|ghp_|gho_|ghu_|ghs_|ghr_|github_pat_|glpat-|sk_live_|rk_live_|sk-|xox[abposr]-"""
+    rb"""|AIza|hf_|npm_|SG\.|pypi-|dop_v1_|shpat_|sq0atp-|EAA)[\w.+/=-]*)["'`]"""
+)
+_TOKEN_NEXT = re.compile(r"""[^"'`\n]{0,60}(?:\r?\n[^"'`\n]{0,60})?["'`]([\w.+/=-]+)["'`]""")
+MAX_PIECES = 6
+TOKEN_PIECE_MAX = 24  # a first piece this long holds the whole prefix and then some: not split
+_WHOLE_KEY_ID = re.compile(r"(?:AKIA|ASIA)[A-Z0-9]{16}\Z")
+
+
+def _token_pieces(text: str) -> list[tuple[int, int]]:
+    """Junctions after a short literal that opens with a provider token's prefix, up to MAX_PIECES
+    pieces."""
+    spans: list[tuple[int, int]] = []
+    for start, end in _spans(_TOKEN_START, text):
+        if end - start >= TOKEN_PIECE_MAX or _WHOLE_KEY_ID.match(text, start, end):
+            continue  # a whole token (the literal after it is another value), not a piece of one
+        close = end  # the first piece's closing quote
+        for _ in range(MAX_PIECES - 1):
+            piece = _TOKEN_NEXT.match(text, close + 1)
+            if piece is None:
+                break
+            spans.append((close, piece.start(1)))
+            close = piece.end(1)
+    return spans
+
+
+def _bare_joins(text: str, span: tuple[int, int], origin: str) -> bool:
+    """A backslash at a line's end continues a bare value: in a properties or INI file always (the
+    next line's indent is dropped); after `=` (the value starts on the next line); elsewhere only
+    onto a line that starts without a space (in shell, the space separates the next word: `-pPW\\`
+    then `  --host=db`). Not in prose, where a trailing backslash is a line break."""
+    from codectx.privacy import filters  # filters reads base64 with this module: imported late
+
+    if origin.lower().endswith(_CONTINUED_FILES):
+        return True
+    if filters.is_prose_file(origin):
+        return False
+    start, end = span
+    return text[max(0, start - 80) : start].rstrip(" \t").endswith("=") or text[end - 1 : end] == "\n"
 
 
 def _spans(regex: re2._Regexp, text: str) -> Iterator[tuple[int, int]]:
@@ -320,21 +387,29 @@ def unescape_line(line: str) -> str:
     return _ESCAPE.sub(one, line)
 
 
-# A list of eight or more printable character codes or character literals, in brackets of any kind.
-_CODE_ITEM = r"(?:'(?:\\.|[^'\\\n])'|0[xX][2-7][0-9a-fA-F]|3[2-9]|[4-9][0-9]|1[01][0-9]|12[0-6])"
-_CODE_LIST = re2.compile(
-    rf"[(\[{{]\s*({_CODE_ITEM}(?:[ \t]*,\s*{_CODE_ITEM}){{7,}})[ \t]*,?\s*[)\]}}]".encode()
+# A list of eight or more printable character codes or character literals, in brackets of any kind
+# (`'G'`, `b'G'`, `'\\x47'`, `71`, `0x47`, `(char)71`), a C string's terminator (`0`, `'\\0'`) at its end.
+_CODE_CHAR = (
+    r"(?:b?'(?:\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\\[0-7]{1,3}|\\.|[^'\\\n])'"
+    r"|(?:\(char\)[ \t]*)?(?:0[xX][2-7][0-9a-fA-F]|3[2-9]|[4-9][0-9]|1[01][0-9]|12[0-6])(?:u8|i8)?)"
 )
-_CODE_SPLIT = re.compile(r"\s*,\s*")
-# What stands before a list on its line and is no name: an opening bracket, a call (`String.fromCharCode(`,
-# `bytes([`, `new char[]{`), a type in front of the list.
+_CODE_END = r"(?:0[xX]00|'\\0'|0)"
+_CODE_LIST = re2.compile(
+    rf"[(\[{{]\s*({_CODE_CHAR}(?:[ \t]*,\s*{_CODE_CHAR}){{7,}}(?:[ \t]*,\s*{_CODE_END})?)"
+    rf"[ \t]*,?\s*[)\]}}]".encode()
+)
+_CODE_ITEM = re.compile(rf"{_CODE_CHAR}|{_CODE_END}")
+# The text before a list that names it: up to the assignment's operator (`STORE_PASS =`,
+# `PASSWORD = ''.join(map(chr, [` -> `PASSWORD =`), else what stands before its opening bracket.
+_ASSIGNED = re.compile(r"^.*?(?:[^=!<>]=|:=|=>)(?!=)")
+_ANNOTATION = re.compile(r"[ \t]*:[^=:\n]*(?==\Z)")
 _LIST_OPENER = re.compile(r"(?:(?:new\s+)?[\w.$]*(?:\[\])?[ \t]*[(\[{][ \t]*)+\Z")
 
 
 @dataclass(frozen=True)
 class Spelled:
     """A list of character codes (`start`, `end`: the list's items) and the string it spells, with the
-    text before it on its line (`head`: `private static final char[] STORE_PASS = `)."""
+    text that names it (`head`: `private static final char[] STORE_PASS =`)."""
 
     start: int
     end: int
@@ -348,19 +423,33 @@ def spelled_runs(text: str) -> list[Spelled]:
         return []
     out = []
     for start, end in _spans(_CODE_LIST, text):
-        chars = []
-        for item in _CODE_SPLIT.split(text[start:end]):
-            if item.startswith("'"):
-                chars.append(unescape_value(item[1:-1]))
-            else:
-                chars.append(chr(int(item, 0)))
+        chars = [_code_char(item) for item in _CODE_ITEM.findall(text, start, end)]
+        if chars and chars[-1] == "\0":
+            chars.pop()  # a C string's terminator
         word = "".join(chars)
         if len(word) != len(chars) or not all(32 <= ord(c) < 127 for c in word):
             continue
-        before = text[max(0, start - 400) : start].rstrip()  # up to the list's opening bracket
-        head = _LIST_OPENER.sub("", before[before.rfind("\n") + 1 :])
-        out.append(Spelled(start, end, word, head))
+        out.append(Spelled(start, end, word, _head(text[max(0, start - 400) : start].rstrip())))
     return out
+
+
+def _head(before: str) -> str:
+    """What names a list, from the text before it: its line up to the assignment, without a type
+    (`const DB_PASSWORD: [u8; 12] =` -> `const DB_PASSWORD =`); the line above when the list's line
+    holds only its opening (`DB_PASSWORD = bytes(` then `    [72, ...`)."""
+    lines = before.split("\n")[-2:]
+    for line in (lines[-1], " ".join(lines)):
+        assigned = _ASSIGNED.match(line)
+        head = assigned.group(0) if assigned else _LIST_OPENER.sub("", line)
+        if head.strip():
+            return _ANNOTATION.sub("", head)
+    return ""
+
+
+def _code_char(item: str) -> str:
+    if item.endswith("'"):
+        return unescape_value(item[item.index("'") + 1 : -1])
+    return chr(int(item.rsplit(")", 1)[-1].strip().removesuffix("u8").removesuffix("i8"), 0))
 
 
 # One escape in a string literal: a character's code (hex, `\\u`, `\\u{...}`, octal) or a simple escape.

@@ -322,7 +322,15 @@ def test_a_quoted_literal_in_a_diagnostic_is_judged_as_a_value(tmp_path: Path) -
     for message in (pyright, typescript, f"Fix this problem reported by a tool: {pyright}"):
         out = pieces.message(message, "src/worker.py")
         assert FOREIGN not in out and "[REDACTED:" in out
-    names = 'line 2: error: "open_pool" is not defined; Module "numpy.random" has no attribute "rand_int"'
+    # Names a message quotes, and words in a literal type, are no secrets (the review: `"requests"`
+    # was masked, and then every `requests` in the request).
+    names = (
+        'line 2: error: "open_pool" is not defined; Import "requests" could not be resolved; '
+        "'ValidationError' is unused; \"tmpResult2\" is possibly unbound"
+    )
     assert pieces.message(names, "src/worker.py") == names
+    words = """Type "Literal['production', 'staging']" is not assignable to "Mode\""""
+    assert pieces.message(words, "src/worker.py") == words
+    assert pieces.text("import requests\n", "src/worker.py") == "import requests\n"
     # Once found, the value is masked wherever else this request has it.
     assert FOREIGN not in pieces.echo(f"size = {FOREIGN}")

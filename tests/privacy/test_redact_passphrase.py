@@ -33,6 +33,8 @@ SECRETS = [
     ("src/Keys.java", 'String PASSPHRASE = "Correct Horse Battery Staple";\n'),
     # Review of stop 55: words that hold a label's part (monkey: key, compass: pass) are words.
     ("conf/app.ini", "[db]\npassword = summit monkey ember anchor-23\n"),
+    # The same for words joined by dots (it read `monkey` as a label's `key`, and sent it).
+    ("config/db.yml", "db:\n  password: compass.monkey.ember\n"),
 ]
 
 
@@ -56,6 +58,9 @@ KEPT = [
     ("app/conf.py", 'api_key = "summit tundra ember anchor"\n'),
     # Two words are a label.
     ("app/conf.py", 'password = "summit tundra"\n'),
+    # Dotted words holding a label's word, whole or long: a key, not a passphrase.
+    ("config/app.yml", "password: auth.login.failed\n"),
+    ("config/app.yml", "password: validation.passwordmismatch.error\n"),
 ]
 
 

@@ -292,5 +292,13 @@ check = "format"
     assert "{WORD}" not in rules.rules[0].pattern and "{6,12}" in rules.rules[0].pattern
     with pytest.raises(RulesError, match="no \\[names\\] entry NAME"):
         parse(doc.replace(b"{WORD}", b"{NAME}"), "test.toml")
+    # RE2's Unicode classes are no names; [names] holds strings only.
+    assert (
+        parse(doc.replace(b"{WORD}", b"\\p{L}+"), "test.toml")
+        .rules[0]
+        .regex.search('é = "abc123xyz"'.encode())
+    )
+    with pytest.raises(RulesError, match="table of strings"):
+        parse(doc.replace(b"WORD = ", b"WORD = 3 #"), "test.toml")
     # The shipped rules use it: no pattern keeps an unexpanded name.
     assert not any(re.search(r"\{[A-Z][A-Z0-9_]*\}", r.pattern) for r in default_rules().rules)

@@ -25,7 +25,7 @@ def _codes(word: str, sep: str = ",") -> str:
 TOKEN = "ghp_" + "Zq7Lm2Xc9Vb4Nn8Kk1Pp5Rr3Tt6Yy0Ww2Ee4"
 SECRETS = [
     # A key named for what it opens, with a suffix saying how it is written.
-    ("src/crypto.rs", f'const DATA_KEY_HEX: &str = "{"9f3a" * 16}";\n', "9f3a" * 4),
+    ("src/crypto.rs", f'const AES_KEY_HEX: &str = "{"9f3a" * 16}";\n', "9f3a" * 4),
     (
         "Acme/Constants.h",
         'static NSString * const kAcmeAlgoliaAdminKey = @"5e1c9a7b3d2f4e6a8c0b1d3f5a7c9e2b";\n',
@@ -146,6 +146,8 @@ KEPT = [
     ("Info.plist", "<key>CFBundleIdentifier</key>\n<string>com.acme.fieldservice.app</string>\n"),
     # Appends that build a message.
     ("Report.java", 'sb.append("Total rows: ");\nsb.append("processed");\n'),
+    # A data key is a chart's field or a storage slot, not a key that opens anything (the review).
+    ("Chart.jsx", '<Bar dataKey="revenue_q1" />\nconst USER_DATA_KEY = "myapp.user.v2";\n'),
 ]
 
 
