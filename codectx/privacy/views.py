@@ -125,6 +125,7 @@ _TOKEN_START = re2.compile(
 _TOKEN_NEXT = re.compile(r"""[^"'`\n]{0,60}(?:\r?\n[^"'`\n]{0,60})?["'`]([\w.+/=-]+)["'`]""")
 MAX_PIECES = 6
 TOKEN_PIECE_MAX = 24  # a first piece this long holds the whole prefix and then some: not split
+_RANDOM_PART = re.compile(r"[A-Z0-9]")  # an upper-case letter or a digit after the prefix
 _WHOLE_KEY_ID = re.compile(r"(?:AKIA|ASIA)[A-Z0-9]{16}\Z")
 
 
@@ -135,6 +136,8 @@ def _token_pieces(text: str) -> list[tuple[int, int]]:
     for start, end in _spans(_TOKEN_START, text):
         if end - start >= TOKEN_PIECE_MAX or _WHOLE_KEY_ID.match(text, start, end):
             continue  # a whole token (the literal after it is another value), not a piece of one
+        if not _RANDOM_PART.search(text, start + 3, end):
+            continue  # a name with a token's prefix (`"hf_api"`, `"sk-learn"`): no random part
         close = end  # the first piece's closing quote
         for _ in range(MAX_PIECES - 1):
             piece = _TOKEN_NEXT.match(text, close + 1)

@@ -54,7 +54,6 @@ SECRETS = [
     ("s.kt", f'val cfg = mapOf("password" to "{PW}")\n'),
     ("s.scala", f'val cfg = Map("password" -> "{PW}")\n'),
     ("s.ts", f'const dbPassword: string | undefined = "{PW}";\n'),
-    ("s.cpp", f'static const std::string kDbPassword("{PW}");\n'),
     ("s.cpp", f'std::string db_password{{"{PW}"}};\n'),
     ("s.rs", f'let db_password = String::from("{PW}");\n'),
     # Comment lines of other languages between the key and the value.
