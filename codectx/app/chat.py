@@ -271,6 +271,7 @@ class ChatService:
             session.settings.root,
             session.settings.privacy.scan_timeout_s,
             self.documents,
+            session.redaction.read_open,
         )
         # Stopped already (while `before` ran): nothing will be sent, so nothing is gathered.
         gathered = (

@@ -20,7 +20,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -126,9 +126,13 @@ class Gatherer:
         root: Any,
         scan_timeout_s: float = 2.0,
         documents: DocumentCache | None = None,
+        read_open: Callable[[str], str | None] | None = None,
     ) -> None:
         self.session = session
         self.documents = documents  # files' texts kept across turns (a stat checks each)
+        # path -> an open buffer's text: a region the user just edited is judged with the buffer it
+        # was cut from, not the file on disk (an unsaved row of a dump has no INSERT line there).
+        self.read_open = read_open
         self.gate = gate
         self.redactor = pieces
         self.ratio = max(chars_per_token, 1.0)
@@ -248,6 +252,10 @@ class Gatherer:
     def file_text(self, path: str, current: TurnInput | None = None) -> str | None:
         if current is not None and current.path == path and current.text is not None:
             return current.text
+        if path not in self._files and self.read_open is not None:
+            opened = self.read_open(path)
+            if opened is not None:
+                self._files[path] = opened
         if path not in self._files:
             try:
                 if self._refusals.get(path, "unchecked") is None and self._gate_root():
@@ -544,7 +552,12 @@ class Gatherer:
                 continue
             sendable.append(section)
         if self.redactor is not None:
-            self._learn_hunks(sendable)
+            unchecked = self._learn_hunks(sendable)
+            for path in sorted(unchecked):
+                self.notice(
+                    "refused", f"@diff: the changes to {path} were left out (the file is too large to check)"
+                )
+            sendable = [s for s in sendable if s.path not in unchecked]
         for section in sendable:
             first, last = section.changed_lines()
             self.add(
@@ -552,26 +565,34 @@ class Gatherer:
                 explicit=True,
             )
 
-    def _learn_hunks(self, sections: list[gitdiff.Section]) -> None:
+    def _learn_hunks(self, sections: list[gitdiff.Section]) -> set[str]:
         """Judge each hunk's lines with its file around them, as a piece is judged (a changed line
         inside a key block shows the key's lines but not its BEGIN line): the file now for the new
-        side, HEAD's version for the old one."""
+        side, HEAD's version for the old one. Returns the paths of sections a side of which could
+        not be read (a file over the size a document is read at): judged alone, a dump's changed row
+        is no secret without its INSERT line, so they are left out."""
         assert self.redactor is not None and self.root is not None
         try:
             heads = gitdiff.head_texts(self.root, [s.old_path for s in sections if s.old_ranges])
         except gitdiff.GitFailed as exc:
             log.info("chat context: @diff: %s", exc)
             heads = {}
+        unchecked: set[str] = set()
         for section in sections:
             self._fresh_deadline()
             now = self.file_text(section.path)
             if now is not None:
                 self.redactor.learn(now, section.path, _hunk_cuts(now, section.path, section.new_ranges))
+            elif any(count for _, count in section.new_ranges):
+                unchecked.add(section.path)
             before = heads.get(section.old_path)
             if before is not None:
                 self.redactor.learn(
                     before, section.old_path, _hunk_cuts(before, section.old_path, section.old_ranges)
                 )
+            elif any(count for _, count in section.old_ranges):
+                unchecked.add(section.path)
+        return unchecked
 
     def problems(self, turn: TurnInput) -> None:
         if not turn.path or not turn.diagnostics:

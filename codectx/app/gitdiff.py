@@ -148,7 +148,11 @@ def working_diff(root: Path) -> str:
         ],
         env=env,
     )
-    return out[:DIFF_BYTES].decode("utf-8", errors="replace")
+    if len(out) > DIFF_BYTES:
+        # Cut at a line's end: a line cut short may end inside a value, whose first part no rule
+        # would know for a secret.
+        out = out[: out.rfind(b"\n", 0, DIFF_BYTES) + 1]
+    return out.decode("utf-8", errors="replace")
 
 
 def _text(out: bytes) -> str:

@@ -64,7 +64,7 @@ class Handout:
         pieces = self.redaction.pieces()
         if pieces is None:
             return [(item, item.text) for item in kept]
-        read = source_reader(self.settings.root)
+        read = source_reader(self.settings.root, limit=self.redaction.source_limit)
         texts = [pieces.chunk(i.text, i.path, i.start_line, read(i.path)) for i in kept]
         # A value found secret in one piece is masked wherever it recurs.
         return [(item, pieces.echo(text)) for item, text in zip(kept, texts, strict=True)]
@@ -90,10 +90,11 @@ class Handout:
         return Released(prepared.content, prepared.sha256, audit_id, len(prepared.findings))
 
     def _argument(self, value: Any) -> Any:
-        """An argument as the audit log keeps it: strings cut and redacted (an agent may paste a
-        secret into a query), other JSON values as they are."""
+        """An argument as the audit log keeps it: strings redacted and cut (an agent may paste a
+        secret into a query; cut first, a secret's head would no longer look like one), other JSON
+        values as they are."""
         if isinstance(value, str):
-            return self._gate().redactor.redact(value[:MAX_ARGUMENT_CHARS]).text
+            return self._gate().redactor.redact(value).text[:MAX_ARGUMENT_CHARS]
         if isinstance(value, (int, float, bool)) or value is None:
             return value
         if isinstance(value, (list, tuple)):

@@ -17,9 +17,11 @@ from typing import TypeVar
 from codectx.app.index import ContextPiece
 from codectx.backend.prompts import Snippet
 from codectx.backend.transport import Gate
+from codectx.indexer.walk.content import decode_source
 from codectx.privacy.egress import EgressGate
 from codectx.privacy.pieces import PieceRedactor
 from codectx.privacy.redact import Redactor
+from codectx.privacy.sqlrows import LEAD_REACH
 from codectx.settings import Settings
 
 SourceReader = Callable[[str], "str | None"]
@@ -28,10 +30,14 @@ P = TypeVar("P", bound=ContextPiece)
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
 
 
-def source_reader(root: Path | None, current: tuple[str, str] | None = None) -> SourceReader:
+def source_reader(
+    root: Path | None, current: tuple[str, str] | None = None, limit: int = MAX_SOURCE_BYTES
+) -> SourceReader:
     """path -> that file's text now (the current document's own text for its path), or None.
 
-    Only regular files under `root`, at most MAX_SOURCE_BYTES; results are cached per reader (one
+    Only regular files under `root`, at most `limit` bytes (at least the index's own file limit:
+    a chunk whose file is not read is withheld); decoded as the indexer decodes (a BOM's UTF-16,
+    bad bytes replaced), so that its chunks are found in it. Results are cached per reader (one
     request).
     """
     cache: dict[str, str | None] = {}
@@ -47,8 +53,8 @@ def source_reader(root: Path | None, current: tuple[str, str] | None = None) -> 
             try:
                 target = (base / path).resolve()
                 inside = target.is_relative_to(base) and target.is_file()
-                if inside and target.stat().st_size <= MAX_SOURCE_BYTES:
-                    text = target.read_bytes().decode("utf-8", "surrogateescape")
+                if inside and target.stat().st_size <= limit:
+                    text = decode_source(target.read_bytes())
             except (OSError, ValueError):
                 text = None
         cache[path] = text
@@ -142,7 +148,7 @@ class RequestRedaction:
     def reader(self, path: str, text: str) -> SourceReader:
         """path -> that file's text now, to scan around a retrieved chunk: the request's own document,
         an open buffer, else the file on disk (inside the workspace only)."""
-        on_disk = source_reader(self.settings.root, (path, text))
+        on_disk = source_reader(self.settings.root, (path, text), self.source_limit)
         opened = self.read_open
 
         def read(other: str) -> str | None:
@@ -153,6 +159,12 @@ class RequestRedaction:
             return on_disk(other)
 
         return read
+
+    @property
+    def source_limit(self) -> int:
+        """The largest file read around a chunk: as large as the index reads, within the reach the
+        SQL and table readers look up for a header."""
+        return min(max(MAX_SOURCE_BYTES, self.settings.index.max_file_bytes), LEAD_REACH)
 
     def sendable(self, items: Sequence[P]) -> list[P]:
         return sendable(items, self.gate)

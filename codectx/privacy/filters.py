@@ -22,7 +22,8 @@ CONFIG_SUFFIXES = (
     ".sh", ".bash", ".zsh", ".envrc", ".tfvars", ".netrc", ".pgpass", ".npmrc", ".pypirc",
     ".md", ".txt", ".rst", ".sql", ".netrc", ".service", ".socket", ".timer", ".mount", ".desktop",
     ".history", ".env.example", ".gradle.properties", ".tfvars", ".hcl", ".tf", ".cnf", ".credentials",
-    ".creds", ".bru",
+    ".creds", ".bru", ".bat", ".cmd", ".fish", ".tcl", ".csh", ".tcsh", ".ksh", ".mk", ".nmconnection",
+    ".bu", ".psk", ".rsc",
 )  # fmt: skip
 CONFIG_NAMES = (
     "dockerfile", ".env", ".envrc", ".netrc", "netrc", ".npmrc", ".pypirc", "makefile", ".bash_history",
@@ -32,7 +33,7 @@ CONFIG_NAMES = (
 # Copies and templates are judged by the name they are a copy of: `config.ini~`, `db.cfg.orig`.
 _COPY_SUFFIXES = (
     "~", ".orig", ".bak", ".old", ".save", ".backup", ".dist", ".sample", ".example", ".template",
-    ".tmpl", ".tpl", ".default", ".rej",
+    ".tmpl", ".tpl", ".default", ".rej", ".j2", ".jinja", ".jinja2", ".gotmpl",
 )  # fmt: skip
 # Extensionless names that are code (Ruby, Groovy, Starlark...), not text.
 _CODE_NAMES = frozenset(
@@ -52,9 +53,11 @@ _NUMBER = re.compile(
 )
 _URL_REST = re.compile(r"//[\w-]+(?:\.[\w-]+)+(?:[:/?#]|\Z)")  # `//host.domain` after `https:`
 # A value named for a digest: NuGet's `contentHash`, a key pin (`<key>SPKI-SHA256-BASE64</key>`), a
-# fingerprint.
+# fingerprint; or for a public part of an encryption (an IV, a nonce, an auth tag; Chef's
+# encrypted data bags store `encrypted_data` with them, its key elsewhere).
 _DIGEST_NAME = re.compile(
-    r"(?i)(?:content_?hash|spki(?:[-_]sha-?256)?(?:[-_]base64)?|sha-?(?:1|256|384|512)(?:[-_]base64)?|fingerprint|digest)"
+    r"(?i)(?:content_?hash|spki(?:[-_]sha-?256)?(?:[-_]base64)?|sha-?(?:1|256|384|512)(?:[-_]base64)?|fingerprint|digest"
+    r"|(?<![a-z])(?:iv|nonce|auth_?tag|encrypted_?data|cipher_?text))"
     r"(?:[\"']?\s*[:=]\s*[\"']?|</key>\s*<string>)\Z"
 )
 _MASK_RUN = re.compile(r"[•●∙*]+")
@@ -74,6 +77,13 @@ _SECRET_REF = re.compile(
     r"[\w-]+/data/[\w-]+[/:])",  # the last: a path in Vault's KV engine (`kv/data/mysql:root_password`)
     re.IGNORECASE,
 )
+# Values stored encrypted to a key kept elsewhere: hiera-eyaml's `ENC[PKCS7,...]`, a Windows DPAPI blob
+# (NuGet's and PowerShell's `AQAAANCMnd8BFdERjHoAwE/Cl+sB...`, a WLAN profile's protected hex).
+_CIPHERTEXT = re.compile(
+    r"ENC\[(?:PKCS7|GPG),|AQAAANCMnd8BFdERjHoAwE/?Cl\+sB|01000000D08C9DDF0115D1118C7A00C04FC297EB",
+    re.IGNORECASE,
+)
+_PERCENT_S_IN_WORD = re.compile(r"(?<=[a-z0-9])%s(?=[a-z])")
 _OBJECT_ID = re.compile(r"[a-z]{2,6}_[A-Za-z0-9]{8,40}\Z")
 _ENV_LINE = re.compile(r"\s*(?:export\s+)?[A-Za-z_][A-Za-z0-9_.]*=\S")
 _YAML_LINE = re.compile(r"\s*(?:-\s+)?[\"']?[A-Za-z_][\w.-]*[\"']?:\s+\S+\s*(?:#.*)?\Z")
@@ -195,6 +205,8 @@ def is_placeholder(value: str, markers: tuple[str, ...], allow: frozenset[str]) 
     if value in allow:
         return True
     low = value.lower()
+    if "%s" in low:
+        low = _PERCENT_S_IN_WORD.sub("", low)  # `Arjun%sakura8`: characters of a password, no template
     found = [marker for marker in markers if marker in low]
     if found:
         # In long random values (key blocks, WordPress's salts of 64 printable characters) a short
@@ -208,6 +220,11 @@ def is_placeholder(value: str, markers: tuple[str, ...], allow: frozenset[str]) 
     if masked >= 4 and 3 * masked >= len(value):
         return True  # shown masked (`sk_live_••••••••4242`, `****1234`): what a UI prints, not the key
     return set(low) <= set("x*.-_#0 •●·∙…")
+
+
+def is_ciphertext(value: str) -> bool:
+    """A value stored encrypted to a key kept elsewhere (_CIPHERTEXT): no secret on its own."""
+    return _CIPHERTEXT.match(value) is not None
 
 
 def is_reference(value: str, bare: bool = False) -> bool:
@@ -623,7 +640,9 @@ def is_high_entropy(value: str, before: str, bits: float = 4.0, shortest: int = 
     if _HEX.match(value) or _UUID.match(value) or _DIGEST_PREFIX.match(value) or _HEX_0X.match(value):
         return False  # digests, ids, hex words and 0x-addresses (a private key in hex has its own rule)
     if _DIGEST_NAME.search(before):
-        return False  # a digest (NuGet's `"contentHash": "..."`), a public key's pin
+        return False  # a digest (NuGet's `"contentHash": "..."`), a public key's pin, an IV
+    if is_ciphertext(value):
+        return False  # encrypted (a DPAPI blob), its key elsewhere
     if _JWK_PUBLIC.search(before):
         return False  # a public JWK member (n, e, x, y, x5c...): public key material
     lowered_before = before[-24:].lower()

@@ -62,11 +62,20 @@ _TYPED_USERINFO = re.compile(r"[a-z][a-z0-9+.-]*://[^\s/@:]*:([^\s/@]+)$", re.IG
 _TYPED_CELL = re.compile(r"<t[dh]\b[^>]*>([^<]+)$", re.IGNORECASE)
 # A string a message quotes as a value: a literal type (`Literal['a', "b"]` in pyright and mypy,
 # `'"a"'` in TypeScript), Go's `"a" (untyped string constant)`, Flow's string literal `` `a` ``.
+# What a chunk whose file cannot be read is sent as (PieceRedactor.chunk).
+WITHHELD = "(codectx: this part of {path} was left out: the file could not be read to check it)"
+_DQ = r'"(?:[^"\n\\]|\\.){1,200}"'  # a double-quoted string as a checker prints it, escapes kept
 _LITERAL_TYPE = re.compile(
-    r"""Literal\[([^\]\n]{1,400})\]|'("[^"\n]{1,200}")'|("[^"\n]{1,200}") \((?:untyped )?string constant"""
-    r"""|string literal (`[^`\n]{1,200}`)"""
+    # pyright's and mypy's Literal[...]; TypeScript's '"..."' and '`...`'; Go's `"..." (untyped string
+    # constant)` and `(untyped string constant "...")`; Flow's and javac's `string literal ...`;
+    # rustc's `found `"..."``; Scala 3's `("..." : String)`; PHPStan's `'...' given`; Sorbet's
+    # `String("...")`.
+    rf"""Literal\[([^\]\n]{{1,400}})\]|'({_DQ})'|({_DQ}) \((?:untyped )?string constant"""
+    rf"""|untyped string constant ({_DQ})\)|string literal (`[^`\n]{{1,200}}`|{_DQ})|`({_DQ})`"""
+    rf"""|\(({_DQ}) : String\)|('(?:[^'\n\\]|\\.){{1,200}}') given\b|String\(({_DQ})\)"""
+    rf"""|'(`[^`\n]{{1,200}}`)'"""
 )
-_QUOTED = re.compile(r""""([^"\n]{1,200})"|'([^'\n]{1,200})'|`([^`\n]{1,200})`""")
+_QUOTED = re.compile(r""""((?:[^"\n\\]|\\.){1,200})"|'((?:[^'\n\\]|\\.){1,200})'|`([^`\n]{1,200})`""")
 
 
 @dataclass(frozen=True)
@@ -166,11 +175,8 @@ class PieceRedactor:
             group = m.lastindex or 0
             for q in _QUOTED.finditer(text, m.start(group), m.end(group)):
                 inner = q.lastindex or 0
-                value = q.group(inner)
-                # A token's name, not a password's: a word (`Literal['production']`) is no secret there;
-                # words with spaces are judged as a passphrase.
-                name = "passphrase" if " " in value else "token"
-                rules = self.redactor.judge(name, value, "message.py", self.deadline)
+                value = q.group(inner).removesuffix("…")  # a long literal is printed cut
+                rules = self._judge_quoted(value)
                 if rules:
                     secrets.append(Secret(q.start(inner), q.end(inner), rules[0]))
                     self.known.setdefault(value, rules[0])
@@ -178,18 +184,46 @@ class PieceRedactor:
             text = self._mask(text, 0, len(text), secrets, origin, _LineIndex(text))
         return self.text(text, origin)
 
+    def _now(self, text: str, origin: str, start_line: int, source: str) -> str:
+        """The lines of `source` where a stale chunk was (as many as it had), judged in place."""
+        starts = _line_starts(source)
+        count = len(starts) - 1
+        if start_line >= count:
+            return WITHHELD.format(path=origin)
+        last = min(count, start_line + text.count("\n") + 1)
+        return self.document(source, origin, [(starts[start_line], starts[last] - 1)])[0]
+
+    def _judge_quoted(self, value: str) -> list[str]:
+        """Rules that find a literal a diagnostic quotes a secret: judged as a token's value (a word,
+        `Literal['production']`, is no secret there); words with spaces as a passphrase, else each
+        word as a token (`"Pel ican7Harbor..."`)."""
+        if " " not in value:
+            return self.redactor.judge("token", value, "message.py", self.deadline)
+        rules = self.redactor.judge("passphrase", value, "message.py", self.deadline)
+        for word in value.split():
+            if rules:
+                break
+            if len(word) >= 8:
+                rules = self.redactor.judge("token", word, "message.py", self.deadline)
+        return rules
+
     def chunk(self, text: str, origin: str, start_line: int, source: str | None) -> str:
-        """A retrieved chunk, redacted with the lines around it in `source` (its file now) when the
-        chunk's lines are found there at `start_line`; otherwise on its own.
+        """A retrieved chunk, redacted with the lines around it in `source` (its file now).
 
         A chunk may carry a header line (its definition's signature) and end in a cut marker; those
-        lines are redacted on their own, the rest as a region of the file.
+        lines are redacted on their own, the rest as a region of the file. A chunk no longer found
+        at `start_line` (the file changed since it was indexed) is replaced by the file's lines
+        there now, judged in place. Without its file (gone, unreadable) a chunk is withheld: judged
+        alone, a dump's rows or a key block's middle lines are no secrets without the INSERT line or
+        the BEGIN line above them.
         """
-        if source is None or start_line < 0 or not text:
+        if start_line < 0 or not text:
             return self.text(text, origin)
+        if source is None:
+            return WITHHELD.format(path=origin)
         located = _locate(text, source, start_line)
         if located is None:
-            return self.text(text, origin)
+            return self._now(text, origin, start_line, source)
         head, (a, b), tail = located
         parts = []
         if head:

@@ -210,11 +210,12 @@ class Redactor:
         clean_key = _clean_key(origin, text) if remember else None
         if clean_key is not None and clean_key in self._clean:
             return RedactionResult(text, [])
-        hits = self._hits(text, origin, deadline)
-        hits += self._view_hits(text, origin, deadline)
-        hits += self._cell_hits(text, origin, deadline)
+        scan = views.folded(text)  # lone CRs as line breaks, Unicode spaces as spaces: same offsets
+        hits = self._hits(scan, origin, deadline)
+        hits += self._view_hits(scan, origin, deadline)
+        hits += self._cell_hits(scan, origin, deadline)
         if notebook.is_notebook(origin):
-            hits += self._notebook_hits(text, origin, deadline)
+            hits += self._notebook_hits(scan, origin, deadline)
         hits += _echoes(text, hits, known, len(self.rules.rules))
         if not hits:
             if clean_key is not None:
@@ -287,11 +288,9 @@ class Redactor:
             out += self._run_hit(s, e, decoded, origin, deadline)
         for run in views.spelled_runs(text):
             out += self._run_hit(run.start, run.end, run.text, origin, deadline, head=f'{run.head} "')
-        for lo, _hi, plain in views.escaped_regions(text):
-            out += [
-                _Hit(lo + h.start, lo + h.end, h.priority, h.rule)
-                for h in self._hits(plain, origin, deadline)
-            ]
+        plain = views.escaped_view(text)
+        if plain is not None:
+            out += self._hits(plain, origin, deadline)
         return out
 
     def _notebook_hits(self, text: str, origin: str, deadline: float | None) -> list[_Hit]:
@@ -330,7 +329,9 @@ class Redactor:
     def judge(self, name: str, value: str, origin: str = "", deadline: float | None = None) -> list[str]:
         """The rules that find `value` a secret where `name` puts it (`password = "<value>"`): a
         value seen without its name (a type checker's `Literal['...']`) judged as if it had one."""
-        return [h.rule for h in self._judged(f'{name} = "', value, origin, deadline)]
+        quote = "'" if '"' in value and "'" not in value else '"'
+        probe = value.replace('"', "'") if quote == '"' else value  # the same length: offsets hold
+        return [h.rule for h in self._judged(f"{name} = {quote}", probe, origin, deadline)]
 
     def _judged(self, head: str, value: str, origin: str, deadline: float | None) -> list[_Hit]:
         """Hits of `value` read after `head` (which opens a literal: `column = "`), offsets into
@@ -362,7 +363,7 @@ class Redactor:
         self, rule: Rule, name: str | None, text: str, start: int, end: int, lines: _Lines, origin: str
     ) -> bool:
         value = text[start:end]
-        if "\\" in value:
+        if "\\" in value or "&#" in value:
             value = views.unescape_value(value)  # judged as the characters it stands for: `"\\x48\\x65..."`
         if len(value) < rule.min_len:
             return False
@@ -372,6 +373,8 @@ class Redactor:
             origin = filters.diff_target(text, start) or origin  # a hunk's lines are its file's
         if filters.is_placeholder(value, self.rules.markers, self.rules.allow_values):
             return False
+        if filters.is_ciphertext(value):
+            return False  # hiera-eyaml's `ENC[PKCS7,...]`, a DPAPI blob: encrypted, the key elsewhere
         if _INTEGRITY.search(text[max(0, start - 8) : start]):
             return False  # a lockfile integrity hash (sha512-...), not a token
         if lines.may_be_sealed and filters.in_sealed_data(text, start):

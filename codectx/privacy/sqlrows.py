@@ -29,7 +29,9 @@ from collections.abc import Iterator
 
 from codectx.privacy.sqlvalues import SECRET_COLUMN, Cell, copy_cells, insert_cells
 
-LEAD_REACH = 5_000_000  # how far above a region its statement's header is looked for (a whole document)
+# How far above a region its statement's header is looked for: a whole document, as large as the
+# index reads files (app/redaction.py reads no larger source; a chunk of a larger one is withheld).
+LEAD_REACH = 64_000_000
 TUPLE_LINES = 64  # how far up the start of a tuple spread over lines is looked for
 _NAME = r"""(?:[\w$]+|"[^"\n]{1,128}"|`[^`\n]{1,128}`|\[[^\]\n]{1,128}\])"""
 _TABLE = rf"({_NAME}(?:\s*\.\s*{_NAME}){{0,2}})"

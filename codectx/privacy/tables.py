@@ -38,7 +38,7 @@ _SEP_LINE = re.compile(r"^sep=(.)$")
 _HTML_TABLE = re.compile(r"<[tT][aA][bB][lL][eE]\b")
 HEADER_ROWS = 8  # rows of an HTML table its header row is looked for among
 HEADER_REACH = 10_000  # lines a Markdown table's header is looked for above a region
-RECORD_LINES = 64  # lines one CSV record may span inside quotes
+RECORD_LINES = 1024  # lines one CSV record may span inside quotes (a quote open longer is a stray one)
 HEADER_CELL_MAX = 40  # a header's cells are names, not sentences
 
 
@@ -114,9 +114,11 @@ def _delimited(text: str, deadline: float | None) -> Iterator[Cell]:
     if text.count(delimiter, start, stop) < 1:
         return  # one column: no table
     names = [_bare(text[a:b]) for a, b in split_fields(text, start, stop, delimiter)]
-    if not all(0 < len(name) <= HEADER_CELL_MAX for name in names):
+    if sum(len(name) > HEADER_CELL_MAX for name in names) * 3 > len(names):
         return  # not a header row: prose, or data without one
-    wanted = _wanted(names)
+    # An empty name (pandas' index column, a trailing delimiter) or a long one names no secret; the
+    # other columns are still read (one such cell used to turn the whole table off).
+    wanted = _wanted([name if len(name) <= HEADER_CELL_MAX else "" for name in names])
     if not wanted:
         return
     pos, rows = text.find("\n", stop), 0
@@ -124,13 +126,19 @@ def _delimited(text: str, deadline: float | None) -> Iterator[Cell]:
     while pos < len(text):
         end = text.find("\n", pos)
         end = len(text) if end == -1 else end
-        lines = 1
+        lines, line_end = 1, end
         # A quoted field may hold line breaks (RFC 4180): the record goes on while its quotes are
-        # open, for at most RECORD_LINES lines.
-        while text.count('"', pos, end) % 2 and end < len(text) and lines < RECORD_LINES:
+        # open, for at most RECORD_LINES lines; a quote still open then is a stray one, and the
+        # record is its own line (the rows after it stay aligned).
+        quotes = text.count('"', pos, end)
+        while quotes % 2 and end < len(text) and lines < RECORD_LINES:
             nxt = text.find("\n", end + 1)
-            end = len(text) if nxt == -1 else nxt
+            nxt = len(text) if nxt == -1 else nxt
+            quotes += text.count('"', end, nxt)
+            end = nxt
             lines += 1
+        if quotes % 2:
+            end = line_end
         line_stop = end - 1 if end > pos and text[end - 1] == "\r" else end
         rows += 1
         check_deadline(rows, deadline)

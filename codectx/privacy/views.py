@@ -27,6 +27,7 @@ import base64
 import binascii
 import bisect
 import re
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -44,7 +45,7 @@ _APPEND = (
     r"|[\"'][ \t]*;?\s*[\w.]+[ \t]*\+=[ \t]*[\"']"
 )
 _OP = r"(?:\+|\.\.?|&|\|\|)"
-_GAP = rf"[ \t]*(?:{_OP}[ \t]*(?:\\?\r?\n[ \t]*)?|\\?\r?\n[ \t]*{_OP}[ \t]*|\\\r?\n[ \t]*)?"
+_GAP = rf"[ \t]*(?:{_OP}[ \t]*(?:[\\`]?\r?\n[ \t]*)?|\\?\r?\n[ \t]*{_OP}[ \t]*|\\\r?\n[ \t]*)?"
 _IMPLICIT = r"[ \t]*\r?\n[ \t]*"  # adjacent literals on two lines: Python and C only
 
 
@@ -60,8 +61,9 @@ def _junction_regex(implicit: bool) -> re2._Regexp:
 
 
 # A bare value continued on the next line after a backslash (`db.password=Pel\`, Dockerfile
-# `ENV PASSWORD=\`). Which of them join is up to the file (`_bare_joins`).
-_BARE_JUNCTION = re2.compile(rb"(?:[A-Za-z0-9+/_.~-]|=[ \t]*)(\\\r?\n[ \t]*)[A-Za-z0-9+/_=.~-]")
+# `ENV PASSWORD=\`), and a quoted one (YAML's escaped line break, Haskell's string gap `\` ... `\`).
+# Which of them join is up to the file (`_bare_joins`).
+_BARE_JUNCTION = re2.compile(rb"(?:[A-Za-z0-9+/_.~-]|=[ \t]*)(\\\r?\n[ \t]*\\?)[A-Za-z0-9+/_=.~-]")
 _CONTINUED_FILES = (".properties", ".ini", ".cfg", ".conf", ".env")
 
 
@@ -152,14 +154,21 @@ def _bare_joins(text: str, span: tuple[int, int], origin: str) -> bool:
     """A backslash at a line's end continues a bare value: in a properties or INI file always (the
     next line's indent is dropped); after `=` (the value starts on the next line); elsewhere only
     onto a line that starts without a space (in shell, the space separates the next word: `-pPW\\`
-    then `  --host=db`). Not in prose, where a trailing backslash is a line break."""
+    then `  --host=db`). Not in prose, where a trailing backslash is a line break. In a YAML
+    double-quoted scalar, and Haskell's string gap, always."""
     from codectx.privacy import filters  # filters reads base64 with this module: imported late
 
-    if origin.lower().endswith(_CONTINUED_FILES):
+    start, end = span
+    name = origin.lower()
+    if text[end - 1 : end] == "\\":
+        return name.endswith((".hs", ".lhs", ".purs"))  # a string gap: `"AKIA..\` then `  \...."`
+    if name.endswith(_CONTINUED_FILES):
         return True
+    if name.endswith((".yaml", ".yml")):
+        # Inside a double-quoted scalar an escaped line break joins the lines, their indent dropped.
+        return text[text.rfind("\n", 0, start) + 1 : start].count('"') % 2 == 1
     if filters.is_prose_file(origin):
         return False
-    start, end = span
     return text[max(0, start - 80) : start].rstrip(" \t").endswith("=") or text[end - 1 : end] == "\n"
 
 
@@ -341,8 +350,8 @@ def unescaped_runs(text: str) -> list[tuple[int, int, str]]:
             decoded = _ONE_ESCAPE.sub(_unescape, run)
             if escapes < 2 and len(decoded) < LONE_ESCAPE_MIN:
                 continue
-            if decoded and all(32 < ord(c) < 127 for c in decoded):
-                out.append((m.start(), m.end(), decoded))
+            if decoded and all(32 < ord(c) < 127 or c in "\t\n\r" for c in decoded):
+                out.append((m.start(), m.end(), decoded))  # a data: URL's file has lines
     return out
 
 
@@ -353,26 +362,60 @@ _ESCAPE = re.compile(r"\\(.)")
 _PAIR = re2.compile(r"^[\w.@+-]{1,64}:[^\s{}\[\]\"]{3,}$")
 
 
-def escaped_regions(text: str, limit: int = 64) -> list[tuple[int, int, str]]:
-    """(start, end, view) for the lines holding an escaped quote, each read unescaped (same length).
+def escaped_view(text: str) -> str | None:
+    """`text` with every line that holds an escaped quote read unescaped (same length), or None.
 
     Code stored inside a string (a notebook cell, a JSON config holding a script) then reads like
-    code: `password = \\"...\\"` is seen as `password =  "..." `. At most `limit` lines.
-    """
+    code: `password = \\"...\\"` is seen as `password =  "..." `. Every such line, however many
+    (a cap let a long JSON file's later lines through unread)."""
     if '\\"' not in text and "\\'" not in text:
-        return []
-    out: list[tuple[int, int, str]] = []
+        return None
+    parts: list[str] = []
     pos = 0
-    while len(out) < limit:
+    while True:
         hit = _ESCAPED_QUOTE.search(text, pos)
         if hit is None:
             break
         start = text.rfind("\n", 0, hit.start()) + 1
         end = text.find("\n", hit.end())
         end = len(text) if end == -1 else end
-        out.append((start, end, unescape_line(text[start:end])))
-        pos = end + 1
-    return out
+        parts += [text[pos:start], unescape_line(text[start:end])]
+        pos = end
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+# Characters a parser or a model reads as a line break or a space, or as the ASCII character they
+# are a wide form of, that the rules (written for ASCII) would not: a lone CR (classic Mac line
+# ends), VT, FF, NEL, the Unicode line and paragraph separators; no-break, ideographic and other
+# Unicode spaces (`password\u00a0=\u00a0...` is `password = ...` to Python's configparser);
+# fullwidth ASCII (`ｐａｓｓｗｏｒｄ＝...`). One character each, so offsets hold.
+_FOLD = str.maketrans(
+    {
+        **{c: "\n" for c in "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"},
+        **{c: " " for c in "\u00a0\u1680\u202f\u205f\u3000"},
+        **{chr(c): " " for c in range(0x2000, 0x200B)},
+        **{chr(c): chr(c - 0xFEE0) for c in range(0xFF01, 0xFF5F)},
+    }
+)
+_LONE_CR = re.compile(r"\r(?!\n)")
+_FOLDED = re.compile(
+    r"[\x0b\x0c\x1c-\x1e\x85\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\uff01-\uff5e]|\r(?!\n)"
+)
+
+
+def folded(text: str) -> str:
+    """`text` as the rules read it (same length): see _FOLD."""
+    if text.isascii():  # most texts: a few scans in C instead of a regex's
+        if not any(c in text for c in "\x0b\x0c\x1c\x1d\x1e") and (
+            "\r" not in text or not _LONE_CR.search(text)
+        ):
+            return text
+    elif _FOLDED.search(text) is None:
+        return text
+    if "\r" in text:
+        text = _LONE_CR.sub("\n", text)
+    return text.translate(_FOLD)
 
 
 def unescape_line(line: str) -> str:
@@ -391,15 +434,20 @@ def unescape_line(line: str) -> str:
 
 
 # A list of eight or more printable character codes or character literals, in brackets of any kind
-# (`'G'`, `b'G'`, `'\\x47'`, `71`, `0x47`, `(char)71`), a C string's terminator (`0`, `'\\0'`) at its end.
+# (`'G'`, `b'G'`, `'\\x47'`, `71`, `0x47`, `0o107`, `0b1000111`, `(char)71`, Ruby's `?G`), a C string's
+# terminator (`0`, `'\\0'`) at its end, or after Perl's `pack('C*',`. Items are separated by commas
+# (a comment may follow each), F#'s semicolons or MATLAB's spaces.
 _CODE_CHAR = (
-    r"(?:b?'(?:\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\\[0-7]{1,3}|\\.|[^'\\\n])'"
-    r"|(?:\(char\)[ \t]*)?(?:0[xX][2-7][0-9a-fA-F]|3[2-9]|[4-9][0-9]|1[01][0-9]|12[0-6])(?:u8|i8)?)"
+    r"(?:b?'(?:\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\\[0-7]{1,3}|\\.|[^'\\\n])'|\?[!-~]"
+    r"|(?:\(char\)[ \t]*)?(?:0[xX][2-7][0-9a-fA-F]|0[oO]?[0-7]{2,3}|0[bB][01]{6,7}"
+    r"|3[2-9]|[4-9][0-9]|1[01][0-9]|12[0-6])(?:u8|i8)?)"
 )
 _CODE_END = r"(?:0[xX]00|'\\0'|0)"
+_CODE_SEP = r"(?:[ \t]*[,;][ \t]*(?:(?://|#|--)[^\n]*)?\s*|[ \t]+)"
 _CODE_LIST = re2.compile(
-    rf"[(\[{{]\s*({_CODE_CHAR}(?:[ \t]*,\s*{_CODE_CHAR}){{7,}}(?:[ \t]*,\s*{_CODE_END})?)"
-    rf"[ \t]*,?\s*[)\]}}]".encode()
+    rf"""(?:[(\[{{]\|?|\bpack\(\s*["'][CcUW]\*["'][ \t]*,)\s*"""
+    rf"({_CODE_CHAR}(?:{_CODE_SEP}{_CODE_CHAR}){{7,}}(?:{_CODE_SEP}{_CODE_END})?)"
+    rf"[ \t]*[,;]?[ \t]*(?:(?://|#|--)[^\n]*)?\s*\|?[)\]}}]".encode()
 )
 _CODE_ITEM = re.compile(rf"{_CODE_CHAR}|{_CODE_END}")
 # The text before a list that names it: up to the assignment's operator (`STORE_PASS =`,
@@ -422,8 +470,6 @@ class Spelled:
 
 def spelled_runs(text: str) -> list[Spelled]:
     """The lists of character codes or literals in `text` that spell printable ASCII."""
-    if "," not in text:
-        return []
     out = []
     for start, end in _spans(_CODE_LIST, text):
         chars = [_code_char(item) for item in _CODE_ITEM.findall(text, start, end)]
@@ -450,33 +496,47 @@ def _head(before: str) -> str:
 
 
 def _code_char(item: str) -> str:
+    if item.startswith("?"):
+        return item[1]
     if item.endswith("'"):
         return unescape_value(item[item.index("'") + 1 : -1])
-    return chr(int(item.rsplit(")", 1)[-1].strip().removesuffix("u8").removesuffix("i8"), 0))
+    number = item.rsplit(")", 1)[-1].strip().removesuffix("u8").removesuffix("i8")
+    if len(number) > 1 and number[0] == "0" and number[1].isdigit():
+        return chr(int(number, 8))  # C's octal `0110`
+    return chr(int(number, 0))
 
 
-# One escape in a string literal: a character's code (hex, `\\u`, `\\u{...}`, octal) or a simple escape.
+# One escape in a string literal: a character's code (hex, `\\u`, `\\u{...}`, `\\x{...}`, octal, a Unicode
+# name, an HTML character reference) or a simple escape.
 _VALUE_ESCAPE = re.compile(
-    r"\\(?:x(?P<x>[0-9A-Fa-f]{2})|u(?P<u>[0-9A-Fa-f]{4})|u\{(?P<b>[0-9A-Fa-f]{1,6})\}"
-    r"|U(?P<w>[0-9A-Fa-f]{8})|(?P<o>[0-7]{1,3})|(?P<c>[\\\"'/`nrt]))"
+    r"\\(?:x(?P<x>[0-9A-Fa-f]{2})|[ux]\{(?P<b>[0-9A-Fa-f]{1,6})\}|u(?P<u>[0-9A-Fa-f]{4})"
+    r"|U(?P<w>[0-9A-Fa-f]{8})|N\{(?P<n>[A-Z0-9 -]{2,80})\}|(?P<o>[0-7]{1,3})|(?P<c>[\\\"'/`nrt]))"
+    r"|&#(?P<d>[0-9]{2,7});|&#[xX](?P<h>[0-9A-Fa-f]{2,6});"
 )
 _SIMPLE = {"n": "\n", "r": "\r", "t": "\t"}
 
 
 def unescape_value(value: str) -> str:
     """A literal's value as the characters its escapes stand for: `Tr0ub4dor\\/x` (PHP's json_encode),
-    `Caf\\u00e9...` (Python's json.dump), `\\x48\\x65...`. Any other backslash stays as written (a
-    raw string's `Dom\\user`)."""
+    `Caf\\u00e9...` (Python's json.dump), `\\x48\\x65...`, Perl's `\\x{48}`, Python's `\\N{...}`, HTML's
+    `&#x48;` and `&#72;`. Any other backslash stays as written (a raw string's `Dom\\user`)."""
 
     def one(m: re.Match[str]) -> str:
         c = m.group("c")
         if c is not None:
             return _SIMPLE.get(c, c)
-        octal = m.group("o")
+        if m.group("n") is not None:
+            try:
+                return unicodedata.lookup(m.group("n"))
+            except KeyError:
+                return m.group(0)
+        octal, decimal = m.group("o"), m.group("d")
         n = (
             int(octal, 8)
             if octal is not None
-            else int(m.group("x") or m.group("u") or m.group("b") or m.group("w"), 16)
+            else int(decimal)
+            if decimal is not None
+            else int(m.group("x") or m.group("u") or m.group("b") or m.group("w") or m.group("h"), 16)
         )
         return chr(n) if n < 0x110000 else m.group(0)
 

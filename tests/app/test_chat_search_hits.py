@@ -98,3 +98,41 @@ def test_a_recently_edited_row_is_redacted_with_its_file(tmp_path: Path) -> None
     recent = [p for p in got.pieces if p.reason == "recently edited"]
     assert recent and "user150@x.io" in recent[0].text
     assert "Pw150xQ7rLm2v" not in recent[0].text and "Pw151xQ7rLm2v" not in recent[0].text
+
+
+def test_an_unsaved_edit_is_redacted_with_the_buffer_it_was_cut_from(tmp_path: Path) -> None:
+    """Red team 11 (F8): a region the user just typed into an open buffer was judged against the file
+    on disk, where its lines are not; judged alone, the new row of a dump lost its INSERT line."""
+    from codectx.app.index import recent_edit
+    from codectx.cli import main
+
+    root = _repo(tmp_path / "repo")
+    rows = ",\n".join(f"({i}, 'user{i}@x.io', 'Pw{i:03d}xQ7rLm2v')" for i in range(120))
+    on_disk = f"INSERT INTO users (id, email, password) VALUES\n{rows};\n"
+    (root / "seed.sql").write_text(on_disk, encoding="utf-8")
+    assert main(["index", str(root), "--no-embed", "--json"]) == 0
+    lines = on_disk.split("\n")
+    typed = "(900, 'new900@x.io', 'Pw900xQ7rLm2v'),"
+    buffer = "\n".join([*lines[:61], typed, *lines[61:]])  # a row typed in, not saved
+    settings = load_settings(root, {})
+    opened = {"seed.sql": buffer}
+    session = WorkspaceSession(
+        settings, index=CommandIndex(settings), embedder=lambda: None, read_open=opened.get
+    )
+    turn = TurnInput(
+        "what did I add to the seed",
+        recent=[recent_edit("seed.sql", 60, 62, "\n".join(buffer.split("\n")[60:63]))],
+    )
+    gatherer = Gatherer(
+        session,
+        session.client.gate,
+        session.redaction.pieces(),
+        BUDGET,
+        3.5,
+        set(),
+        root,
+        read_open=session.redaction.read_open,
+    )
+    recent = [p for p in gatherer.gather(turn).pieces if p.reason == "recently edited"]
+    assert recent and "new900@x.io" in recent[0].text
+    assert "Pw900xQ7rLm2v" not in recent[0].text and "Pw060xQ7rLm2v" not in recent[0].text

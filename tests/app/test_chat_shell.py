@@ -355,3 +355,35 @@ def test_diff_of_a_notebook_masks_an_output_that_shows_a_secret(repo: Path, back
     sent = b"".join(r["raw"] for r in chats(backend))
     assert b"@@ " in sent  # the hunk went
     assert b"KiteHarbor42" not in sent
+
+
+def test_diff_leaves_out_a_file_too_large_to_check(repo: Path, backend: FixedBackend) -> None:
+    """Red team 11 (F9): a dump over the size a document is read at could not be read to judge its
+    hunk, which was then judged alone: the changed row (no INSERT line in the hunk) went out."""
+
+    def git(*args: str) -> None:
+        subprocess.run(
+            ["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t", *args],
+            check=True,
+            capture_output=True,
+        )
+
+    rows = ",\n".join(f"({i}, 'user{i}@example.org', 'Pw{i:06d}Zq64x')" for i in range(130_000))
+    dump = f"INSERT INTO users (id, email, password) VALUES\n{rows};\n"
+    assert len(dump) > 5_000_000
+    (repo / "db").mkdir()
+    (repo / "db" / "dump.sql").write_text(dump, "utf-8")
+    (repo / "calc" / "notes.md").write_text("first\n", "utf-8")
+    (repo / ".git").rmdir()
+    git("init", "-q")
+    git("add", "-A", ":!.env")
+    git("commit", "-qm", "base")
+    (repo / "db" / "dump.sql").write_text(dump.replace("Pw120000Zq64x", "Pw999999Zq64x"), "utf-8")
+    (repo / "calc" / "notes.md").write_text("first\nsecond\n", "utf-8")
+    done = codectx(["ask", "what changed? @diff", "--backend-url", backend.url, "--lexical", "--json"], repo)
+    assert done.returncode == 0, done.stderr
+    cited = {(c["reason"], c["path"]) for c in json.loads(done.stdout)["citations"]}
+    assert ("@diff", "calc/notes.md") in cited and ("@diff", "db/dump.sql") not in cited, cited
+    assert "db/dump.sql" in done.stderr and "too large to check" in done.stderr
+    sent = b"".join(r["raw"] for r in chats(backend))
+    assert b"Pw999999Zq64x" not in sent and b"Pw120000Zq64x" not in sent and b"Pw120001Zq64x" not in sent

@@ -118,6 +118,10 @@ async def test_stream_is_closed_when_the_block_ends(tmp_path: Path, server: fs.F
 async def test_complete_with_retrieved_context(tmp_path: Path, server: fs.FaultServer) -> None:
     server.default = fs.sse(["helper(a)"])
     settings = make_settings(tmp_path, server.url)
+    # The item's file is read to judge it with its surroundings (a chunk whose file is gone is withheld).
+    (tmp_path / "ws" / "util.py").write_text(
+        "import os\n\n\ndef helper(x):\n    return x\n", encoding="utf-8"
+    )
     item = Item("util.py", 3, 4, "def helper(x):\n    return x\n")
     ctx = Context(
         [item], prefix="def add(a, b):\n    return ", suffix="\n", prefix_start_line=3, suffix_end_line=5

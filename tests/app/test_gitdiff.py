@@ -135,3 +135,16 @@ def test_a_removed_line_that_looks_like_a_header_is_no_path() -> None:
         "@@ -1,2 +1,2 @@\n-- a/README.md old\n++ b/README.md\n"
     )
     assert [s.paths for s in gitdiff.sections(text)] == [{".env.notes"}]
+
+
+def test_a_long_diff_is_cut_at_a_line_end(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Red team 11: the diff was cut at DIFF_BYTES whatever it cut through; a value cut short is no
+    longer recognisable, and its first part went out."""
+    rows = "".join(f"password_{i} = 'Kestrel{i:04d}BasinQ7'\n" for i in range(400))
+    (repo / "a.py").write_text(rows)
+    whole = gitdiff.working_diff(repo)
+    limit = whole.index("Kestrel0200") + 5  # inside a value
+    monkeypatch.setattr(gitdiff, "DIFF_BYTES", limit)
+    cut = gitdiff.working_diff(repo)
+    assert cut.endswith("\n") and len(cut) <= limit and whole.startswith(cut)
+    assert "Kestrel0199" in cut and "Kestrel0200" not in cut and "Kestr\n" not in cut

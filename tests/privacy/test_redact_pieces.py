@@ -195,10 +195,18 @@ def test_a_chunk_cut_inside_a_key_block_is_masked_with_the_file_around_it(pieces
     source = f"KEY = '''{block}'''\n\ndef f():\n    pass\n"
     rows = source.split("\n")
     chunk = "\n".join(rows[4:9])  # a chunk that starts and ends inside the block
-    alone = PieceRedactor(Redactor(key=KEY)).chunk(chunk, "keys.py", 4, None)
+    alone = PieceRedactor(Redactor(key=KEY)).text(chunk, "keys.py")
     around = pieces.chunk(chunk, "keys.py", 4, source)
     assert "Q7rV2Q7rV2" not in around and around.count("\n") == chunk.count("\n")
     assert "Q7rV2Q7rV2" in alone  # on its own the cut block is not recognisable: the file around it is
+    # So a chunk whose file cannot be read is withheld (red team 11, F5-F7), not judged alone.
+    withheld = PieceRedactor(Redactor(key=KEY)).chunk(chunk, "keys.py", 4, None)
+    assert "Q7rV2" not in withheld and "keys.py was left out" in withheld
+    # A chunk the file no longer has at its line (the file changed since indexing) is replaced by
+    # the lines there now, judged in place: the old text is not sent.
+    moved = "# a line added at the top\n" + source
+    now = PieceRedactor(Redactor(key=KEY)).chunk(chunk, "keys.py", 4, moved)
+    assert "Q7rV2Q7rV2" not in now and now.count("\n") == chunk.count("\n") and "[REDACTED:" in now
 
 
 def test_a_secret_found_in_one_piece_is_masked_in_the_others(pieces: PieceRedactor) -> None:
