@@ -23,8 +23,8 @@ SETS = HERE / "redaction-sets"
 DEV = SETS / "independent-dev.jsonl"
 HOLDOUT = SETS / "independent-holdout.jsonl"
 # A third set (stop 51), a fourth (stop 53), a fifth (stop 54), a sixth (stop 55), a seventh (stop 56)
-# and an eighth (stop 57), each by another helper who read neither the rules nor the earlier sets: the rules were tuned on
-# their even ids; their odd ids are held out (README.md there).
+# and an eighth (stop 57), each by another helper who read neither the rules nor the earlier sets: the
+# rules were tuned on their even ids; their odd ids are held out (README.md there).
 THIRD = SETS / "independent-holdout-3.jsonl"
 FOURTH = SETS / "independent-holdout-4.jsonl"
 FIFTH = SETS / "independent-holdout-5.jsonl"

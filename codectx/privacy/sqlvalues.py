@@ -22,8 +22,8 @@ SECRET_COLUMN = re.compile(
     r"(?i)pass(?:word|wd|phrase)?|pwd|(?<![a-z])pw(?![a-z])|secret|token|credential|(?:api|access|private|signing|"
     r"encryption|master|auth|client|session)_?key|apikey"
     # The word for password in other languages (a German export's `Kennwort` column).
-    r"|kennwort|contrase(?:ñ|n)a|senha|wachtwoord|has(?:ł|l)o|mot[ _]de[ _]passe|пароль|l(?:ö|o)senord|salasana"
-    r"|heslo|jelsz(?:ó|o)|(?:ş|s)ifre|密码|密碼|パスワード|비밀번호"
+    r"|kennwort|contrase(?:ñ|n)a|senha|wachtwoord|has(?:ł|l)o|mot[ _]de[ _]passe|пароль|l(?:ö|o)senord"
+    r"|salasana|heslo|jelsz(?:ó|o)|(?:ş|s)ifre|密码|密碼|パスワード|비밀번호"
 )
 _CAST = re.compile(r"(?:\s*::\s*\w+(?:[ \t]+\w+)*(?:\(\d+(?:,\s*\d+)?\))?(?:\[\])*)+(?=\s*[,)])")
 _PREFIX = re.compile(r"(?:[NnEeBbXx]|[Uu]&|_\w{1,20}\s?)'")

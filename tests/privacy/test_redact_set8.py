@@ -28,7 +28,8 @@ SECRETS = [
     (
         "butane/backup.bu",
         "systemd:\n  units:\n    - name: backup.service\n      contents: |\n"
-        "        [Service]\n        Environment=AWS_SECRET_ACCESS_KEY=Qx7vN2kLp9Rt4Wz8Yb3Hc6Jd1Fg5Sm0Ae2Ui9Ok\n",
+        "        [Service]\n"
+        "        Environment=AWS_SECRET_ACCESS_KEY=Qx7vN2kLp9Rt4Wz8Yb3Hc6Jd1Fg5Sm0Ae2Ui9Ok\n",
         "Qx7vN2kLp9Rt4Wz8Yb3Hc6Jd1Fg5Sm0Ae2Ui9Ok",
     ),
     (
@@ -49,7 +50,8 @@ SECRETS = [
     ("group_vars/relay.yml", "smtp_relay_password:\n  Pepper?281x\n", "Pepper?281x"),
     (
         "metrics.ign",
-        '{"contents": {"source": "data:,DSN%3Dpostgres%3A%2F%2Fm%3AFruehling2024%2B%3D%4010.0.3.4%2Fm%0AX%3D1%0A"}}\n',
+        '{"contents": {"source": "data:,DSN%3Dpostgres%3A%2F%2Fm%3AFruehling2024%2B%3D%40'
+        '10.0.3.4%2Fm%0AX%3D1%0A"}}\n',
         "Fruehling2024%2B",
     ),
     (".config/hexchat/servlist.conf", f"N=Libera\nE=UTF-8\nP={PW}\n", PW),
