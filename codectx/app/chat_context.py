@@ -249,13 +249,15 @@ class Gatherer:
         root = getattr(getattr(self.gate, "settings", None), "root", None)
         return self.root is not None and root is not None and Path(root) == Path(self.root)
 
-    def file_text(self, path: str, current: TurnInput | None = None) -> str | None:
+    def file_text(self, path: str, current: TurnInput | None = None, opened: bool = False) -> str | None:
+        """A file's text: the turn's current document's, an open buffer's (`opened`: for a region cut
+        from the buffer, a recent edit), else the file on disk (what the index and git know)."""
         if current is not None and current.path == path and current.text is not None:
             return current.text
-        if path not in self._files and self.read_open is not None:
-            opened = self.read_open(path)
-            if opened is not None:
-                self._files[path] = opened
+        if opened and self.read_open is not None:
+            buffer = self.read_open(path)
+            if buffer is not None:
+                return buffer
         if path not in self._files:
             try:
                 if self._refusals.get(path, "unchecked") is None and self._gate_root():
@@ -330,7 +332,7 @@ class Gatherer:
         if self.redactor is None:
             return text
         self._fresh_deadline()
-        source = self.file_text(origin)
+        source = self.file_text(origin, opened=True)
         return self.redactor.echo(self.redactor.chunk(text, origin, start_line, source))
 
     def _fresh_deadline(self) -> None:
@@ -555,7 +557,8 @@ class Gatherer:
             unchecked = self._learn_hunks(sendable)
             for path in sorted(unchecked):
                 self.notice(
-                    "refused", f"@diff: the changes to {path} were left out (the file is too large to check)"
+                    "refused",
+                    f"@diff: the changes to {path} were left out (the file could not be read to check them)",
                 )
             sendable = [s for s in sendable if s.path not in unchecked]
         for section in sendable:
@@ -568,9 +571,10 @@ class Gatherer:
     def _learn_hunks(self, sections: list[gitdiff.Section]) -> set[str]:
         """Judge each hunk's lines with its file around them, as a piece is judged (a changed line
         inside a key block shows the key's lines but not its BEGIN line): the file now for the new
-        side, HEAD's version for the old one. Returns the paths of sections a side of which could
-        not be read (a file over the size a document is read at): judged alone, a dump's changed row
-        is no secret without its INSERT line, so they are left out."""
+        side, HEAD's version for the old one (never an open buffer: the diff's lines are the disk's).
+        Returns the paths of sections a side of which could not be read (a file over the size a
+        document is read at, git failing): judged alone, a dump's changed row is no secret without
+        its INSERT line, so they are left out."""
         assert self.redactor is not None and self.root is not None
         try:
             heads = gitdiff.head_texts(self.root, [s.old_path for s in sections if s.old_ranges])

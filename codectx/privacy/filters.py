@@ -23,7 +23,7 @@ CONFIG_SUFFIXES = (
     ".md", ".txt", ".rst", ".sql", ".netrc", ".service", ".socket", ".timer", ".mount", ".desktop",
     ".history", ".env.example", ".gradle.properties", ".tfvars", ".hcl", ".tf", ".cnf", ".credentials",
     ".creds", ".bru", ".bat", ".cmd", ".fish", ".tcl", ".csh", ".tcsh", ".ksh", ".mk", ".nmconnection",
-    ".bu", ".psk", ".rsc",
+    ".bu", ".psk", ".rsc", ".mak", ".am",
 )  # fmt: skip
 CONFIG_NAMES = (
     "dockerfile", ".env", ".envrc", ".netrc", "netrc", ".npmrc", ".pypirc", "makefile", ".bash_history",

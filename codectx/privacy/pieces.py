@@ -60,10 +60,9 @@ _TOKEN = re.compile(r"\[REDACTED:[a-z0-9-]+:[0-9a-f]{8}\]")
 _QUOTES = "\"'`"
 _TYPED_USERINFO = re.compile(r"[a-z][a-z0-9+.-]*://[^\s/@:]*:([^\s/@]+)$", re.IGNORECASE)
 _TYPED_CELL = re.compile(r"<t[dh]\b[^>]*>([^<]+)$", re.IGNORECASE)
-# A string a message quotes as a value: a literal type (`Literal['a', "b"]` in pyright and mypy,
-# `'"a"'` in TypeScript), Go's `"a" (untyped string constant)`, Flow's string literal `` `a` ``.
 # What a chunk whose file cannot be read is sent as (PieceRedactor.chunk).
 WITHHELD = "(codectx: this part of {path} was left out: the file could not be read to check it)"
+# A string a message quotes as a value (PieceRedactor.message).
 _DQ = r'"(?:[^"\n\\]|\\.){1,200}"'  # a double-quoted string as a checker prints it, escapes kept
 _LITERAL_TYPE = re.compile(
     # pyright's and mypy's Literal[...]; TypeScript's '"..."' and '`...`'; Go's `"..." (untyped string
@@ -195,17 +194,10 @@ class PieceRedactor:
 
     def _judge_quoted(self, value: str) -> list[str]:
         """Rules that find a literal a diagnostic quotes a secret: judged as a token's value (a word,
-        `Literal['production']`, is no secret there); words with spaces as a passphrase, else each
-        word as a token (`"Pel ican7Harbor..."`)."""
-        if " " not in value:
-            return self.redactor.judge("token", value, "message.py", self.deadline)
-        rules = self.redactor.judge("passphrase", value, "message.py", self.deadline)
-        for word in value.split():
-            if rules:
-                break
-            if len(word) >= 8:
-                rules = self.redactor.judge("token", word, "message.py", self.deadline)
-        return rules
+        `Literal['production']`, is no secret there), words with spaces as a passphrase (each word
+        as a token masked `Failed to connect to db-primary01`)."""
+        name = "passphrase" if " " in value else "token"
+        return self.redactor.judge(name, value, "message.py", self.deadline)
 
     def chunk(self, text: str, origin: str, start_line: int, source: str | None) -> str:
         """A retrieved chunk, redacted with the lines around it in `source` (its file now).

@@ -210,7 +210,9 @@ class Redactor:
         clean_key = _clean_key(origin, text) if remember else None
         if clean_key is not None and clean_key in self._clean:
             return RedactionResult(text, [])
-        scan = views.folded(text)  # lone CRs as line breaks, Unicode spaces as spaces: same offsets
+        # Lone CRs, NEL and U+2028 as line breaks, Unicode spaces as spaces, fullwidth as ASCII: the
+        # same offsets (views.folded).
+        scan = views.folded(text)
         hits = self._hits(scan, origin, deadline)
         hits += self._view_hits(scan, origin, deadline)
         hits += self._cell_hits(scan, origin, deadline)
@@ -243,6 +245,7 @@ class Redactor:
         if not candidates:
             return []
         offsets = _Offsets(text, data)
+        ascii_text = len(data) == len(text)
         own_tokens = [(m.start(), m.end()) for m in _TOKEN.finditer(text)] if TOKEN_PREFIX in text else []
         lines = _Lines(text)
         hits: list[_Hit] = []
@@ -258,6 +261,10 @@ class Redactor:
                 if span is None:
                     continue
                 start, end = offsets.char(span[0]), offsets.char(span[1])
+                if not ascii_text:
+                    end = _before_cjk(text, start, end)
+                    if end <= start:
+                        continue
                 if any(s < end and start < e for s, e in own_tokens):
                     continue
                 name = None
@@ -519,6 +526,23 @@ def _secret_span(match: Any, rule: Rule, bare: bool) -> tuple[int, int] | None:
     if rule.secret_groups and not rule.any_group:
         return None
     return match.start(), match.end()
+
+
+# CJK scripts (a value ends where one starts: a password in them is rare, and `token：访问令牌，...`
+# read with its fullwidth colon folded is a question, not an assignment).
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+def _before_cjk(text: str, start: int, end: int) -> int:
+    """`end` moved back to the first CJK character in text[start:end], and off the punctuation
+    before it (a folded `，`)."""
+    cut = _CJK.search(text, start, end)
+    if cut is None:
+        return end
+    end = cut.start()
+    while end > start and text[end - 1] in ",.;:!?、。 ":
+        end -= 1
+    return end
 
 
 def _echoes(text: str, hits: list[_Hit], known: Iterable[tuple[str, str]], priority: int) -> list[_Hit]:

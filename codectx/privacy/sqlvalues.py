@@ -214,13 +214,37 @@ def split_fields(
             at = text.find(delimiter, field_start, end)
         out.append((field_start, end))
         return out
-    out, field_start, quoted = [], start, False
-    for i in range(start, end):
+    fields: list[tuple[int, int]] = []
+    quote_open(text, start, end, delimiter, False, fields)
+    return fields
+
+
+def quote_open(
+    text: str, start: int, end: int, delimiter: str, quoted: bool, fields: list[tuple[int, int]] | None = None
+) -> bool:
+    """Whether a CSV quoted field is still open at `end`, read from `start` (`quoted`: open there).
+
+    RFC 4180: a quote opens a field only at its start (after spaces); inside, `""` is a quote and a
+    lone `"` closes it. A quote inside an unquoted field (`5" screen`) is a character: counted as an
+    opening one, it ran the record on over the rows below. `fields`: the fields' spans, appended."""
+    field_start, at_start, i = start, not quoted, start
+    while i < end:
         c = text[i]
-        if c == '"':
-            quoted = not quoted
-        elif c == delimiter and not quoted:
-            out.append((field_start, i))
-            field_start = i + 1
-    out.append((field_start, end))
-    return out
+        if quoted:
+            if c == '"':
+                if i + 1 < end and text[i + 1] == '"':
+                    i += 2
+                    continue
+                quoted = False
+        elif c == delimiter:
+            if fields is not None:
+                fields.append((field_start, i))
+            field_start, at_start = i + 1, True
+        elif c == '"' and at_start:
+            quoted, at_start = True, False
+        elif c not in " \t":
+            at_start = False
+        i += 1
+    if fields is not None:
+        fields.append((field_start, end))
+    return quoted

@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterator
 
 from codectx.privacy.sqlrows import LEAD_REACH
-from codectx.privacy.sqlvalues import SECRET_COLUMN, Cell, check_deadline, split_fields
+from codectx.privacy.sqlvalues import SECRET_COLUMN, Cell, check_deadline, quote_open, split_fields
 
 # Files read as delimited tables; the delimiter is the header line's most frequent of DELIMITERS
 # (a "csv" may hold tabs or semicolons, a ".txt" export commas).
@@ -38,7 +38,7 @@ _SEP_LINE = re.compile(r"^sep=(.)$")
 _HTML_TABLE = re.compile(r"<[tT][aA][bB][lL][eE]\b")
 HEADER_ROWS = 8  # rows of an HTML table its header row is looked for among
 HEADER_REACH = 10_000  # lines a Markdown table's header is looked for above a region
-RECORD_LINES = 1024  # lines one CSV record may span inside quotes (a quote open longer is a stray one)
+RECORD_LINES = 1024  # lines one CSV record may span inside a quoted field (open longer: a stray quote)
 HEADER_CELL_MAX = 40  # a header's cells are names, not sentences
 
 
@@ -117,7 +117,7 @@ def _delimited(text: str, deadline: float | None) -> Iterator[Cell]:
     if sum(len(name) > HEADER_CELL_MAX for name in names) * 3 > len(names):
         return  # not a header row: prose, or data without one
     # An empty name (pandas' index column, a trailing delimiter) or a long one names no secret; the
-    # other columns are still read (one such cell used to turn the whole table off).
+    # other columns are still read.
     wanted = _wanted([name if len(name) <= HEADER_CELL_MAX else "" for name in names])
     if not wanted:
         return
@@ -127,17 +127,17 @@ def _delimited(text: str, deadline: float | None) -> Iterator[Cell]:
         end = text.find("\n", pos)
         end = len(text) if end == -1 else end
         lines, line_end = 1, end
-        # A quoted field may hold line breaks (RFC 4180): the record goes on while its quotes are
-        # open, for at most RECORD_LINES lines; a quote still open then is a stray one, and the
-        # record is its own line (the rows after it stay aligned).
-        quotes = text.count('"', pos, end)
-        while quotes % 2 and end < len(text) and lines < RECORD_LINES:
+        # A quoted field may hold line breaks (RFC 4180): the record goes on while its field is
+        # open, for at most RECORD_LINES lines; a field still open then began with a stray quote,
+        # and the record is its own line (the rows after it stay aligned).
+        quoted = '"' in text[pos:end] and quote_open(text, pos, end, delimiter, False)
+        while quoted and end < len(text) and lines < RECORD_LINES:
             nxt = text.find("\n", end + 1)
             nxt = len(text) if nxt == -1 else nxt
-            quotes += text.count('"', end, nxt)
+            quoted = quote_open(text, end, nxt, delimiter, True)
             end = nxt
             lines += 1
-        if quotes % 2:
+        if quoted:
             end = line_end
         line_stop = end - 1 if end > pos and text[end - 1] == "\r" else end
         rows += 1

@@ -390,26 +390,22 @@ def escaped_view(text: str) -> str | None:
 # ends), VT, FF, NEL, the Unicode line and paragraph separators; no-break, ideographic and other
 # Unicode spaces (`password\u00a0=\u00a0...` is `password = ...` to Python's configparser);
 # fullwidth ASCII (`ｐａｓｓｗｏｒｄ＝...`). One character each, so offsets hold.
-_FOLD = str.maketrans(
-    {
-        **{c: "\n" for c in "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"},
-        **{c: " " for c in "\u00a0\u1680\u202f\u205f\u3000"},
-        **{chr(c): " " for c in range(0x2000, 0x200B)},
-        **{chr(c): chr(c - 0xFEE0) for c in range(0xFF01, 0xFF5F)},
-    }
-)
+_FOLD_MAP = {
+    **{c: "\n" for c in "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"},
+    **{c: " " for c in "\u00a0\u1680\u202f\u205f\u3000"},
+    **{chr(c): " " for c in range(0x2000, 0x200B)},
+    **{chr(c): chr(c - 0xFEE0) for c in range(0xFF01, 0xFF5F)},
+}
+_FOLD = str.maketrans(_FOLD_MAP)
+_ASCII_FOLDED = tuple(c for c in _FOLD_MAP if c.isascii())
 _LONE_CR = re.compile(r"\r(?!\n)")
-_FOLDED = re.compile(
-    r"[\x0b\x0c\x1c-\x1e\x85\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\uff01-\uff5e]|\r(?!\n)"
-)
+_FOLDED = re.compile("[" + "".join(re.escape(c) for c in _FOLD_MAP) + "]|\r(?!\n)")
 
 
 def folded(text: str) -> str:
-    """`text` as the rules read it (same length): see _FOLD."""
+    """`text` as the rules read it (same length): see _FOLD_MAP."""
     if text.isascii():  # most texts: a few scans in C instead of a regex's
-        if not any(c in text for c in "\x0b\x0c\x1c\x1d\x1e") and (
-            "\r" not in text or not _LONE_CR.search(text)
-        ):
+        if not any(c in text for c in _ASCII_FOLDED) and ("\r" not in text or not _LONE_CR.search(text)):
             return text
     elif _FOLDED.search(text) is None:
         return text
@@ -450,6 +446,7 @@ _CODE_LIST = re2.compile(
     rf"[ \t]*[,;]?[ \t]*(?:(?://|#|--)[^\n]*)?\s*\|?[)\]}}]".encode()
 )
 _CODE_ITEM = re.compile(rf"{_CODE_CHAR}|{_CODE_END}")
+_ITEM_COMMENT = re.compile(r"(?<=[,;])[ \t]*(?://|#|--)[^\n]*")  # a comment after an item: not items
 # The text before a list that names it: up to the assignment's operator (`STORE_PASS =`,
 # `PASSWORD = ''.join(map(chr, [` -> `PASSWORD =`), else what stands before its opening bracket.
 _ASSIGNED = re.compile(r"^.*?(?:[^=!<>]=|:=|=>)(?!=)")
@@ -472,7 +469,8 @@ def spelled_runs(text: str) -> list[Spelled]:
     """The lists of character codes or literals in `text` that spell printable ASCII."""
     out = []
     for start, end in _spans(_CODE_LIST, text):
-        chars = [_code_char(item) for item in _CODE_ITEM.findall(text, start, end)]
+        items = _ITEM_COMMENT.sub(lambda m: " " * len(m.group()), text[start:end])  # `0x67, // 'g'`
+        chars = [_code_char(item) for item in _CODE_ITEM.findall(items)]
         if chars and chars[-1] == "\0":
             chars.pop()  # a C string's terminator
         word = "".join(chars)

@@ -136,3 +136,42 @@ def test_an_unsaved_edit_is_redacted_with_the_buffer_it_was_cut_from(tmp_path: P
     recent = [p for p in gatherer.gather(turn).pieces if p.reason == "recently edited"]
     assert recent and "new900@x.io" in recent[0].text
     assert "Pw900xQ7rLm2v" not in recent[0].text and "Pw060xQ7rLm2v" not in recent[0].text
+
+
+def test_a_diff_is_judged_against_the_file_on_disk_not_an_open_buffer(tmp_path: Path) -> None:
+    """Review of stop 57: with buffers preferred everywhere, @diff cut the disk diff's line ranges out
+    of an unsaved buffer (lines added at its top), and the changed row went out in clear."""
+    import subprocess
+
+    from codectx.cli import main
+
+    def git(*args: str) -> None:
+        subprocess.run(
+            ["git", "-C", str(root), "-c", "user.email=t@t", "-c", "user.name=t", *args],
+            check=True,
+            capture_output=True,
+        )
+
+    root = _repo(tmp_path / "repo")
+    rows = ",\n".join(f"({i}, 'user{i}@x.io', 'Pw{i:03d}xQ7rLm2v')" for i in range(200))
+    dump = f"INSERT INTO users (id, email, password) VALUES\n{rows};\n"
+    (root / "seed.sql").write_text(dump, encoding="utf-8")
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "base")
+    changed = dump.replace("Pw150xQ7rLm2v", "Pw999xNEWSECRET")
+    (root / "seed.sql").write_text(changed, encoding="utf-8")
+    assert main(["index", str(root), "--no-embed", "--json"]) == 0
+    settings = load_settings(root, {})
+    buffer = "".join(f"-- note {i}\n" for i in range(80)) + changed  # unsaved lines at the top
+    session = WorkspaceSession(
+        settings, index=CommandIndex(settings), embedder=lambda: None, read_open={"seed.sql": buffer}.get
+    )
+    pieces = session.redaction.pieces()
+    gatherer = Gatherer(
+        session, session.client.gate, pieces, BUDGET, 3.5, set(), root, read_open=session.redaction.read_open
+    )
+    gatherer.diff()
+    sent = "\n".join(p.text for p in gatherer.out.pieces if p.reason == "@diff")
+    assert "@@" in sent and "user150@x.io" in sent
+    assert "Pw999xNEWSECRET" not in sent and "Pw150xQ7rLm2v" not in sent

@@ -33,6 +33,13 @@ SECRETS = [
     ("S.java", f'String getPassword() {{ return "{PW}"; }}\n'),
     ("s.kt", f'val dbPassword by lazy {{ "{PW}" }}\n'),
     ("s.swift", f'var dbPassword: String {{ "{PW}" }}\n'),
+    ("s.go", f'func (c *Config) DBPassword() string {{ return "{PW}" }}\n'),
+    ("s.py", f'def db_password(self, *args) -> str | None:\n    return "{PW}"\n'),
+    ("s.rs", f'fn db_password(&self) -> &\'static str {{\n    "{PW}"\n}}\n'),
+    ("S.cs", f'public string DbPassword() => "{PW}";\n'),
+    ("S.java", f'String getPassword() throws IOException {{ return "{PW}"; }}\n'),
+    ("s.cpp", f'std::string password() const {{ return "{PW}"; }}\n'),
+    ("s.kt", f'fun dbPassword(): String = "{PW}"\n'),
     # Declarations, and `set` in other shells.
     ("s.cpp", f'static const std::string kDbPassword("{PW}");\n'),
     ("s.ps1", f'Set-Variable -Name DbPassword -Value "{PW}"\n'),
@@ -93,6 +100,8 @@ KEPT = [
     ("s.py", 'def password_field(self):\n    return "password_input"\n'),
     ("s.rb", 'def password\n  "Password must be 8 characters"\nend\n'),
     ("s.js", "const PASSWORD_RE = /^(?=.*[A-Z])(?=.*\\d).{8,}$/;\n"),
+    ("s.js", 'const who = anonymous ? basic_credentials() : "Anonymous-1";\n'),
+    ("opts.c", 'static const struct opt opts[] = {{OPT_API_KEY, "api-key-2"}, {OPT_TOKEN, "token-file"}};\n'),
     ("s.groovy", "def passwordPattern = /^[a-z0-9]{8,}$/\n"),
     ("s.fish", "set -x DB_PASSWORD $argv[1]\n"),
     ("run.bat", "set DB_PASSWORD=%1\n"),
@@ -111,7 +120,7 @@ def test_look_alikes_stay(redactor: Redactor, path: str, text: str) -> None:
 DIAGNOSTICS = [
     """Argument of type "Literal['Kes"trel4Basin']" cannot be assigned to parameter "size" of type "int\"""",
     """Argument of type "Literal['Kes\\'trel4Basin']" cannot be assigned""",
-    f"""cannot use DBPassword (untyped string constant "Kes {PW}") as int value in argument to openPool""",
+    f"""cannot use DBPassword (untyped string constant "{PW}") as int value in argument to openPool""",
     f"""mismatched types: expected `u32`, found `"{PW}"`""",
     f"""Found:    ("{PW}" : String)\nRequired: Int""",
     f"""Parameter #1 $size of function open_pool expects int, '{PW}' given.""",
@@ -133,5 +142,25 @@ def test_names_and_words_in_other_checkers_messages_stay(redactor: Redactor) -> 
         """Parameter #1 $mode of function open expects int, 'production' given.""",
         """cannot use label (untyped string constant "hello world") as int value""",
         """Expected Integer but found String("ValidationError") for argument size""",
+        # The review of stop 57: each word of a spaced literal judged as a token masked these.
+        """Argument of type "Literal['Failed to connect to db-primary01']" cannot be assigned""",
+        """Argument of type "Literal['Cache-Control: max-age=3600']" cannot be assigned""",
+        """Argument of type "Literal['Basic realm=app']" cannot be assigned""",
     ):
         assert PieceRedactor(redactor).message(message, "src/worker.py") == message
+
+
+def test_a_ruby_percent_literal_is_no_comment_line(redactor: Redactor) -> None:
+    """The review of stop 57: `%` as a comment marker took Ruby's `%(...)` for a comment, and the
+    next line's string for the value."""
+    text = f'opts = {{\n  password: %({PW}),\n  "user_name" => "bob_the_builder"\n}}\n'
+    out = redactor.redact(text, "s.rb").text
+    assert PW not in out and "bob_the_builder" in out, out
+
+
+def test_a_comment_after_each_code_is_not_read_as_codes(redactor: Redactor) -> None:
+    """The review of stop 57: `0x67, // 'g'` spelled `gg`, and a `0` in a comment ended the list."""
+    token = "ghp_" + "Kq7Lm2Nx9Rt4Wz8Yb3Hc6Jd1Fg5Sm0Ae2Ui4"
+    items = ",\n    ".join(f"0x{ord(c):02x}, // '{c}' 0" for c in token)
+    out = redactor.redact(f"const T = [\n    {items}\n];\n", "s.js").text
+    assert "[REDACTED:" in out and "0x67, // 'g'" not in out, out[:200]

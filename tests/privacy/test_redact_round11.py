@@ -55,6 +55,17 @@ def test_a_csv_header_with_an_empty_or_long_cell_still_names_its_columns(
     _masked(redactor, f"{header}\n{rows}", "users.csv", *(f"{PW}{i}" for i in range(5)))
 
 
+def test_a_quote_inside_a_field_opens_nothing(redactor: Redactor) -> None:
+    """The review of stop 57: a quote inside an unquoted field (`5" screen`) was read as opening a
+    quoted field, which ran on over the rows below it."""
+    device = {2: 'tablet 5" screen', 900: 'phone 6" screen'}
+    rows = [f"{i},{device.get(i, 'laptop')},{PW}{i}" for i in range(1100)]
+    out = _masked(
+        redactor, "id,device,password\n" + "\n".join(rows) + "\n", "devices.csv", f"{PW}3", f"{PW}899"
+    )
+    assert 'tablet 5" screen' in out
+
+
 def test_a_long_quoted_field_does_not_unalign_the_rows_after_it(redactor: Redactor) -> None:
     """F2: a quoted field over 64 lines ended the record early; the rows after it were misread."""
     note = '"' + "\n".join(f"line {i} of a long note" for i in range(100)) + '"'

@@ -77,6 +77,14 @@ SECRETS = [
         PW,
     ),
     ("ipsec.secrets", f": PSK {PW}\n", PW),
+    # The review of stop 57's variants.
+    ("etc/nslcd.conf", f"uid nslcd\r\nbindpw {PW}\r\n", PW),
+    ("ks.cfg", f"rootpw --plaintext {PW}\n", PW),
+    (".davfs2/secrets", f'/mnt/team teamshare "{PW}"\n', PW),
+    ("history", f"rabbitmqctl -n rabbit@node1 add_user orders {PW}\n", PW),
+    ("wifi.txt", f'WIFI:T:WPA;S:Lobby;P:"{PW};x";;\n', PW),
+    (".tcshrc", f"setenv DB_PASSWORD {PW}\n", PW),
+    ("build.mak", f"define DB_PASSWORD :=\n{PW}\nendef", PW),
 ]
 
 
@@ -105,6 +113,9 @@ KEPT = [
     ("slapd.conf", "rootpw {SSHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=\n"),
     ("wifi.txt", "WIFI:T:nopass;S:Guest;P:;;\n"),
     ("s.py", 'msg = "%s is not a valid password" % user\n'),
+    ("run.sh", 'echo "last login=2024-05-01T10:30:00"\n'),
+    ("game/resource.cfg", "icon:assets/icon.png\nmusic:assets/theme.ogg\n"),
+    ("notes.md", "请问 token：访问令牌，应该在哪里配置？\n"),
 ]
 
 
