@@ -5,8 +5,8 @@ body, sources)` (redaction, size limits, never-send rules; it fails closed) ->
 `gate.intend(prepared)` makes its audit entry durable (if it cannot, nothing
 is sent) -> send `prepared.content` verbatim -> `gate.record(prepared, sent,
 status, intent)` appends each attempt's outcome. GET requests (/v1/models,
-/metrics) carry no code; when they carry the API key they get the same entry
-through `gate.bodyless`. Offline mode builds and records but never sends.
+/metrics, health probes) carry no code; they get the same entry through
+`gate.bodyless`. Offline mode builds and records but never sends.
 The API key goes only to the origin it was configured for
 (Settings.api_key_for); a redirect (3xx) is an error, never followed.
 
@@ -83,7 +83,6 @@ class Transport:
         api_key = settings.api_key_for(settings.backend.url)
         if settings.backend.api_key and api_key is None:
             log.warning("codectx: %s", settings.key_withheld())
-        self.credentials = api_key is not None
         if api_key:
             from codectx.logsafe import register_secret
 
@@ -95,8 +94,15 @@ class Transport:
                     "codectx: the API key (and your code) go to %s over plain HTTP; use https://", host
                 )
         t = self.timeouts
+        auth = None
+        if self.urls.userinfo is not None:
+            from codectx.logsafe import register_secret
+
+            register_secret(self.urls.userinfo[1])
+            auth = httpx.BasicAuth(*self.urls.userinfo)
         self._http = httpx.AsyncClient(
             headers=headers,
+            auth=auth,
             verify=_ssl_context(settings),
             # Reads are bounded by our own first-token / total deadlines, not per-read timeouts.
             timeout=httpx.Timeout(connect=t.connect_s, read=None, write=t.total_s, pool=t.connect_s),
@@ -165,9 +171,10 @@ class Transport:
         url = self.urls.url(endpoint)
         if self.offline:
             raise BackendOffline(f"offline mode: not contacting {url}")
-        # No code leaves, but the API key does: such a request gets its audit entry first.
-        bodyless = self.gate.bodyless("GET", url) if self.credentials else None
-        intent = await self.recorder.intend(bodyless) if bodyless is not None else None
+        # No code leaves, but bytes do (the URL, the API key if any): every request gets its audit
+        # entry first.
+        bodyless = self.gate.bodyless("GET", url)
+        intent = await self.recorder.intend(bodyless)
         self.breaker.before_request()
         started = time.monotonic()
         deadline = started + self.timeouts.total_s

@@ -10,7 +10,7 @@ import email.utils
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from codectx.backend.errors import (
     BackendError,
@@ -30,6 +30,9 @@ class ServerURLs:
 
     api_base: str
     root: str
+    # `user:password@` of the configured URL, sent as HTTP Basic auth: kept out of the URLs, so no
+    # audit entry, log line or message quotes the password.
+    userinfo: tuple[str, str] | None = None
 
     @classmethod
     def parse(cls, url: str | None) -> ServerURLs:
@@ -37,16 +40,20 @@ class ServerURLs:
             raise BackendNotConfigured()
         parts = urlsplit(url.strip())
         if parts.scheme not in ("http", "https") or not parts.netloc:
+            shown = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
             raise BackendNotConfigured(
-                f"backend.url '{url}' is not an http(s) URL; expected e.g. http://127.0.0.1:8000/v1"
+                f"backend.url '{shown}' is not an http(s) URL; expected e.g. http://127.0.0.1:8000/v1"
             )
-        origin = f"{parts.scheme}://{parts.netloc}"
+        userinfo = None
+        if "@" in parts.netloc:
+            userinfo = (unquote(parts.username or ""), unquote(parts.password or ""))
+        origin = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
         path = parts.path.rstrip("/")
         if path == "":
-            return cls(api_base=origin + "/v1", root=origin)
+            return cls(api_base=origin + "/v1", root=origin, userinfo=userinfo)
         if path.endswith("/v1"):
-            return cls(api_base=origin + path, root=origin + path[: -len("/v1")])
-        return cls(api_base=origin + path, root=origin)
+            return cls(api_base=origin + path, root=origin + path[: -len("/v1")], userinfo=userinfo)
+        return cls(api_base=origin + path, root=origin, userinfo=userinfo)
 
     def url(self, endpoint: str) -> str:
         """'/v1/completions' -> API base; '/tokenize', '/metrics' -> server root."""

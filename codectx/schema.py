@@ -322,16 +322,23 @@ SCHEMA: dict[str, dict[str, Key]] = {
         ),
         "verify_tls": Key("bool", True, "Verify the server's TLS certificate.", privacy=True),
         "ca_bundle": Key("optional_str", None, "Custom CA bundle file for TLS.", privacy=True),
-        "connect_timeout_s": Key("float", 2.0, "Connect timeout.", min=0.01),
-        "first_token_timeout_s": Key("float", 10.0, "Time allowed until the first token.", min=0.01),
+        # A workspace's own config may lengthen the waits only so far: a repository must not make
+        # every request hang on a stalled server (red team 12).
+        "connect_timeout_s": Key("float", 2.0, "Connect timeout.", min=0.01, workspace_max=30.0),
+        "first_token_timeout_s": Key(
+            "float", 10.0, "Time allowed until the first token.", min=0.01, workspace_max=120.0
+        ),
         "first_byte_timeout_s": Key(
             "float",
             3.0,
             "Time allowed for a connected server to start answering (headers of a stream, /v1/models, "
             "/tokenize); generated answers that are not streamed get the total timeout.",
             min=0.01,
+            workspace_max=60.0,
         ),
-        "total_timeout_s": Key("float", 30.0, "Time allowed for a whole request.", min=0.01),
+        "total_timeout_s": Key(
+            "float", 30.0, "Time allowed for a whole request.", min=0.01, workspace_max=600.0
+        ),
         "max_tokens": Key("int", 128, "Largest completion, in tokens.", min=1, max=32768),
         "chat_max_tokens": Key(
             "int",
@@ -356,9 +363,15 @@ SCHEMA: dict[str, dict[str, Key]] = {
     },
     "lsp": {
         "completion": Key("bool", True, "Offer AI completions."),
-        "debounce_ms": Key("int", 75, "Wait this long after a keystroke before asking the model.", min=0),
+        "debounce_ms": Key(
+            "int", 75, "Wait this long after a keystroke before asking the model.", min=0, workspace_max=2000
+        ),
         "request_budget_ms": Key(
-            "int", 3000, "A completion request taking longer returns what it has.", min=50
+            "int",
+            3000,
+            "A completion request taking longer returns what it has.",
+            min=50,
+            workspace_max=30000,
         ),
         "max_document_bytes": Key(
             "int", 2_000_000, "Documents larger than this get no completions or refactors.", min=1024

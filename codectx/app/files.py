@@ -9,6 +9,8 @@ message, and with privacy.redact on the lines come back with secrets replaced by
 
 from __future__ import annotations
 
+import os
+
 from codectx.app.index import read_document, relative_path
 from codectx.app.redaction import RequestRedaction
 from codectx.app.results import FileText
@@ -38,6 +40,12 @@ def read_confined(
     pattern = never_send_match(rel, settings)
     if pattern:
         raise NeverSend(f"{rel} matches the never-send pattern '{pattern}'; codectx does not read it out")
+    # A link inside the workspace is judged by its target too: `notes.txt -> .env` is not read (its
+    # lines would not be sent, but an error's line count would be).
+    real = os.path.relpath(os.path.realpath(root / rel), os.path.realpath(root)).replace(os.sep, "/")
+    pattern = never_send_match(real, settings) if real != rel else None
+    if pattern:
+        raise NeverSend(f"{rel} leads to {real}, which matches the never-send pattern '{pattern}'")
     text = read_document(root / rel)
     if start_line is None and end_line is None:  # the whole file (a chat turn reads tens of them)
         first, last, start, end = 0, text.count("\n"), 0, len(text)

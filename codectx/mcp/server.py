@@ -15,7 +15,7 @@ import inspect
 import ipaddress
 import logging
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -188,11 +188,50 @@ def loopback_address(spec: str) -> tuple[str, int]:
 
 def serve_http(app: MCPServer, host: str, port: int) -> None:
     """Streamable HTTP at http://HOST:PORT/mcp, loopback only, with the SDK's DNS-rebinding checks
-    (Host and Origin must name the loopback address)."""
+    (Host and Origin must name the loopback address), for this account's processes only: any local
+    account can connect to a loopback port (red team 12 read a workspace as another user), so each
+    request's peer is checked as `codectx lsp --tcp` checks its connections (lsp/peers.py)."""
+    import anyio
+    import uvicorn
+
     shown = f"[{host}]" if ":" in host else host
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=[f"{shown}:{port}", f"localhost:{port}"],
         allowed_origins=[f"http://{shown}:{port}", f"http://localhost:{port}"],
     )
-    app.run("streamable-http", host=host, port=port, transport_security=security)
+    inner = app.streamable_http_app(transport_security=security, host=host)
+    config = uvicorn.Config(_owner_only(inner), host=host, port=port, log_level="warning")
+    anyio.run(uvicorn.Server(config).serve)
+
+
+def _owner_only(inner: Any) -> Any:
+    """An ASGI app that answers 403 to a request from another account's process, else `inner`."""
+    from codectx.lsp import peers
+
+    async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope.get("type") == "http":
+            server, client = scope.get("server"), scope.get("client")
+            why = (
+                peers.refusal((server[0], server[1]), (client[0], client[1]))
+                if server and client
+                else "the connecting process's owner cannot be told"
+            )
+            if why is not None:
+                log.warning("codectx mcp: refused a connection: %s", why)
+                body = f"codectx mcp: {why}\n".encode()
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 403,
+                        "headers": [
+                            (b"content-type", b"text/plain"),
+                            (b"content-length", str(len(body)).encode()),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await inner(scope, receive, send)
+
+    return guarded

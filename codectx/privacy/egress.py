@@ -210,7 +210,7 @@ class EgressGate:
         return redacted.encode("utf-8")
 
     def bodyless(self, method: str, url: str) -> PreparedRequest:
-        """A request without a body (GET /v1/models, /metrics) that carries credentials: logged too."""
+        """A request without a body (GET /v1/models, /metrics, a health probe): logged too."""
         return PreparedRequest(
             endpoint=url,
             content=b"",

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 
 # Files that hold credentials. Add to it rather than remove: it is the floor of both lists.
 SECRET_FILES: tuple[str, ...] = (
-    ".env", ".env.*", "*.env", ".envrc", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore",
+    ".env", ".env.*", ".env-*", ".env_*", "*.env", ".envrc", "**/.envs/**", "*.pem", "*.key", "*.p12",
+    "*.pfx", "*.jks", "*.keystore",
     "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".npmrc", ".pypirc", ".netrc", "_netrc", ".pgpass",
     "pgpass.conf",
     ".git-credentials", ".htpasswd", "*.tfstate", "*.tfstate.*", "*.tfvars", "*.tfvars.json", "*.kdbx",
@@ -128,6 +129,19 @@ def is_dot_git(part: str) -> bool:
 
 # A backup copy's suffixes (editors', patch's, people's): the copy is judged as the file it copies.
 _BACKUP = re.compile(r"(?:~|\.(?:orig|bak|old|save|backup))+$", re.IGNORECASE)
+# How file managers, editors and downloads name a copy: Finder's `.env copy`, `secrets copy 2.json`,
+# Explorer's `.env - Copy`, `x - Copy (2).json`, a download's `credentials (1).json`, Drive's `Copy of
+# x`, Emacs' auto-save `#.env#` and lock `.#.env`. Each is judged as the file it copies.
+_COPY_MARK = re.compile(r"(?i)(?: copy(?: \d+)?| - copy(?: \(\d+\))?| \(\d+\))(?=(?:\.[^./ ]*)?$)")
+_COPY_WRAP = re.compile(r"(?i)^(?:copy of |#|\.#)(.+?)#?$")
+
+
+def _copied(name: str) -> str:
+    """The name a copy's name copies (itself when it is no copy)."""
+    wrapped = _COPY_WRAP.match(name)
+    if wrapped is not None:
+        name = wrapped.group(1)
+    return _COPY_MARK.sub("", name)
 
 
 def _forms(path: str) -> tuple[str, ...]:
@@ -140,8 +154,12 @@ def _forms(path: str) -> tuple[str, ...]:
         trimmed = "/".join(file_system_name(part) for part in norm.split("/"))
         forms += [trimmed, trimmed.lower()]
     original = _BACKUP.sub("", norm)
+    head, _, name = original.rpartition("/")
+    copied = _copied(name)
+    if copied and copied != name:
+        original = f"{head}/{copied}" if head else copied
     if original != norm and original.rsplit("/", 1)[-1]:
-        forms += _forms(original)  # a backup holds what the file held: `auth.json.bak`, `.env~`
+        forms += _forms(original)  # a copy holds what the file held: `auth.json.bak`, `.env~`, `.env copy`
     return tuple(dict.fromkeys(forms))
 
 

@@ -6,6 +6,7 @@ what goes on the wire is the gate's redacted bytes, byte for byte.
 
 from __future__ import annotations
 
+import base64
 import json
 import ssl
 from pathlib import Path
@@ -325,4 +326,29 @@ async def test_oversized_answer_is_a_protocol_error(tmp_path: Path) -> None:
     )
     with pytest.raises(BackendProtocolError, match="larger than 32 MiB"):
         await client.complete("x", model="m")
+    await client.aclose()
+
+
+async def test_every_get_is_logged_and_a_urls_password_goes_as_basic_auth(tmp_path: Path) -> None:
+    """Red team 12 (F2-F4): a GET without an API key had no audit entry, and a `user:password@` in
+    backend.url was sent by httpx as Basic auth while the audit entry, errors and messages quoted
+    the URL, password and all."""
+    gate = RecordingGate()
+    client, rec = make(tmp_path, gate, **{"backend.url": "http://ops:Pa%24%24w0rdQ7@model.test:8000/v1"})
+    await client.complete("x")
+    models, post = rec.requests
+    assert models.url.path == "/v1/models" and "ops" not in str(models.url)
+    expected = "Basic " + base64.b64encode(b"ops:Pa$$w0rdQ7").decode()
+    assert models.headers["authorization"] == expected and post.headers["authorization"] == expected
+    assert [r[0] for r in gate.records] == [
+        "http://model.test:8000/v1/models",
+        "http://model.test:8000/v1/completions",
+    ]
+    assert [p.endpoint for p in gate.intents] == [r[0] for r in gate.records]
+    await client.aclose()
+    # Without any credentials the GET is logged too: every byte that leaves is.
+    gate = RecordingGate()
+    client, rec = make(tmp_path, gate)
+    await client.complete("x")
+    assert gate.records[0][0] == "http://model.test:8000/v1/models"
     await client.aclose()

@@ -94,6 +94,12 @@ def test_workspace_cannot_choose_the_served_model(tmp_path: Path) -> None:
         ("retriever.chat_budget_tokens", 1_000_000, 32_768),
         ("retriever.budget_tokens", 1_000_000, 16_384),
         ("index.max_file_bytes", 10**12, 10_000_000),
+        # Red team 12: a repository made every request wait on a stalled server.
+        ("backend.total_timeout_s", 86_400, 600),
+        ("backend.first_token_timeout_s", 86_400, 120),
+        ("backend.connect_timeout_s", 86_400, 30),
+        ("lsp.request_budget_ms", 10**9, 30_000),
+        ("lsp.debounce_ms", 10**9, 2000),
     ],
 )
 def test_workspace_values_of_how_much_is_read_or_sent_are_capped(

@@ -111,6 +111,38 @@ def test_foreign_host_header_is_refused(http_server: dict[str, Any]) -> None:
     assert httpx.post(http_server["url"], json=body, headers=evil, timeout=10).status_code in (400, 403)
 
 
+@pytest.mark.skipif(os.name != "posix" or os.getuid() != 0, reason="needs root to connect as another account")
+def test_another_accounts_process_is_refused(http_server: dict[str, Any]) -> None:
+    """Red team 12 (F5): any local account could connect to the loopback port and read the
+    workspace through the tools; `codectx lsp --tcp` already served its owner only."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})
+    intruder = (
+        "import os, socket\n"
+        "os.setgid(65534); os.setuid(65534)\n"
+        f"body = {body!r}\n"
+        f"c = socket.socket(); c.connect((b'127.0.0.1', {http_server['port']}))\n"
+        f"c.sendall(('POST /mcp HTTP/1.1\\r\\nHost: 127.0.0.1:{http_server['port']}\\r\\n'\n"
+        "  'Content-Type: application/json\\r\\nAccept: application/json, text/event-stream\\r\\n'\n"
+        "  f'Content-Length: {len(body)}\\r\\nConnection: close\\r\\n\\r\\n{body}').encode())\n"
+        "c.settimeout(20); data = b''\n"
+        "while True:\n"
+        "    part = c.recv(65536)\n"
+        "    if not part: break\n"
+        "    data += part\n"
+        "print(data.split(b'\\r\\n', 1)[0].decode())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", intruder], capture_output=True, text=True, timeout=60)
+    assert " 403 " in done.stdout, (done.stdout, done.stderr)
+    # The owner is still served.
+    own = httpx.post(
+        http_server["url"],
+        content=body,
+        headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream"},
+        timeout=10,
+    )
+    assert own.status_code == 200
+
+
 def _can_isolate() -> bool:
     tools = all(shutil.which(t) for t in ("unshare", "strace", "ip"))
     if not tools or subprocess.run(["id", "-u"], capture_output=True, text=True).stdout.strip() != "0":

@@ -166,3 +166,54 @@ def test_lsp_refuses_links_by_their_own_name_and_by_their_target(ws: Path) -> No
     assert rel == ".env"  # the real path, which the gate refuses as never-send
     with pytest.raises(EgressBlocked, match="never-send"):
         EgressGate(folder.settings).prepare("u", {"prompt": "x"}, [SourceSpan(rel, 0, 0)])
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "#.env#",  # Emacs' auto-save
+        ".#.env",  # Emacs' lock
+        ".env copy",  # Finder
+        "config/secrets copy 2.json",
+        ".env - Copy",  # Explorer
+        "keys/credentials - Copy (2).json",
+        "credentials (1).json",  # a download
+        "Copy of .env",  # Drive
+        ".envs/.production/.django",  # cookiecutter-django
+        ".env_prod",
+        ".env-staging",
+    ],
+)
+def test_a_copy_of_a_never_send_file_is_never_sent(ws: Path, name: str) -> None:
+    """Red team 12 (F1): copies of `.env` and other credential files, named as file managers and
+    editors name them, were read, indexed and sent (only backups' suffixes were known)."""
+    from codectx.privacy.policy import is_never_index, never_send_match
+
+    assert never_send_match(name, None) is not None and is_never_index(name)
+    gate = EgressGate(load_settings(ws, environ={}))
+    assert gate.refusal(name) is not None
+
+
+@pytest.mark.parametrize("name", ["src/app copy.py", "notes (1).md", "copy.py", "#notes#", "docs/envs.md"])
+def test_copies_of_ordinary_files_are_ordinary(name: str) -> None:
+    from codectx.privacy.policy import never_send_match
+
+    assert never_send_match(name, None) is None
+
+
+def test_a_link_to_a_never_send_file_is_not_read_for_a_surface(tmp_path: Path) -> None:
+    """Red team 12 (F6): `notes.txt -> .env` was read under the link's name; its lines were not sent,
+    but an MCP error answer gave the file's line count and lengths."""
+    from codectx.app.files import NeverSend, read_confined
+    from codectx.app.redaction import RequestRedaction
+
+    root = tmp_path / "w"
+    root.mkdir()
+    (root / ".env").write_text("API_TOKEN=abc\nDB_PASSWORD=def\n", encoding="utf-8")
+    (root / "notes.txt").symlink_to(root / ".env")
+    (root / "ok.txt").write_text("hello\n", encoding="utf-8")
+    settings = load_settings(root, environ={})
+    redaction = RequestRedaction(settings, EgressGate(settings))
+    with pytest.raises(NeverSend, match=r"leads to \.env"):
+        read_confined(settings, redaction, "notes.txt", 5, 9, redact=False)
+    assert read_confined(settings, redaction, "ok.txt").text == "hello\n"

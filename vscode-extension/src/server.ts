@@ -121,7 +121,9 @@ export class ServerManager implements vscode.Disposable {
     const apiKey = await this.hooks.apiKey();
     if (generation !== this.generation) return;
     // The key travels in the environment, not in initializationOptions, so protocol traces never show it.
-    const env = { ...process.env, ...(apiKey ? { CODECTX_API_KEY: apiKey } : {}) };
+    // The server sends a key only to the URL of the layer that set it: the URL goes with it.
+    const keyed = apiKey ? { CODECTX_API_KEY: apiKey, ...(settings.backendUrl ? { CODECTX_BACKEND_URL: settings.backendUrl } : {}) } : {};
+    const env = { ...process.env, ...keyed };
     const serverOptions: ServerOptions = {
       run: { command: server.command, args: server.args, options: { env } },
       debug: { command: server.command, args: server.args, options: { env } },
