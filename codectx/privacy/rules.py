@@ -125,6 +125,16 @@ def _expand(value: Any, parts: dict[str, str], where: str) -> Any:
     return _PART.sub(one, value)
 
 
+def _keywords(value: Any, lists: dict[str, list[str]], where: str) -> list[str]:
+    """A rule's keywords: a list, or `"{NAME}"`, an entry of the `[keywords]` table."""
+    if not isinstance(value, str):
+        return list(value)
+    m = _PART.fullmatch(value)
+    if m is None or m.group(1) not in lists:
+        raise RulesError(f"{where}: keywords {value!r} names no [keywords] entry")
+    return lists[m.group(1)]
+
+
 def parse(data: bytes, name: str = "rules.toml") -> RuleSet:
     try:
         doc = tomllib.loads(data.decode("utf-8"))
@@ -134,6 +144,11 @@ def parse(data: bytes, name: str = "rules.toml") -> RuleSet:
     parts = doc.get("names", {})
     if not isinstance(parts, dict) or not all(isinstance(v, str) for v in parts.values()):
         raise RulesError(f"{name}: [names] must be a table of strings")
+    lists = doc.get("keywords", {})
+    if not isinstance(lists, dict) or not all(
+        isinstance(v, list) and all(isinstance(k, str) for k in v) for v in lists.values()
+    ):
+        raise RulesError(f"{name}: [keywords] must be a table of lists of strings")
     for i, raw in enumerate(doc.get("rule", [])):
         where = f"{name}: rule #{i + 1} ({raw.get('id', '?')})"
         raw = {k: _expand(v, parts, where) if k in _PATTERNS else v for k, v in raw.items()}
@@ -157,7 +172,7 @@ def parse(data: bytes, name: str = "rules.toml") -> RuleSet:
                 regex=regex,
                 secret_groups=groups,
                 name_group=names.get("name"),
-                keywords=tuple(k.lower() for k in raw.get("keywords", [])),
+                keywords=tuple(k.lower() for k in _keywords(raw.get("keywords", []), lists, where)),
                 context=context,
                 window=int(raw.get("window", 4)),
                 strict=bool(raw.get("strict", False)),

@@ -302,3 +302,12 @@ check = "format"
         parse(doc.replace(b"WORD = ", b"WORD = 3 #"), "test.toml")
     # The shipped rules use it: no pattern keeps an unexpanded name.
     assert not any(re.search(r"\{[A-Z][A-Z0-9_]*\}", r.pattern) for r in default_rules().rules)
+
+
+def test_a_rule_may_name_a_keyword_list_and_an_unknown_one_is_an_error() -> None:
+    from codectx.privacy.rules import RulesError, parse
+
+    doc = b'[keywords]\nWORDS = ["Pass", "pwd"]\n[[rule]]\nid = "x"\nkeywords = "{WORDS}"\npattern = "pass"\n'
+    assert parse(doc).rules[0].keywords == ("pass", "pwd")
+    with pytest.raises(RulesError, match="names no \\[keywords\\] entry"):
+        parse(doc.replace(b'"{WORDS}"', b'"{OTHER}"'))
